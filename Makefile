@@ -1,0 +1,93 @@
+# netcl build. `make` builds build/libnetcl.so, lua/netcl/cdef.lua and the
+# build/netcl launcher; `make test` installs what is missing and runs the
+# suite on every device; `make check` runs it under ASan+UBSan.
+CC      := gcc
+JOBS    ?= 2
+BUILD   ?= build
+OPT     ?= -O2
+WERROR  := $(if $(CI),-Werror,)
+CFLAGS  += -std=c11 $(OPT) -g -fPIC -Wall -Wextra $(WERROR) -D_GNU_SOURCE \
+           -DCL_TARGET_OPENCL_VERSION=120 -fvisibility=hidden -Isrc -pthread
+LDLIBS  += -ldl -lm -lpthread
+
+SRCS    := $(wildcard src/*.c src/*/*.c)
+OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/kernels_embed.o
+KERNELS := $(wildcard kernels/*.cl)
+LIB     := $(BUILD)/libnetcl.so
+CDEF    := lua/netcl/cdef.lua
+LAUNCH  := $(BUILD)/netcl
+
+DEB_PKGS := gcc make luajit libluajit-5.1-dev ocl-icd-libopencl1 ocl-icd-opencl-dev \
+            opencl-c-headers pocl-opencl-icd clinfo lua-unit libpng-dev zlib1g-dev \
+            libreadline-dev dataset-fashion-mnist
+
+.PHONY: all deps test check demo clean bench cdef-check
+all: $(LIB) $(CDEF) $(LAUNCH)
+
+$(BUILD)/obj/%.o: src/%.c src/netcl.h src/core.h $(wildcard src/*/*.h src/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# kernels/*.cl become C string literals, one table entry per file
+$(BUILD)/kernels_embed.c: $(KERNELS) Makefile
+	@mkdir -p $(BUILD)
+	@{ echo '/* generated from kernels/*.cl by make; do not edit */'; \
+	  echo '#include <stddef.h>'; \
+	  echo 'const char *const nc_embedded_kernels[][2] = {'; \
+	  for f in $(KERNELS); do \
+	    printf '  { "%s",\n' "$$(basename $$f .cl)"; \
+	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $$f; \
+	    echo '  },'; \
+	  done; \
+	  echo '  { NULL, NULL } };'; } > $@
+
+$(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(OBJS)
+	$(CC) -shared -o $@ $(OBJS) $(LDFLAGS) $(LDLIBS)
+
+# The FFI declarations are the header's cdef section minus comments and
+# preprocessor lines; spec/cdef_spec.lua fails when they drift apart.
+$(CDEF): src/netcl.h
+	@{ echo '-- generated from src/netcl.h by make; do not edit'; \
+	  echo 'return [['; \
+	  sed -n '/cdef-begin/,/cdef-end/p' src/netcl.h | sed -e '/cdef-/d' -e '/^#/d'; \
+	  echo ']]'; } > $@
+
+$(LAUNCH): lua/netcl/launcher.sh
+	@mkdir -p $(BUILD)
+	sed -e "s|@ROOT@|$(CURDIR)|g" lua/netcl/launcher.sh > $@
+	chmod +x $@
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+test: deps
+	$(MAKE) -j$(JOBS) all
+	luajit spec/run.lua
+
+# ASan+UBSan: the library is rebuilt instrumented and LuaJIT preloads the runtime.
+check: deps
+	$(MAKE) -j$(JOBS) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=address,undefined" all
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  NETCL_LIB=$(CURDIR)/build-asan/libnetcl.so NETCL_TEST_OPENCL=0 luajit spec/run.lua
+
+demo: all
+	$(LAUNCH) examples/quickstart.lua
+
+bench: all
+	$(LAUNCH) examples/bench/run.lua
+
+clean:
+	rm -rf build build-asan $(CDEF)

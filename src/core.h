@@ -1,0 +1,182 @@
+/* core.h — internal structures shared by core, ops and backends: devices,
+ * storages, tensors, the strided descriptor a kernel sees, and the backend
+ * contract. Nothing here is visible to Lua; netcl.h is the public face. */
+#ifndef NETCL_CORE_H
+#define NETCL_CORE_H
+
+#include "netcl.h"
+#include <stdbool.h>
+#include <stdatomic.h>
+
+#define NC_MAX_DIMS 8
+#define NC_ABI_VERSION 1
+#define NC_VERSION "0.1.0"
+
+/* ---- errors (error.c) ---------------------------------------------------
+ * nc_fail records a printf-style message as the thread's last error and
+ * returns the status, so `return nc_fail(NETCL_ERR_ARGUMENT, "...")`. */
+netcl_status nc_fail(netcl_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Prefixes the current message with "op: " context (e.g. the op name). */
+void nc_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define NC_TRY(expr) do { netcl_status nc_st_ = (expr); if (nc_st_ != NETCL_OK) return nc_st_; } while (0)
+
+/* ---- dtypes (dtype.c) ------------------------------------------------------ */
+bool nc_dtype_is_float(netcl_dtype dt);
+/* The dtype two operands meet at (float beats int, wider beats narrower). */
+netcl_dtype nc_dtype_promote(netcl_dtype a, netcl_dtype b);
+double nc_load_double(const void *base, netcl_dtype dt, int64_t index);
+void nc_store_double(void *base, netcl_dtype dt, int64_t index, double v);
+float nc_half_to_float(uint16_t h);
+uint16_t nc_float_to_half(float f);
+float nc_bf16_to_float(uint16_t b);
+uint16_t nc_float_to_bf16(float f);   /* round to nearest even */
+
+/* ---- backends ---------------------------------------------------------------
+ * A backend owns memory and runs forward kernels. Buffers are opaque
+ * (a host pointer on cpu, a cl_mem on OpenCL). Every kernel entry receives
+ * descriptors already checked by the ops layer: shapes agree (broadcast
+ * inputs have stride 0), dtypes are as documented per entry, all on `dev`. */
+typedef struct nc_desc {
+    void *buf;                    /* backend buffer (cpu: the host pointer) */
+    netcl_dtype dtype;
+    int ndim;
+    int64_t offset;               /* elements */
+    int64_t sizes[NC_MAX_DIMS];
+    int64_t strides[NC_MAX_DIMS]; /* elements; 0 for broadcast dims */
+} nc_desc;
+
+/* True when the described elements are dense in row-major order (the fast
+ * path every backend takes). */
+static inline int nc_desc_is_contiguous(const nc_desc *d)
+{
+    int64_t s = 1;
+    for (int i = d->ndim - 1; i >= 0; i--) {
+        if (d->sizes[i] == 1) continue;
+        if (d->strides[i] != s) return 0;
+        s *= d->sizes[i];
+    }
+    return 1;
+}
+
+typedef struct nc_backend {
+    const char *name;
+    /* memory: alloc returns NETCL_ERR_OOM (no message needed) when the device is full */
+    netcl_status (*alloc)(netcl_device *dev, size_t nbytes, void **buf);
+    void (*free)(netcl_device *dev, void *buf);
+    /* host <-> device, byte offsets into buf. write may return before the
+     * copy is done only when `host_keepalive` is non-NULL: the backend then
+     * retains that tensor until the copy has completed. */
+    netcl_status (*write)(netcl_device *dev, void *buf, size_t offset, const void *src, size_t nbytes, netcl_tensor *host_keepalive);
+    netcl_status (*read)(netcl_device *dev, void *buf, size_t offset, void *dst, size_t nbytes);
+    netcl_status (*synchronize)(netcl_device *dev);
+    /* dst = cast(src); same shape; any dtypes; both strided (copy, contiguous, cast) */
+    netcl_status (*copy)(netcl_device *dev, const nc_desc *dst, const nc_desc *src);
+    /* dst = value (strided) */
+    netcl_status (*fill)(netcl_device *dev, const nc_desc *dst, double value);
+    /* dst[i] = start + i*step, dst contiguous 1-D */
+    netcl_status (*range)(netcl_device *dev, const nc_desc *dst, double start, double step);
+    /* out = op(a); out contiguous, same dtype as a (a float dtype for
+     * float-only ops, which the ops layer guarantees) */
+    netcl_status (*unary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
+    /* out = a op b; a and b share one dtype, out has it too, or bool for
+     * comparisons; b == NULL means the scalar `s` (reversed: s op a). */
+    netcl_status (*binary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
+    /* Reduce the LAST dim of `a` (shape [..., R], any strides).
+     * `out` is contiguous with shape [...] (a's dims minus the last).
+     * SUM/MEAN/PROD/MAX/MIN: out dtype = a dtype (the ops layer casts first
+     * where the result type differs, e.g. int sums in int64, means in float).
+     * R may be 0 only for SUM (0) and PROD (1). ARGMAX/ARGMIN: out int64 (0-based). `idx` != NULL
+     * (MAX/MIN only): also writes int64 indices of the extremum into idx.
+     * Ties pick the first index; NaN wins max/min like PyTorch. */
+    netcl_status (*reduce)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
+    /* out[b] = a[b] @ bm[b]: a [B,M,K], bm [B,K,N], out [B,M,N] contiguous;
+     * a and bm any strides (stride 0 on B for broadcast); one float dtype. */
+    netcl_status (*matmul)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
+    /* out contiguous; Philox4x32-10 stream: element i draws from counter
+     * (offset + i/4 ... see rng.h); identical to the C reference. */
+    netcl_status (*rng)(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
+    void (*shutdown)(netcl_device *dev);
+} nc_backend;
+
+/* ---- devices (device.c) -------------------------------------------------- */
+typedef struct nc_pool nc_pool;
+
+struct netcl_device {
+    int index;                 /* position in the device list */
+    char name[32];             /* "cpu", "opencl:N" */
+    netcl_device_type type;
+    const nc_backend *backend;
+    void *impl;                /* backend-private state */
+    char hw_name[128], vendor[128], driver[128], platform[128];
+    int compute_units;
+    int64_t global_mem, local_mem, max_work_group;
+    int has_fp16, has_fp64;
+    int compute_capability;
+    nc_pool *pool;
+};
+
+/* Registers a device discovered by a backend (called during discovery). */
+netcl_device *nc_device_add(netcl_device_type type, const nc_backend *backend, void *impl);
+void nc_devices_init(void);   /* idempotent, thread-safe */
+
+/* ---- memory pool (memory.c) ---------------------------------------------- */
+typedef struct nc_storage {
+    atomic_int refcount;
+    netcl_device *dev;
+    void *buf;         /* backend buffer */
+    size_t nbytes;     /* requested */
+    size_t capacity;   /* size class */
+} nc_storage;
+
+netcl_status nc_storage_new(nc_storage **out, netcl_device *dev, size_t nbytes);
+void nc_storage_retain(nc_storage *s);
+void nc_storage_release(nc_storage *s);
+nc_pool *nc_pool_new(void);
+void nc_pool_destroy(netcl_device *dev);
+
+/* ---- tensors (tensor.c) ---------------------------------------------------- */
+struct netcl_tensor {
+    atomic_int refcount;
+    nc_storage *storage;
+    netcl_dtype dtype;
+    int ndim;
+    int64_t offset;
+    int64_t sizes[NC_MAX_DIMS];
+    int64_t strides[NC_MAX_DIMS];
+};
+
+netcl_status nc_tensor_new(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes);
+/* A new view on t's storage with the given geometry. */
+netcl_status nc_tensor_view_of(netcl_tensor **out, const netcl_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides, int64_t offset);
+void nc_desc_of(nc_desc *d, const netcl_tensor *t);
+int64_t nc_numel(int ndim, const int64_t *sizes);
+/* "float32[2,3] on cpu" into a static per-thread ring of buffers. */
+const char *nc_describe(const netcl_tensor *t);
+const char *nc_shape_str(int ndim, const int64_t *sizes);
+static inline netcl_device *nc_dev(const netcl_tensor *t) { return t->storage->dev; }
+
+/* ---- fork safety (device.c) -------------------------------------------- */
+/* NETCL_ERR_FORK when called in a process forked after OpenCL was used. */
+netcl_status nc_check_fork(const char *what);
+
+/* ---- rng (rng.c) ------------------------------------------------------------ */
+/* Philox4x32-10. The stream rule both backends follow exactly: element i of
+ * a draw with (seed, offset) computes philox(counter = offset + i, key = seed)
+ * -> words w[0..3] (counter words {lo, hi, 0, 0}, key words {lo, hi}), then
+ *   uniform:  u = (w0 >> 8) * 2^-24 in [0,1);     value = p1 + (p2 - p1) * u
+ *   normal:   u1 = ((w0 >> 8) + 1) * 2^-24 in (0,1], u2 = (w1 >> 8) * 2^-24,
+ *             value = p1 + p2 * sqrt(-2 ln u1) * cos(2 pi u2)
+ *   randint:  value = p1 + ((w1 << 32 | w0) mod (p2 - p1))
+ * and the generator's offset advances by n afterwards. */
+void nc_philox(uint64_t counter, uint64_t key, uint32_t out[4]);
+/* Value of element i of a draw (the reference both backends follow). */
+double nc_rng_value(netcl_rng_kind kind, uint64_t seed, uint64_t offset, int64_t i, double p1, double p2);
+/* Takes n counters from the global stream; returns the first (the offset). */
+uint64_t nc_rng_take(uint64_t n);
+
+/* Backends (each file exports its registration). */
+void nc_cpu_register(void);
+void nc_opencl_register(void);   /* no-op when no ICD loader is found */
+
+#endif /* NETCL_CORE_H */

@@ -1,0 +1,271 @@
+/* netcl.h — the whole C contract of libnetcl; LuaJIT's FFI reads the part
+ * between the cdef markers (lua/netcl/cdef.lua is generated from it).
+ *
+ * A worked example (C):
+ *
+ *     netcl_device *dev; netcl_tensor *a, *b, *c;
+ *     int64_t shape[2] = {2, 3};
+ *     if (netcl_device_get(&dev, "opencl:0") != NETCL_OK) puts(netcl_last_error());
+ *     netcl_tensor_full(&a, dev, NETCL_DTYPE_FLOAT32, 2, shape, 1.5);
+ *     netcl_tensor_rand(&b, dev, NETCL_DTYPE_FLOAT32, 2, shape, NETCL_RNG_NORMAL, 0.0, 1.0);
+ *     netcl_binary(&c, NETCL_OP_ADD, a, b);          // c = a + b, broadcasting
+ *     netcl_tensor_release(a); netcl_tensor_release(b); netcl_tensor_release(c);
+ *
+ * Rules (docs/c-api.md says them at length):
+ *  - Every fallible call returns a netcl_status; on failure the message
+ *    (op, shapes, dtypes, device, OpenCL error name) is in netcl_last_error().
+ *    Nothing here exits, aborts or longjmps on a user error.
+ *  - Outputs come first. A returned handle (through an out-pointer) is a new
+ *    reference owned by the caller; handle arguments are borrowed.
+ *  - Dimensions and indices are 0-based in C (the Lua layer is 1-based).
+ *  - No macros, structs by value or varargs in the cdef part: LuaJIT must be
+ *    able to JIT-compile every call.
+ */
+#ifndef NETCL_H
+#define NETCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cdef-begin */
+#pragma GCC visibility push(default)
+
+typedef struct netcl_device netcl_device;
+typedef struct netcl_tensor netcl_tensor;
+
+typedef enum netcl_status {
+    NETCL_OK = 0,
+    NETCL_ERR_ARGUMENT = 1,     /* bad argument: shape, dtype, index, name */
+    NETCL_ERR_DEVICE = 2,       /* device missing, or tensors on different devices */
+    NETCL_ERR_OOM = 3,          /* out of memory: the caller may collect garbage and retry once */
+    NETCL_ERR_BACKEND = 4,      /* OpenCL or system failure */
+    NETCL_ERR_UNSUPPORTED = 5,  /* valid request this device/dtype cannot do */
+    NETCL_ERR_FORK = 6,         /* OpenCL touched from a forked child */
+    NETCL_ERR_FREED = 7         /* use of a released tensor */
+} netcl_status;
+
+typedef enum netcl_dtype {
+    NETCL_DTYPE_FLOAT32 = 0,
+    NETCL_DTYPE_FLOAT16 = 1,
+    NETCL_DTYPE_BFLOAT16 = 2,
+    NETCL_DTYPE_FLOAT64 = 3,
+    NETCL_DTYPE_INT32 = 4,
+    NETCL_DTYPE_INT64 = 5,
+    NETCL_DTYPE_UINT8 = 6,
+    NETCL_DTYPE_BOOL = 7,
+    NETCL_DTYPE_COUNT = 8
+} netcl_dtype;
+
+typedef enum netcl_device_type {
+    NETCL_DEVICE_CPU = 0,          /* the plain-C backend */
+    NETCL_DEVICE_OPENCL_GPU = 1,
+    NETCL_DEVICE_OPENCL_CPU = 2,   /* e.g. PoCL */
+    NETCL_DEVICE_OPENCL_OTHER = 3
+} netcl_device_type;
+
+/* Elementwise and reduction operators. Unary ops take one tensor (plus the
+ * two scalar parameters of netcl_unary), binary ops two (or a tensor and a
+ * scalar), comparisons return bool. */
+typedef enum netcl_op {
+    /* unary */
+    NETCL_OP_NEG = 0,
+    NETCL_OP_ABS = 1,
+    NETCL_OP_EXP = 2,
+    NETCL_OP_LOG = 3,
+    NETCL_OP_SQRT = 4,
+    NETCL_OP_RELU = 5,
+    NETCL_OP_SIGMOID = 6,
+    NETCL_OP_TANH = 7,
+    NETCL_OP_UNARY_END = 8,
+    /* binary */
+    NETCL_OP_ADD = 16,
+    NETCL_OP_SUB = 17,
+    NETCL_OP_MUL = 18,
+    NETCL_OP_DIV = 19,
+    NETCL_OP_POW = 20,
+    NETCL_OP_MAXIMUM = 21,
+    NETCL_OP_MINIMUM = 22,
+    NETCL_OP_EQ = 23,
+    NETCL_OP_NE = 24,
+    NETCL_OP_LT = 25,
+    NETCL_OP_LE = 26,
+    NETCL_OP_GT = 27,
+    NETCL_OP_GE = 28,
+    NETCL_OP_BINARY_END = 29,
+    /* reductions */
+    NETCL_OP_SUM = 32,
+    NETCL_OP_MEAN = 33,
+    NETCL_OP_MAX = 34,
+    NETCL_OP_MIN = 35,
+    NETCL_OP_ARGMAX = 36,
+    NETCL_OP_ARGMIN = 37,
+    NETCL_OP_PROD = 38,
+    NETCL_OP_REDUCE_END = 39
+} netcl_op;
+
+typedef enum netcl_rng_kind {
+    NETCL_RNG_UNIFORM = 0,   /* [p1, p2) */
+    NETCL_RNG_NORMAL = 1,    /* mean p1, std p2 */
+    NETCL_RNG_RANDINT = 2    /* integers in [p1, p2) */
+} netcl_rng_kind;
+
+/* ---- library ---------------------------------------------------------- */
+int netcl_abi_version(void);
+const char *netcl_version(void);
+const char *netcl_last_error(void);
+/* Releases every device, queue, program and pooled buffer; idempotent.
+ * Also run at exit and on SIGINT. */
+void netcl_shutdown(void);
+
+/* ---- dtypes ------------------------------------------------------------ */
+const char *netcl_dtype_name(netcl_dtype dtype);
+int netcl_dtype_size(netcl_dtype dtype);
+/* NETCL_DTYPE_COUNT when the name is unknown */
+netcl_dtype netcl_dtype_from_name(const char *name);
+const char *netcl_op_name(netcl_op op);
+
+/* ---- devices ----------------------------------------------------------- */
+int netcl_device_count(void);
+/* Borrowed handles: devices live until netcl_shutdown. */
+netcl_device *netcl_device_at(int index);
+netcl_status netcl_device_get(netcl_device **out, const char *name);
+/* Default: $NETCL_DEVICE, else the first OpenCL GPU, else "cpu". */
+netcl_status netcl_device_default(netcl_device **out);
+const char *netcl_device_name(const netcl_device *dev);       /* "cpu", "opencl:0" */
+netcl_device_type netcl_device_type_of(const netcl_device *dev);
+const char *netcl_device_hw_name(const netcl_device *dev);    /* e.g. "NVIDIA H200" */
+const char *netcl_device_vendor(const netcl_device *dev);
+const char *netcl_device_driver(const netcl_device *dev);
+const char *netcl_device_platform(const netcl_device *dev);
+int netcl_device_compute_units(const netcl_device *dev);
+int64_t netcl_device_global_mem(const netcl_device *dev);
+int64_t netcl_device_local_mem(const netcl_device *dev);
+int64_t netcl_device_max_work_group(const netcl_device *dev);
+int netcl_device_has_fp16(const netcl_device *dev);
+int netcl_device_has_fp64(const netcl_device *dev);
+/* NVIDIA compute capability as major*10+minor (90 for sm_90), 0 elsewhere. */
+int netcl_device_compute_capability(const netcl_device *dev);
+netcl_status netcl_device_synchronize(netcl_device *dev);
+
+/* ---- memory ------------------------------------------------------------ */
+/* Pool statistics of one device. */
+int64_t netcl_memory_allocations(const netcl_device *dev);   /* backend allocations made */
+int64_t netcl_memory_pool_hits(const netcl_device *dev);
+int64_t netcl_memory_pool_misses(const netcl_device *dev);
+int64_t netcl_memory_bytes_in_use(const netcl_device *dev);  /* held by live storages */
+int64_t netcl_memory_bytes_cached(const netcl_device *dev);  /* free blocks kept by the pool */
+int64_t netcl_memory_peak_bytes(const netcl_device *dev);
+/* Bytes in use over all devices: the Lua side compares it against its GC
+ * threshold after each allocation (device memory is invisible to the GC). */
+int64_t netcl_memory_total_in_use(void);
+/* Gives every cached free block of the device back to the backend. */
+void netcl_memory_empty_cache(netcl_device *dev);
+void netcl_memory_reset_peak(netcl_device *dev);
+
+/* ---- runtime statistics -------------------------------------------------- */
+int64_t netcl_runtime_programs_compiled(void);   /* built from source */
+int64_t netcl_runtime_programs_loaded(void);     /* loaded from the disk cache */
+int64_t netcl_runtime_kernels_launched(void);
+
+/* ---- random numbers ------------------------------------------------------ */
+/* The global generator: Philox4x32-10, keyed by the seed; every draw takes
+ * the next block of counters, so results are identical on every backend. */
+void netcl_rng_seed(uint64_t seed);
+uint64_t netcl_rng_get_seed(void);
+uint64_t netcl_rng_get_offset(void);
+void netcl_rng_set_offset(uint64_t offset);
+
+/* ---- tensors: lifetime and metadata ------------------------------------ */
+void netcl_tensor_retain(netcl_tensor *t);
+/* Drops one reference; NULL is allowed. */
+void netcl_tensor_release(netcl_tensor *t);
+int netcl_tensor_ndim(const netcl_tensor *t);
+int64_t netcl_tensor_size(const netcl_tensor *t, int dim);
+int64_t netcl_tensor_stride(const netcl_tensor *t, int dim);   /* in elements */
+int64_t netcl_tensor_offset(const netcl_tensor *t);            /* in elements */
+int64_t netcl_tensor_numel(const netcl_tensor *t);
+netcl_dtype netcl_tensor_dtype(const netcl_tensor *t);
+netcl_device *netcl_tensor_device(const netcl_tensor *t);
+int netcl_tensor_is_contiguous(const netcl_tensor *t);
+/* 1 when both views share one storage. */
+int netcl_tensor_same_storage(const netcl_tensor *a, const netcl_tensor *b);
+/* Writes "float32[2,3] on opencl:0" into buf (always NUL-terminated). */
+void netcl_tensor_describe(const netcl_tensor *t, char *buf, int buflen);
+
+/* ---- tensors: creation --------------------------------------------------- */
+/* sizes: ndim (0..8) non-negative sizes. */
+netcl_status netcl_tensor_empty(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes);
+netcl_status netcl_tensor_full(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, double value);
+/* 1-D: start, start+step, ... while < end (> end for negative step) */
+netcl_status netcl_tensor_arange(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, double start, double end, double step);
+netcl_status netcl_tensor_linspace(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, double start, double end, int64_t steps);
+netcl_status netcl_tensor_eye(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int64_t n, int64_t m);
+/* Copies numel elements of `dtype` from host memory (the raw-pointer form). */
+netcl_status netcl_tensor_from_host(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, const void *data);
+/* Fills a new tensor from doubles converted to dtype (the Lua-table form). */
+netcl_status netcl_tensor_from_doubles(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, const double *data);
+netcl_status netcl_tensor_rand(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, netcl_rng_kind kind, double p1, double p2);
+
+/* ---- tensors: data movement ---------------------------------------------- */
+/* Copies the tensor's elements (logical order) to host memory as its own
+ * dtype; waits for the device. */
+netcl_status netcl_tensor_to_host(const netcl_tensor *t, void *data, int64_t nbytes);
+/* Elements converted to double, logical order. */
+netcl_status netcl_tensor_to_doubles(const netcl_tensor *t, double *data, int64_t count);
+/* One element at a 0-based multi-index (ndim entries). */
+netcl_status netcl_tensor_get_item(const netcl_tensor *t, const int64_t *index, double *value);
+netcl_status netcl_tensor_set_item(netcl_tensor *t, const int64_t *index, double value);
+/* New tensor on dev with the same dtype; async where the backend allows. */
+netcl_status netcl_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, netcl_device *dev);
+/* New contiguous tensor of another dtype on the same device. */
+netcl_status netcl_tensor_cast(netcl_tensor **out, const netcl_tensor *t, netcl_dtype dtype);
+/* Returns t itself (new reference) when already contiguous. */
+netcl_status netcl_tensor_contiguous(netcl_tensor **out, netcl_tensor *t);
+/* dst[...] = src (broadcast to dst's shape, cast, any devices). */
+netcl_status netcl_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src);
+netcl_status netcl_tensor_fill_(netcl_tensor *dst, double value);
+
+/* ---- tensors: views (share storage, no copy) ------------------------------ */
+/* One size may be -1 (inferred). view needs compatible strides; reshape
+ * copies when it must. */
+netcl_status netcl_tensor_view(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes);
+netcl_status netcl_tensor_reshape(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes);
+netcl_status netcl_tensor_transpose(netcl_tensor **out, netcl_tensor *t, int dim0, int dim1);
+netcl_status netcl_tensor_permute(netcl_tensor **out, netcl_tensor *t, int ndim, const int *dims);
+netcl_status netcl_tensor_narrow(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t length);
+/* Removes dim. */
+netcl_status netcl_tensor_select(netcl_tensor **out, netcl_tensor *t, int dim, int64_t index);
+/* start:stop:step along dim (stop exclusive, step > 0), already clamped. */
+netcl_status netcl_tensor_slice(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t stop, int64_t step);
+/* Size-1 dims (and new leading dims) broadcast by stride 0; -1 keeps a size. */
+netcl_status netcl_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes);
+/* dim < 0 removes every size-1 dim. */
+netcl_status netcl_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim);
+netcl_status netcl_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim);
+
+/* ---- ops (forward) ----------------------------------------------------------- */
+/* out = op(a); p1/p2 are op parameters (unused by the first op set). */
+netcl_status netcl_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2);
+/* out = a op b with broadcasting and dtype promotion. */
+netcl_status netcl_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
+/* out = a op s (reversed: s op a) for a scalar s. */
+netcl_status netcl_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed);
+/* Reduce over one dim (keepdim keeps it as size 1) or, with dim < 0, over
+ * all elements (a 0-dim result). ARGMAX/ARGMIN give int64 0-based indices. */
+netcl_status netcl_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim);
+/* max/min over a dim giving both values and int64 indices. */
+netcl_status netcl_reduce_with_index(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim);
+/* 1-D·1-D dot, 2-D matrix product, batched with broadcasting for >2-D. */
+netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+
+#pragma GCC visibility pop
+/* cdef-end */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NETCL_H */

@@ -1,0 +1,147 @@
+/* tensor.c — tensor handles: refcounted views (sizes, strides, offset, all
+ * in elements) over a refcounted storage; metadata getters and the
+ * human-readable descriptions every error message uses. */
+#include "core.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t nc_numel(int ndim, const int64_t *sizes)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= sizes[i];
+    return n;
+}
+
+static void contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) { strides[i] = s; s *= sizes[i] > 1 ? sizes[i] : 1; }
+}
+
+/* Validates a shape: 0..8 dims, sizes >= 0, total bytes below 2^62. */
+static netcl_status check_shape(const char *op, netcl_dtype dt, int ndim, const int64_t *sizes)
+{
+    if ((unsigned)dt >= NETCL_DTYPE_COUNT) return nc_fail(NETCL_ERR_ARGUMENT, "%s: invalid dtype %d", op, (int)dt);
+    if (ndim < 0 || ndim > NC_MAX_DIMS)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: %d dims requested, netcl supports 0 to %d", op, ndim, NC_MAX_DIMS);
+    double total = netcl_dtype_size(dt);
+    for (int i = 0; i < ndim; i++) {
+        if (sizes[i] < 0)
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: negative size %lld in dim %d of shape %s", op,
+                           (long long)sizes[i], i + 1, nc_shape_str(ndim, sizes));
+        total *= (double)sizes[i];
+    }
+    if (total > 4.0e18)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: shape %s of %s is too large (%.3g bytes)", op,
+                       nc_shape_str(ndim, sizes), netcl_dtype_name(dt), total);
+    return NETCL_OK;
+}
+
+netcl_status nc_tensor_new(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes)
+{
+    *out = NULL;
+    if (!dev) return nc_fail(NETCL_ERR_DEVICE, "tensor: no device given");
+    NC_TRY(check_shape("tensor", dtype, ndim, sizes));
+    netcl_tensor *t = calloc(1, sizeof *t);
+    if (!t) return nc_fail(NETCL_ERR_OOM, "tensor: out of host memory");
+    size_t nbytes = (size_t)nc_numel(ndim, sizes) * (size_t)netcl_dtype_size(dtype);
+    netcl_status st = nc_storage_new(&t->storage, dev, nbytes);
+    if (st != NETCL_OK) { free(t); return st; }
+    atomic_init(&t->refcount, 1);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+    contiguous_strides(ndim, sizes, t->strides);
+    *out = t;
+    return NETCL_OK;
+}
+
+netcl_status nc_tensor_view_of(netcl_tensor **out, const netcl_tensor *src, int ndim, const int64_t *sizes,
+                               const int64_t *strides, int64_t offset)
+{
+    *out = NULL;
+    netcl_tensor *t = calloc(1, sizeof *t);
+    if (!t) return nc_fail(NETCL_ERR_OOM, "view: out of host memory");
+    atomic_init(&t->refcount, 1);
+    t->storage = src->storage;
+    nc_storage_retain(t->storage);
+    t->dtype = src->dtype;
+    t->ndim = ndim;
+    t->offset = offset;
+    memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+    memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    *out = t;
+    return NETCL_OK;
+}
+
+void nc_desc_of(nc_desc *d, const netcl_tensor *t)
+{
+    d->buf = t->storage->buf;
+    d->dtype = t->dtype;
+    d->ndim = t->ndim;
+    d->offset = t->offset;
+    memcpy(d->sizes, t->sizes, sizeof(int64_t) * NC_MAX_DIMS);
+    memcpy(d->strides, t->strides, sizeof(int64_t) * NC_MAX_DIMS);
+}
+
+void netcl_tensor_retain(netcl_tensor *t) { if (t) atomic_fetch_add(&t->refcount, 1); }
+
+void netcl_tensor_release(netcl_tensor *t)
+{
+    if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
+    nc_storage_release(t->storage);
+    free(t);
+}
+
+int netcl_tensor_ndim(const netcl_tensor *t) { return t->ndim; }
+int64_t netcl_tensor_size(const netcl_tensor *t, int d) { return d >= 0 && d < t->ndim ? t->sizes[d] : -1; }
+int64_t netcl_tensor_stride(const netcl_tensor *t, int d) { return d >= 0 && d < t->ndim ? t->strides[d] : 0; }
+int64_t netcl_tensor_offset(const netcl_tensor *t) { return t->offset; }
+int64_t netcl_tensor_numel(const netcl_tensor *t) { return nc_numel(t->ndim, t->sizes); }
+netcl_dtype netcl_tensor_dtype(const netcl_tensor *t) { return t->dtype; }
+netcl_device *netcl_tensor_device(const netcl_tensor *t) { return t->storage->dev; }
+int netcl_tensor_same_storage(const netcl_tensor *a, const netcl_tensor *b) { return a->storage == b->storage; }
+
+int netcl_tensor_is_contiguous(const netcl_tensor *t)
+{
+    int64_t s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->sizes[i] == 1) continue;
+        if (t->strides[i] != s) return 0;
+        s *= t->sizes[i];
+    }
+    return 1;
+}
+
+/* A small per-thread ring so one message can describe several tensors. */
+static char *scratch(void)
+{
+    static _Thread_local char ring[8][192];
+    static _Thread_local int next;
+    next = (next + 1) % 8;
+    return ring[next];
+}
+
+const char *nc_shape_str(int ndim, const int64_t *sizes)
+{
+    char *b = scratch();
+    int used = snprintf(b, 192, "[");
+    for (int i = 0; i < ndim && used < 180; i++)
+        used += snprintf(b + used, 192 - (size_t)used, "%s%lld", i ? "," : "", (long long)sizes[i]);
+    snprintf(b + used, 192 - (size_t)used, "]");
+    return b;
+}
+
+const char *nc_describe(const netcl_tensor *t)
+{
+    char *b = scratch();
+    snprintf(b, 192, "%s%s on %s", netcl_dtype_name(t->dtype), nc_shape_str(t->ndim, t->sizes), t->storage->dev->name);
+    return b;
+}
+
+void netcl_tensor_describe(const netcl_tensor *t, char *buf, int buflen)
+{
+    if (buflen <= 0) return;
+    snprintf(buf, (size_t)buflen, "%s", nc_describe(t));
+}
