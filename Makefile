@@ -83,10 +83,12 @@ check: deps
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  NETCL_LIB=$(CURDIR)/build-asan/libnetcl.so NETCL_TEST_OPENCL=0 luajit spec/run.lua
 
-demo: all
+demo: deps
+	$(MAKE) -j$(JOBS) all
 	$(LAUNCH) examples/quickstart.lua
 
-bench: all
+bench: deps
+	$(MAKE) -j$(JOBS) all
 	$(LAUNCH) examples/bench/run.lua
 
 clean:

@@ -1,0 +1,35 @@
+-- spec/capi_spec.lua — the C API used from C: the example in docs/c-api.md
+-- is compiled against build/libnetcl.so and run on the device under test.
+local lu = require("luaunit")
+local H = require("helper")
+local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
+
+TestCApi = {}
+
+function TestCApi:test_docs_example_compiles_and_runs()
+  local f = assert(io.open(root .. "/docs/c-api.md"))
+  local doc = f:read("*a")
+  f:close()
+  local code = doc:match("```c\n(.-)```")
+  lu.assertNotNil(code, "C example in docs/c-api.md")
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. dir)
+  local src = io.open(dir .. "/example.c", "w")
+  src:write(code)
+  src:close()
+  local lib = os.getenv("NETCL_LIB") and os.getenv("NETCL_LIB"):match("^(.*)/[^/]*$") or (root .. "/build")
+  local cc = ("gcc -std=c11 -Wall -Werror -I%s/src %s/example.c -o %s/example -L%s -lnetcl -Wl,-rpath,%s 2>&1")
+    :format(root, dir, dir, lib, lib)
+  local p = io.popen(cc)
+  local out = p:read("*a")
+  lu.assertTrue(p:close(), "compile failed:\n" .. out)
+  p = io.popen(("NETCL_DEVICE=%s %s/example 2>&1"):format(H.device, dir))
+  out = p:read("*a")
+  local ok = p:close()
+  os.execute("rm -rf " .. dir)
+  lu.assertTrue(ok, out)
+  local x, y = out:match("^(%S+) (%S+)\n$")
+  lu.assertNotNil(tonumber(x), "printed two numbers, got: " .. out)
+  lu.assertNotNil(tonumber(y))
+end

@@ -1,0 +1,90 @@
+-- spec/helper.lua — shared test helpers: the device under test, closeness
+-- checks, and running one workload on the device and on the cpu reference.
+local lu = require("luaunit")
+local netcl = require("netcl")
+
+local H = {}
+H.netcl = netcl
+H.device = os.getenv("NETCL_TEST_DEVICE") or "cpu"
+H.is_cpu = H.device == "cpu"
+-- the tolerance every float32 OpenCL result must meet against the cpu result
+H.rtol, H.atol = 1e-4, 1e-5
+
+local function flatten(v, out)
+  out = out or {}
+  if type(v) == "table" then
+    for i = 1, #v do flatten(v[i], out) end
+  else
+    out[#out + 1] = v
+  end
+  return out
+end
+H.flatten = flatten
+
+local function values(x)
+  if type(x) == "cdata" then return flatten(x:totable()), x:size() end
+  if type(x) == "table" then return flatten(x) end
+  return { x }
+end
+
+-- Elementwise |a - b| <= atol + rtol * |b|, NaNs equal; shapes must agree.
+function H.assert_close(a, b, rtol, atol, what)
+  rtol, atol = rtol or H.rtol, atol or H.atol
+  local va, sa = values(a)
+  local vb, sb = values(b)
+  if sa and sb then lu.assertEquals(sa, sb, (what or "") .. " shape") end
+  lu.assertEquals(#va, #vb, (what or "") .. " element count")
+  for i = 1, #va do
+    local x, y = va[i], vb[i]
+    if type(x) == "boolean" then x = x and 1 or 0 end
+    if type(y) == "boolean" then y = y and 1 or 0 end
+    local both_nan = x ~= x and y ~= y
+    local same_inf = x == y
+    if not both_nan and not same_inf and not (math.abs(x - y) <= atol + rtol * math.abs(y)) then
+      lu.fail(("%s element %d: %.9g vs %.9g (rtol %g, atol %g)"):format(what or "values", i, x, y, rtol, atol))
+    end
+  end
+end
+
+-- Runs fn(device) on the device under test and on "cpu" and compares every
+-- returned tensor (also dtype and shape). Returns the device results.
+function H.against_cpu(fn, rtol, atol)
+  local got = { fn(H.device) }
+  if H.is_cpu then return unpack(got) end
+  local want = { fn("cpu") }
+  lu.assertEquals(#got, #want, "number of results")
+  for i = 1, #got do
+    if type(got[i]) == "cdata" then
+      lu.assertEquals(got[i].dtype, want[i].dtype, "result " .. i .. " dtype")
+      lu.assertEquals(got[i].device, H.device, "result " .. i .. " device")
+    end
+    H.assert_close(got[i], want[i], rtol, atol, "result " .. i)
+  end
+  return unpack(got)
+end
+
+-- Asserts that fn raises an error whose message contains every fragment.
+function H.assert_error(fn, ...)
+  local ok, err = pcall(fn)
+  lu.assertFalse(ok, "expected an error")
+  err = tostring(err)
+  for _, frag in ipairs({ ... }) do
+    if not err:find(frag, 1, true) then
+      lu.fail(("error message %q lacks %q"):format(err, frag))
+    end
+  end
+  return err
+end
+
+function H.device_info()
+  for _, d in ipairs(netcl.devices()) do
+    if d.name == H.device then return d end
+  end
+end
+
+function H.skip_without_fp64()
+  local d = H.device_info()
+  lu.skipIf(d and not d.fp64, "device has no float64")
+end
+
+return H

@@ -1,0 +1,80 @@
+-- spec/run.lua — the test runner: every spec file on every device (cpu and
+-- each OpenCL device), each file in its own process so a crash is a counted
+-- failure, not a lost run. Ends with exactly one line "N passed, N failed".
+--   luajit spec/run.lua [pattern]     NETCL_TEST_DEVICES=cpu,opencl:0 to choose
+--   NETCL_TEST_OPENCL=0 skips OpenCL devices (used under ASan).
+local root = arg[0]:match("^(.*)/spec/run%.lua$") or "."
+package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+package.cpath = root .. "/build/?.so;" .. package.cpath
+
+local pattern = arg[1]
+
+local function list_specs()
+  local files = {}
+  local p = io.popen('ls "' .. root .. '/spec"/*_spec.lua 2>/dev/null')
+  for f in p:lines() do
+    if not pattern or f:find(pattern, 1, true) then files[#files + 1] = f end
+  end
+  p:close()
+  table.sort(files)
+  return files
+end
+
+-- The device list comes from a child process, so this runner never
+-- initialises OpenCL itself.
+local function list_devices()
+  if os.getenv("NETCL_TEST_DEVICES") then
+    local out = {}
+    for d in os.getenv("NETCL_TEST_DEVICES"):gmatch("[^,%s]+") do out[#out + 1] = d end
+    return out
+  end
+  local env = os.getenv("NETCL_TEST_OPENCL") == "0" and "NETCL_NO_OPENCL=1 " or ""
+  local cmd = env .. 'luajit -e "package.path=\'' .. root .. '/lua/?.lua;' .. root .. '/lua/?/init.lua;\'..package.path; ' ..
+              'package.cpath=\'' .. root .. '/build/?.so;\'..package.cpath; ' ..
+              'for _, d in ipairs(require(\'netcl\').devices()) do print(d.name) end"'
+  local p = io.popen(cmd)
+  local out = {}
+  for l in p:lines() do out[#out + 1] = l end
+  local ok = p:close()
+  if #out == 0 or not ok then
+    io.stderr:write("run.lua: could not list devices (is the library built? run make)\n")
+    os.exit(2)
+  end
+  return out
+end
+
+local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local passed, failed = 0, 0
+local compiled, loaded = 0, 0
+local failures = {}
+local t0 = os.time()
+for _, dev in ipairs(list_devices()) do
+  for _, file in ipairs(list_specs()) do
+    local name = file:match("([^/]+)_spec%.lua$")
+    local cmd = "NETCL_TEST_DEVICE=" .. dev .. " luajit " .. shell_quote(root .. "/spec/run_one.lua") ..
+                " " .. shell_quote(file) .. " 2>&1"
+    local p = io.popen(cmd)
+    local out = p:read("*a")
+    p:close()
+    local c, l = out:match("netcl%-stats compiled=(%d+) loaded=(%d+)")
+    compiled, loaded = compiled + (tonumber(c) or 0), loaded + (tonumber(l) or 0)
+    local np, nf = out:match("(%d+) passed, (%d+) failed%s*$")
+    if not np then
+      failed = failed + 1
+      failures[#failures + 1] = ("%s on %s: did not finish\n%s"):format(name, dev, out:sub(-3000))
+      print(("%-24s %-10s CRASHED"):format(name, dev))
+    else
+      np, nf = tonumber(np), tonumber(nf)
+      passed, failed = passed + np, failed + nf
+      if nf > 0 then failures[#failures + 1] = ("%s on %s:\n%s"):format(name, dev, out:sub(-6000)) end
+      print(("%-24s %-10s %4d passed %4d failed"):format(name, dev, np, nf))
+    end
+    io.stdout:flush()
+  end
+end
+for _, f in ipairs(failures) do print("\n==== " .. f) end
+print(("(%d s; OpenCL programs: %d compiled from source, %d loaded from the disk cache)"):format(
+  os.time() - t0, compiled, loaded))
+print(("%d passed, %d failed"):format(passed, failed))
+os.exit(failed == 0 and 0 or 1)
