@@ -141,7 +141,7 @@ netcl_status netcl_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *
     const char *name = netcl_op_name(op);
     if (!is_binary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "binary: %s (%d) is not a binary op", name, (int)op);
     netcl_dtype dt = a->dtype;
-    if (!nc_dtype_is_float(dt) && s != floor(s) && !is_compare(op)) dt = NETCL_DTYPE_FLOAT32;
+    if (!nc_dtype_is_float(dt) && s != floor(s)) dt = NETCL_DTYPE_FLOAT32;
     dt = compute_dtype(op, dt);
     netcl_tensor *ca = NULL;
     netcl_status st = cast_in_place(&a, dt, &ca);

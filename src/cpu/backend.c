@@ -1,0 +1,123 @@
+/* backend.c — the CPU backend: host memory (64-byte aligned), the device
+ * profile, range and Philox rng, and the vtable tying the families
+ * together. Its buffers are plain host pointers, which the core relies on
+ * to use cpu tensors as staging for other devices. */
+#include "cpu.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static netcl_status cpu_alloc(netcl_device *dev, size_t nbytes, void **buf)
+{
+    if (dev->global_mem > 0 && nbytes > (size_t)dev->global_mem) return NETCL_ERR_OOM;
+    size_t n = (nbytes + 63) & ~(size_t)63;
+    *buf = aligned_alloc(64, n ? n : 64);
+    return *buf ? NETCL_OK : NETCL_ERR_OOM;
+}
+
+static void cpu_free(netcl_device *dev, void *buf) { (void)dev; free(buf); }
+
+static netcl_status cpu_write(netcl_device *dev, void *buf, size_t offset, const void *src, size_t nbytes, netcl_tensor *keep)
+{
+    (void)dev; (void)keep;   /* memcpy is synchronous: nothing to keep alive */
+    memcpy((char *)buf + offset, src, nbytes);
+    return NETCL_OK;
+}
+
+static netcl_status cpu_read(netcl_device *dev, void *buf, size_t offset, void *dst, size_t nbytes)
+{
+    (void)dev;
+    memcpy(dst, (const char *)buf + offset, nbytes);
+    return NETCL_OK;
+}
+
+static netcl_status cpu_sync(netcl_device *dev) { (void)dev; return NETCL_OK; }
+
+typedef struct { const nc_desc *d; double start, step; netcl_rng_kind kind; uint64_t seed, offset; double p1, p2; } gen_ctx;
+
+static void range_part(void *vctx, int64_t s, int64_t e)
+{
+    gen_ctx *c = vctx;
+    for (int64_t i = s; i < e; i++) nc_store_double(c->d->buf, c->d->dtype, c->d->offset + i, c->start + (double)i * c->step);
+}
+
+static netcl_status cpu_range(netcl_device *dev, const nc_desc *d, double start, double step)
+{
+    (void)dev;
+    gen_ctx c = {d, start, step, NETCL_RNG_UNIFORM, 0, 0, 0, 0};
+    nc_parallel_for(d->sizes[0], 32768, range_part, &c);
+    return NETCL_OK;
+}
+
+static void rng_part(void *vctx, int64_t s, int64_t e)
+{
+    gen_ctx *c = vctx;
+    if (c->d->dtype == NETCL_DTYPE_FLOAT32) {
+        float *p = (float *)c->d->buf + c->d->offset;
+        for (int64_t i = s; i < e; i++) p[i] = (float)nc_rng_value(c->kind, c->seed, c->offset, i, c->p1, c->p2);
+        return;
+    }
+    for (int64_t i = s; i < e; i++)
+        nc_store_double(c->d->buf, c->d->dtype, c->d->offset + i, nc_rng_value(c->kind, c->seed, c->offset, i, c->p1, c->p2));
+}
+
+static netcl_status cpu_rng(netcl_device *dev, const nc_desc *d, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2)
+{
+    (void)dev;
+    gen_ctx c = {d, 0, 0, kind, seed, offset, p1, p2};
+    nc_parallel_for(nc_numel(d->ndim, d->sizes), 16384, rng_part, &c);
+    return NETCL_OK;
+}
+
+static const nc_backend cpu_backend = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .write = cpu_write,
+    .read = cpu_read,
+    .synchronize = cpu_sync,
+    .copy = nc_cpu_copy,
+    .fill = nc_cpu_fill,
+    .range = cpu_range,
+    .unary = nc_cpu_unary,
+    .binary = nc_cpu_binary,
+    .reduce = nc_cpu_reduce,
+    .matmul = nc_cpu_matmul,
+    .rng = cpu_rng,
+    .shutdown = NULL,
+};
+
+static void cpu_model_name(char *buf, size_t len)
+{
+    snprintf(buf, len, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            colon += 2;
+            colon[strcspn(colon, "\n")] = 0;
+            snprintf(buf, len, "%s", colon);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+void nc_cpu_register(void)
+{
+    netcl_device *d = nc_device_add(NETCL_DEVICE_CPU, &cpu_backend, NULL);
+    if (!d) return;
+    cpu_model_name(d->hw_name, sizeof d->hw_name);
+    snprintf(d->vendor, sizeof d->vendor, "netcl");
+    snprintf(d->driver, sizeof d->driver, "netcl-cpu %s", NC_VERSION);
+    snprintf(d->platform, sizeof d->platform, "netcl");
+    d->compute_units = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    d->global_mem = (int64_t)sysconf(_SC_PHYS_PAGES) * (int64_t)sysconf(_SC_PAGESIZE);
+    d->local_mem = 0;
+    d->max_work_group = 1;
+    d->has_fp16 = d->has_fp64 = 1;
+    d->compute_capability = 0;
+}

@@ -1,0 +1,47 @@
+/* cpu.h — shared pieces of the CPU backend: the thread pool, the strided
+ * iterator that walks several operands of one shape row by row, and the
+ * per-family entry points that backend.c puts into the vtable. */
+#ifndef NETCL_CPU_H
+#define NETCL_CPU_H
+
+#include "../core.h"
+
+/* ---- thread pool (parallel.c) ------------------------------------------------
+ * Runs fn over [0, n) split into contiguous ranges of at least `grain`
+ * items; serial when small, when nested, or in a forked child. */
+typedef void (*nc_range_fn)(void *ctx, int64_t start, int64_t end);
+void nc_parallel_for(int64_t n, int64_t grain, nc_range_fn fn, void *ctx);
+int nc_cpu_threads(void);
+
+/* ---- strided iteration (iter.c) ------------------------------------------------
+ * Operands share the shape of op 0; dims are collapsed where every operand
+ * is contiguous across them, so the inner row is as long as possible. */
+#define NC_ITER_OPS 4
+typedef struct nc_iter {
+    int ndim, nops;
+    int64_t sizes[NC_MAX_DIMS];
+    int64_t strides[NC_ITER_OPS][NC_MAX_DIMS];
+    int64_t offsets[NC_ITER_OPS];
+} nc_iter;
+
+void nc_iter_init(nc_iter *it, int nops, const nc_desc *const *ops);
+int64_t nc_iter_numel(const nc_iter *it);
+/* Calls row(ctx, off, step, count) for each row piece of the linear index
+ * range [start, end): off[k] is operand k's element offset, step[k] its
+ * stride along the row. */
+typedef void (*nc_row_fn)(void *ctx, const int64_t *off, const int64_t *step, int64_t count);
+void nc_iter_range(const nc_iter *it, int64_t start, int64_t end, nc_row_fn row, void *ctx);
+
+/* ---- typed element access ------------------------------------------------------ */
+int64_t nc_cpu_load_i64(const void *base, netcl_dtype dt, int64_t i);
+void nc_cpu_store_i64(void *base, netcl_dtype dt, int64_t i, int64_t v);
+
+/* ---- families ------------------------------------------------------------------------ */
+netcl_status nc_cpu_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *src);
+netcl_status nc_cpu_fill(netcl_device *dev, const nc_desc *dst, double value);
+netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
+netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
+netcl_status nc_cpu_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
+netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
+
+#endif
