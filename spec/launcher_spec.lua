@@ -1,0 +1,69 @@
+-- spec/launcher_spec.lua — the netcl launcher: scripts with arguments, -e,
+-- the REPL driven through a pipe, --version and --devices.
+local lu = require("luaunit")
+local H = require("helper")
+local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
+local launcher = root .. "/build/netcl"
+
+local function run(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("*a")
+  local ok, _, code = p:close()
+  return out, ok, code
+end
+
+TestLauncher = {}
+
+function TestLauncher:setUp()
+  lu.skipIf(not H.is_cpu, "launcher is device independent: run once")
+end
+
+function TestLauncher:test_version()
+  local out, ok = run(launcher .. " --version")
+  lu.assertTrue(ok)
+  lu.assertStrContains(out, H.netcl.version)
+end
+
+function TestLauncher:test_devices_table()
+  local out, ok = run(launcher .. " --devices")
+  lu.assertTrue(ok)
+  lu.assertStrContains(out, "cpu")
+end
+
+function TestLauncher:test_eval()
+  local out, ok = run(launcher .. " -e 'print((netcl.ones(2, 3) * 2):sum():item())'")
+  lu.assertTrue(ok, out)
+  lu.assertEquals(out, "12\n")
+end
+
+function TestLauncher:test_script_with_args()
+  local f = os.tmpname()
+  local h = io.open(f, "w")
+  h:write('local netcl = require "netcl"\nprint(arg[0] ~= nil, arg[1], arg[2], netcl.arange(3):sum():item())\n')
+  h:close()
+  local out, ok = run(launcher .. " " .. f .. " hello 42")
+  os.remove(f)
+  lu.assertTrue(ok, out)
+  lu.assertEquals(out, "true\thello\t42\t3\n")
+end
+
+function TestLauncher:test_script_error_exits_nonzero_with_traceback()
+  local f = os.tmpname()
+  local h = io.open(f, "w")
+  h:write('local netcl = require "netcl"\nlocal x = netcl.zeros(2) + netcl.zeros(3)\n')
+  h:close()
+  local out, ok = run(launcher .. " " .. f)
+  os.remove(f)
+  lu.assertFalse(ok)
+  lu.assertStrContains(out, "add")
+  lu.assertStrContains(out, "traceback")
+end
+
+function TestLauncher:test_repl_prints_expressions_and_survives_errors()
+  local out, ok = run("printf '1+1\\nnetcl.ones(2)\\nerror(\"boom\")\\nlocal x = 5\\nfor i=1,2 do\\nprint(i)\\nend\\n40+2\\n' | HOME=$(mktemp -d) " .. launcher .. " -i")
+  lu.assertTrue(ok, out)
+  lu.assertStrContains(out, "2")
+  lu.assertStrContains(out, "float32")
+  lu.assertStrContains(out, "boom")
+  lu.assertStrContains(out, "42")
+end

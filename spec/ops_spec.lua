@@ -1,0 +1,208 @@
+-- spec/ops_spec.lua — the first op set on the device under test: results
+-- against values computed in Lua, and (on OpenCL) against the cpu backend,
+-- with broadcast and non-contiguous operands.
+local lu = require("luaunit")
+local H = require("helper")
+local netcl = H.netcl
+local dev = H.device
+
+-- deterministic inputs: the same numbers on every device
+local function inputs(d, seed, ...)
+  netcl.manual_seed(seed)
+  return netcl.randn({ ... }, { device = d })
+end
+
+TestElementwise = {}
+
+function TestElementwise:test_binary_against_lua()
+  local a = netcl.tensor({ 1, -2, 3.5 }, { device = dev })
+  local b = netcl.tensor({ 2, 4, -0.5 }, { device = dev })
+  H.assert_close((a + b):totable(), { 3, 2, 3 })
+  H.assert_close((a - b):totable(), { -1, -6, 4 })
+  H.assert_close((a * b):totable(), { 2, -8, -1.75 })
+  H.assert_close((a / b):totable(), { 0.5, -0.5, -7 })
+  H.assert_close((b ^ 2):totable(), { 4, 16, 0.25 })
+  H.assert_close(a:maximum(b):totable(), { 2, 4, 3.5 })
+  H.assert_close(a:minimum(b):totable(), { 1, -2, -0.5 })
+  H.assert_close((-a):totable(), { -1, 2, -3.5 })
+  H.assert_close((2 - a):totable(), { 1, 4, -1.5 })
+  H.assert_close((1 / b):totable(), { 0.5, 0.25, -2 })
+end
+
+function TestElementwise:test_unary_against_lua()
+  local xs = { -2, -0.5, 0.25, 3 }
+  local x = netcl.tensor(xs, { device = dev })
+  local function map(f) local r = {} for i, v in ipairs(xs) do r[i] = f(v) end return r end
+  H.assert_close(x:exp():totable(), map(math.exp))
+  H.assert_close(x:abs():totable(), map(math.abs))
+  H.assert_close(x:abs():log():totable(), map(function(v) return math.log(math.abs(v)) end))
+  H.assert_close(x:abs():sqrt():totable(), map(function(v) return math.sqrt(math.abs(v)) end))
+  H.assert_close(x:relu():totable(), map(function(v) return math.max(v, 0) end))
+  H.assert_close(x:sigmoid():totable(), map(function(v) return 1 / (1 + math.exp(-v)) end))
+  H.assert_close(x:tanh():totable(), map(function(v) local e = math.exp(2 * v) return (e - 1) / (e + 1) end))
+end
+
+function TestElementwise:test_comparisons_return_bool()
+  local a = netcl.tensor({ 1, 2, 3 }, { device = dev })
+  local b = netcl.tensor({ 3, 2, 1 }, { device = dev })
+  local r = a:lt(b)
+  lu.assertEquals(r.dtype, "bool")
+  lu.assertEquals(r:totable(), { true, false, false })
+  lu.assertEquals(a:le(b):totable(), { true, true, false })
+  lu.assertEquals(a:eq(b):totable(), { false, true, false })
+  lu.assertEquals(a:ne(2):totable(), { true, false, true })
+  lu.assertEquals(a:gt(1.5):totable(), { false, true, true })
+  lu.assertEquals(a:ge(b):totable(), { false, true, true })
+end
+
+function TestElementwise:test_broadcasting()
+  local a = netcl.tensor({ { 1 }, { 2 } }, { device = dev })     -- 2x1
+  local b = netcl.tensor({ 10, 20, 30 }, { device = dev })       -- 3
+  lu.assertEquals((a + b):totable(), { { 11, 21, 31 }, { 12, 22, 32 } })
+  lu.assertEquals((b * a):size(), { 2, 3 })
+end
+
+function TestElementwise:test_against_cpu_broadcast_and_strided()
+  H.against_cpu(function(d)
+    local a = inputs(d, 1, 4, 5, 6)
+    local b = inputs(d, 2, 5, 1)
+    local at = a:transpose(1, 3)                  -- non-contiguous [6,5,4]
+    local c = inputs(d, 3, 4)
+    return a + b, a * b, at - c, (at / 1.5):relu(), a:maximum(b), at:sigmoid(), at:tanh(),
+           a:exp(), (a:abs() + 0.1):log(), a:abs():sqrt(), a:gt(b), a:abs() ^ 1.5
+  end)
+end
+
+function TestElementwise:test_integer_ops()
+  local a = netcl.tensor({ 7, -7, 4 }, { device = dev, dtype = "int32" })
+  local b = netcl.tensor({ 2, 2, 3 }, { device = dev, dtype = "int32" })
+  lu.assertEquals((a + b).dtype, "int32")
+  lu.assertEquals((a + b):totable(), { 9, -5, 7 })
+  lu.assertEquals((a * b):totable(), { 14, -14, 12 })
+  local q = a / b                                  -- true division gives float
+  lu.assertEquals(q.dtype, "float32")
+  H.assert_close(q:totable(), { 3.5, -3.5, 4 / 3 })
+  lu.assertEquals((a * 2.5).dtype, "float32")      -- non-integral scalar promotes
+  lu.assertEquals(a:abs():totable(), { 7, 7, 4 })
+  lu.assertEquals(a:lt(2.5):totable(), { false, true, false })
+end
+
+function TestElementwise:test_dtype_promotion()
+  local i = netcl.tensor({ 1, 2 }, { device = dev, dtype = "int64" })
+  local f = netcl.tensor({ 0.5, 0.5 }, { device = dev })
+  local r = i + f
+  lu.assertEquals(r.dtype, "float32")
+  lu.assertEquals(r:totable(), { 1.5, 2.5 })
+  local h = netcl.tensor({ 1, 2 }, { device = dev, dtype = "float16" })
+  lu.assertEquals((h + h).dtype, "float16")
+  lu.assertEquals((h + h):totable(), { 2, 4 })
+  lu.assertEquals((h + f).dtype, "float32")
+end
+
+function TestElementwise:test_half_storage_against_cpu()
+  H.against_cpu(function(d)
+    local a = inputs(d, 4, 33, 7)
+    return (a:half() * 2 + 1):float(), a:bfloat16():sigmoid():float()
+  end, 1e-2, 1e-3)
+end
+
+TestReduce = {}
+
+function TestReduce:test_against_lua()
+  local t = netcl.tensor({ { 1, 5, 2 }, { 4, 3, 6 } }, { device = dev })
+  lu.assertEquals(t:sum():item(), 21)
+  lu.assertEquals(t:sum(1):totable(), { 5, 8, 8 })
+  lu.assertEquals(t:sum(2):totable(), { 8, 13 })
+  lu.assertEquals(t:sum(2, true):size(), { 2, 1 })
+  lu.assertEquals(t:sum(-1):totable(), { 8, 13 })
+  H.assert_close(t:mean():item(), 3.5)
+  H.assert_close(t:mean(1):totable(), { 2.5, 4, 4 })
+  lu.assertEquals(t:prod(2):totable(), { 10, 72 })
+  lu.assertEquals(t:max():item(), 6)
+  lu.assertEquals(t:min():item(), 1)
+  local v, i = t:max(2)
+  lu.assertEquals(v:totable(), { 5, 6 })
+  lu.assertEquals(i:totable(), { 2, 3 })            -- 1-based
+  lu.assertEquals(i.dtype, "int64")
+  v, i = t:min(1)
+  lu.assertEquals(v:totable(), { 1, 3, 2 })
+  lu.assertEquals(i:totable(), { 1, 2, 1 })
+  lu.assertEquals(t:argmax(2):totable(), { 2, 3 })
+  lu.assertEquals(t:argmax():item(), 6)
+  lu.assertEquals(t:argmin(2):totable(), { 1, 2 })
+end
+
+function TestReduce:test_ties_pick_first_and_nan_wins()
+  local t = netcl.tensor({ 3, 7, 7, 1 }, { device = dev })
+  lu.assertEquals(t:argmax():item(), 2)
+  local n = netcl.tensor({ 1, 0 / 0, 5 }, { device = dev })
+  local v = n:max():item()
+  lu.assertTrue(v ~= v)
+  lu.assertEquals(n:argmax():item(), 2)
+end
+
+function TestReduce:test_integer_sum_is_int64()
+  local t = netcl.tensor({ 1, 2, 3 }, { device = dev, dtype = "int32" })
+  lu.assertEquals(t:sum().dtype, "int64")
+  lu.assertEquals(t:sum():item(), 6)
+  lu.assertEquals(netcl.tensor({ 1, 0, 1 }, { device = dev, dtype = "bool" }):sum():item(), 2)
+end
+
+function TestReduce:test_against_cpu_large_and_strided()
+  H.against_cpu(function(d)
+    local a = inputs(d, 5, 37, 129)
+    local at = a:t()
+    local v, i = at:max(2)
+    local w, j = a:min(1)
+    return a:sum(), a:sum(1), a:sum(2), at:sum(2), a:mean(2), at:mean(), v, i, w, j, a:argmax(2), at:argmin(1)
+  end, 1e-4, 1e-4)
+end
+
+function TestReduce:test_long_row_sum()
+  local n = 3 * 1000 * 1000
+  local t = netcl.full({ n }, 0.5, { device = dev })
+  H.assert_close(t:sum():item(), n * 0.5, 1e-5)
+  H.assert_close(t:mean():item(), 0.5, 1e-5)
+end
+
+TestMatmul = {}
+
+local function lua_matmul(a, b)
+  local r = {}
+  for i = 1, #a do
+    r[i] = {}
+    for j = 1, #b[1] do
+      local s = 0
+      for k = 1, #b do s = s + a[i][k] * b[k][j] end
+      r[i][j] = s
+    end
+  end
+  return r
+end
+
+function TestMatmul:test_against_lua()
+  netcl.manual_seed(7)
+  local a = netcl.randn(5, 7, { device = dev })
+  local b = netcl.randn(7, 3, { device = dev })
+  H.assert_close(a:matmul(b):totable(), lua_matmul(a:totable(), b:totable()), 1e-4, 1e-5)
+  -- transposed (non-contiguous) operands
+  local bt = netcl.randn(3, 7, { device = dev }):t()
+  H.assert_close(a:matmul(bt):totable(), lua_matmul(a:totable(), bt:totable()), 1e-4, 1e-5)
+end
+
+function TestMatmul:test_vector_forms()
+  local v = netcl.tensor({ 1, 2, 3 }, { device = dev })
+  local m = netcl.tensor({ { 1, 0 }, { 0, 1 }, { 1, 1 } }, { device = dev })
+  lu.assertEquals(v:matmul(v):item(), 14)
+  lu.assertEquals(v:matmul(m):totable(), { 4, 5 })
+  lu.assertEquals(m:t():matmul(v):totable(), { 4, 5 })
+end
+
+function TestMatmul:test_batched_broadcast_against_cpu()
+  H.against_cpu(function(d)
+    local a = inputs(d, 8, 2, 3, 17, 33)
+    local b = inputs(d, 9, 3, 33, 65)
+    local c = inputs(d, 10, 33, 9)
+    return netcl.matmul(a, b), a:matmul(c), inputs(d, 11, 70, 130):matmul(inputs(d, 12, 130, 66))
+  end, 1e-4, 1e-4)
+end
