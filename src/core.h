@@ -127,6 +127,7 @@ typedef struct nc_storage {
     void *buf;         /* backend buffer */
     size_t nbytes;     /* requested */
     size_t capacity;   /* size class */
+    atomic_int version;   /* bumped by every in-place write (autograd safety) */
 } nc_storage;
 
 netcl_status nc_storage_new(nc_storage **out, netcl_device *dev, size_t nbytes);
@@ -144,7 +145,18 @@ struct netcl_tensor {
     int64_t offset;
     int64_t sizes[NC_MAX_DIMS];
     int64_t strides[NC_MAX_DIMS];
+    /* autograd (src/autograd/): grad_fn is the node that produced this
+     * tensor (a reference), grad the accumulated gradient (a reference) */
+    int requires_grad, retains_grad;
+    netcl_tensor *grad;
+    struct nc_node *grad_fn;
 };
+
+/* Releases a node reference (src/autograd/engine.c). */
+void nc_node_release(struct nc_node *n);
+/* Marks an in-place write to t: bumps its storage's version, and refuses a
+ * leaf that requires grad while grad mode is on. */
+netcl_status nc_tensor_mark_inplace(netcl_tensor *t, const char *op);
 
 netcl_status nc_tensor_new(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes);
 /* A new view on t's storage with the given geometry. */

@@ -1,6 +1,6 @@
 /* create.c — tensor factories: empty/full/arange/linspace/eye, from host
  * memory or doubles, and seeded random draws from the global Philox stream. */
-#include "core.h"
+#include "ops.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -101,7 +101,7 @@ netcl_status netcl_tensor_from_doubles(netcl_tensor **out, netcl_device *dev, ne
     int64_t n = netcl_tensor_numel(host);
     for (int64_t i = 0; i < n; i++) nc_store_double(host->storage->buf, dtype, i, data[i]);
     if (dev == cpu) { *out = host; return NETCL_OK; }
-    st = netcl_tensor_to_device(out, host, dev);
+    st = nc_fwd_tensor_to_device(out, host, dev);
     netcl_tensor_release(host);
     return st;
 }

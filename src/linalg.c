@@ -1,7 +1,7 @@
 /* linalg.c — matmul with numpy/PyTorch semantics: 1-D·1-D dot, matrix
  * products, and batched products with broadcast batch dims, all lowered to
  * the backend's [B,M,K] x [B,K,N] entry. */
-#include "core.h"
+#include "ops.h"
 #include <string.h>
 
 /* Views t (batch dims + 2 matrix dims) as [B, rows, cols] after expanding
@@ -13,11 +13,11 @@ static netcl_status as_batched(netcl_tensor **out, netcl_tensor *t, int bndim, c
     want[bndim] = t->sizes[t->ndim - 2];
     want[bndim + 1] = t->sizes[t->ndim - 1];
     netcl_tensor *e;
-    NC_TRY(netcl_tensor_expand(&e, t, bndim + 2, want));
+    NC_TRY(nc_fwd_tensor_expand(&e, t, bndim + 2, want));
     int64_t b = nc_numel(bndim, bshape), shape3[3] = {b, want[bndim], want[bndim + 1]};
     /* a batch with a single broadcast dim stays a stride-0 view */
-    netcl_status st = netcl_tensor_view(out, e, 3, shape3);
-    if (st != NETCL_OK) st = netcl_tensor_reshape(out, e, 3, shape3);
+    netcl_status st = nc_fwd_tensor_view(out, e, 3, shape3);
+    if (st != NETCL_OK) st = nc_fwd_tensor_reshape(out, e, 3, shape3);
     netcl_tensor_release(e);
     return st;
 }
@@ -54,14 +54,14 @@ static netcl_status matmul_nd(netcl_tensor **out, netcl_tensor *a, netcl_tensor 
         if (K == 0) st = nc_dev(a)->backend->fill(nc_dev(a), &o, 0);
         else st = nc_dev(a)->backend->matmul(nc_dev(a), &o, &x, &y);
     }
-    if (st == NETCL_OK) st = netcl_tensor_view(out, o3, bndim + 2, oshape);
+    if (st == NETCL_OK) st = nc_fwd_tensor_view(out, o3, bndim + 2, oshape);
     netcl_tensor_release(a3);
     netcl_tensor_release(b3);
     netcl_tensor_release(o3);
     return st;
 }
 
-netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
+netcl_status nc_fwd_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
 {
     *out = NULL;
     if (nc_dev(a) != nc_dev(b))
@@ -74,8 +74,8 @@ netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
     /* 1-D operands become matrices, and the added dim is dropped after */
     netcl_tensor *a2 = a, *b2 = b, *r = NULL;
     netcl_status st = NETCL_OK;
-    if (a->ndim == 1) st = netcl_tensor_unsqueeze(&a2, a, 0);
-    if (st == NETCL_OK && b->ndim == 1) st = netcl_tensor_unsqueeze(&b2, b, 1);
+    if (a->ndim == 1) st = nc_fwd_tensor_unsqueeze(&a2, a, 0);
+    if (st == NETCL_OK && b->ndim == 1) st = nc_fwd_tensor_unsqueeze(&b2, b, 1);
     if (st == NETCL_OK) st = matmul_nd(&r, a2, b2);
     if (st == NETCL_OK) {
         int drop_row = a->ndim == 1, drop_col = b->ndim == 1;
@@ -86,7 +86,7 @@ netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
             if (drop_col && i == r->ndim - 1) continue;
             shape[n++] = r->sizes[i];
         }
-        st = netcl_tensor_view(out, r, n, shape);
+        st = nc_fwd_tensor_view(out, r, n, shape);
     }
     if (a2 != a) netcl_tensor_release(a2);
     if (b2 != b) netcl_tensor_release(b2);

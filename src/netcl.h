@@ -262,6 +262,31 @@ netcl_status netcl_reduce_with_index(netcl_tensor **values, netcl_tensor **indic
 /* 1-D·1-D dot, 2-D matrix product, batched with broadcasting for >2-D. */
 netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 
+/* ---- autograd -------------------------------------------------------------
+ * While grad mode is on (per thread, default on), every op with an input
+ * that requires grad records a node on its output. netcl_backward runs the
+ * recorded graph from `root` and accumulates into the .grad of each leaf
+ * that requires grad; saved tensors are freed as each node is consumed
+ * unless retain_graph is set. */
+int netcl_grad_enabled(void);
+void netcl_set_grad_enabled(int enabled);
+/* Leaves only (tensors no op produced); floating dtypes only. */
+netcl_status netcl_tensor_set_requires_grad(netcl_tensor *t, int requires_grad);
+int netcl_tensor_requires_grad(const netcl_tensor *t);
+int netcl_tensor_is_leaf(const netcl_tensor *t);
+/* Keep the gradient of a non-leaf tensor in its .grad during backward. */
+netcl_status netcl_tensor_retain_grad(netcl_tensor *t);
+/* New reference to the accumulated gradient, or NULL when there is none. */
+netcl_tensor *netcl_tensor_grad(const netcl_tensor *t);
+/* Replaces (same shape, dtype and device) or, with NULL, clears the gradient. */
+netcl_status netcl_tensor_set_grad(netcl_tensor *t, netcl_tensor *grad);
+/* A new tensor sharing t's storage, cut off from the graph. */
+netcl_status netcl_tensor_detach(netcl_tensor **out, netcl_tensor *t);
+/* Name of the op that produced t ("mul", "matmul", ...), NULL for leaves. */
+const char *netcl_tensor_grad_fn(const netcl_tensor *t);
+/* grad may be NULL when root has one element (then it is 1). */
+netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_graph);
+
 #pragma GCC visibility pop
 /* cdef-end */
 

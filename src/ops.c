@@ -1,7 +1,7 @@
 /* ops.c — the forward op layer: argument checks with clear messages,
  * broadcasting, dtype promotion, then one backend call. Elementwise,
  * reductions and matmul for the first op set. */
-#include "core.h"
+#include "ops.h"
 #include <math.h>
 #include <string.h>
 
@@ -38,7 +38,7 @@ static netcl_status same_device(const char *op, const netcl_tensor *a, const net
 static netcl_status cast_in_place(netcl_tensor **t, netcl_dtype dt, netcl_tensor **owned)
 {
     if ((*t)->dtype == dt) return NETCL_OK;
-    NC_TRY(netcl_tensor_cast(owned, *t, dt));
+    NC_TRY(nc_fwd_tensor_cast(owned, *t, dt));
     *t = *owned;
     return NETCL_OK;
 }
@@ -82,7 +82,7 @@ static netcl_dtype compute_dtype(netcl_op op, netcl_dtype dt)
     return dt;
 }
 
-netcl_status netcl_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2)
+netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2)
 {
     *out = NULL;
     if (!is_unary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "unary: %s (%d) is not a unary op", netcl_op_name(op), (int)op);
@@ -104,7 +104,7 @@ netcl_status netcl_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, doubl
     return st;
 }
 
-netcl_status netcl_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b)
+netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b)
 {
     *out = NULL;
     const char *name = netcl_op_name(op);
@@ -135,7 +135,7 @@ netcl_status netcl_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netc
     return st;
 }
 
-netcl_status netcl_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed)
+netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed)
 {
     *out = NULL;
     const char *name = netcl_op_name(op);
@@ -177,7 +177,7 @@ static netcl_status reduce_layout(const char *op, netcl_tensor *a, int dim, netc
     if (dim < 0) { /* all elements: one row */
         int64_t n = netcl_tensor_numel(a);
         *ondim = 0;
-        return netcl_tensor_reshape(src, a, 1, &n);
+        return nc_fwd_tensor_reshape(src, a, 1, &n);
     }
     if (dim >= a->ndim)
         return nc_fail(NETCL_ERR_ARGUMENT, "%s: dim %d out of range for %s (valid 0..%d, 0-based in C)",
@@ -187,7 +187,7 @@ static netcl_status reduce_layout(const char *op, netcl_tensor *a, int dim, netc
         if (i != dim) { perm[n] = i; osizes[n] = a->sizes[i]; n++; }
     perm[n] = dim;
     *ondim = n;
-    return netcl_tensor_permute(src, a, a->ndim, perm);
+    return nc_fwd_tensor_permute(src, a, a->ndim, perm);
 }
 
 static netcl_status reduce_impl(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim)
@@ -217,8 +217,8 @@ static netcl_status reduce_impl(netcl_tensor **values, netcl_tensor **indices, n
     }
     if (keepdim && dim >= 0) {
         netcl_tensor *kv, *ki = NULL;
-        if ((st = netcl_tensor_unsqueeze(&kv, v, dim)) != NETCL_OK) goto fail;
-        if (ix && (st = netcl_tensor_unsqueeze(&ki, ix, dim)) != NETCL_OK) { netcl_tensor_release(kv); goto fail; }
+        if ((st = nc_fwd_tensor_unsqueeze(&kv, v, dim)) != NETCL_OK) goto fail;
+        if (ix && (st = nc_fwd_tensor_unsqueeze(&ki, ix, dim)) != NETCL_OK) { netcl_tensor_release(kv); goto fail; }
         netcl_tensor_release(v); v = kv;
         netcl_tensor_release(ix); ix = ki;
     }
@@ -236,14 +236,14 @@ fail:
     return st;
 }
 
-netcl_status netcl_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim)
+netcl_status nc_fwd_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim)
 {
     *out = NULL;
     if (!is_reduce(op)) return nc_fail(NETCL_ERR_ARGUMENT, "reduce: %s (%d) is not a reduction", netcl_op_name(op), (int)op);
     return reduce_impl(out, NULL, op, a, dim, keepdim);
 }
 
-netcl_status netcl_reduce_with_index(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim)
+netcl_status nc_fwd_reduce_with_index(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim)
 {
     *values = *indices = NULL;
     if (op != NETCL_OP_MAX && op != NETCL_OP_MIN)

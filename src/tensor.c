@@ -90,6 +90,8 @@ void netcl_tensor_retain(netcl_tensor *t) { if (t) atomic_fetch_add(&t->refcount
 void netcl_tensor_release(netcl_tensor *t)
 {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
+    netcl_tensor_release(t->grad);
+    nc_node_release(t->grad_fn);
     nc_storage_release(t->storage);
     free(t);
 }

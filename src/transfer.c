@@ -2,7 +2,7 @@
  * into contiguous layout, and strided copy/fill into existing tensors.
  * Cross-device moves go through contiguous buffers; a cpu tensor is its own
  * staging area, kept alive by the backend until an async write completes. */
-#include "core.h"
+#include "ops.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +28,7 @@ static netcl_status cast_contiguous(netcl_tensor **out, const netcl_tensor *t, n
     return st;
 }
 
-netcl_status netcl_tensor_contiguous(netcl_tensor **out, netcl_tensor *t)
+netcl_status nc_fwd_tensor_contiguous(netcl_tensor **out, netcl_tensor *t)
 {
     if (netcl_tensor_is_contiguous(t)) { netcl_tensor_retain(t); *out = t; return NETCL_OK; }
     netcl_status st = cast_contiguous(out, t, t->dtype);
@@ -36,7 +36,7 @@ netcl_status netcl_tensor_contiguous(netcl_tensor **out, netcl_tensor *t)
     return st;
 }
 
-netcl_status netcl_tensor_cast(netcl_tensor **out, const netcl_tensor *t, netcl_dtype dtype)
+netcl_status nc_fwd_tensor_cast(netcl_tensor **out, const netcl_tensor *t, netcl_dtype dtype)
 {
     *out = NULL;
     if ((unsigned)dtype >= NETCL_DTYPE_COUNT) return nc_fail(NETCL_ERR_ARGUMENT, "cast: invalid dtype %d for %s", (int)dtype, nc_describe(t));
@@ -66,7 +66,8 @@ static netcl_status move_bytes(netcl_tensor *dst, netcl_tensor *src)
 netcl_status netcl_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src)
 {
     netcl_tensor *view = NULL, *tmp = NULL, *moved = NULL;
-    netcl_status st = netcl_tensor_expand(&view, (netcl_tensor *)src, dst->ndim, dst->sizes);
+    NC_TRY(nc_tensor_mark_inplace(dst, "copy_"));
+    netcl_status st = nc_fwd_tensor_expand(&view, (netcl_tensor *)src, dst->ndim, dst->sizes);
     if (st != NETCL_OK) {
         return nc_fail(NETCL_ERR_ARGUMENT, "copy_: source %s cannot be broadcast to destination %s",
                        nc_describe(src), nc_describe(dst));
@@ -101,6 +102,7 @@ done:
 
 netcl_status netcl_tensor_fill_(netcl_tensor *dst, double value)
 {
+    NC_TRY(nc_tensor_mark_inplace(dst, "fill_"));
     if (netcl_tensor_numel(dst) == 0) return NETCL_OK;
     nc_desc d;
     nc_desc_of(&d, dst);
@@ -109,7 +111,7 @@ netcl_status netcl_tensor_fill_(netcl_tensor *dst, double value)
     return st;
 }
 
-netcl_status netcl_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, netcl_device *dev)
+netcl_status nc_fwd_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, netcl_device *dev)
 {
     *out = NULL;
     if (!dev) return nc_fail(NETCL_ERR_DEVICE, "to: no device given for %s", nc_describe(t));
@@ -127,7 +129,7 @@ netcl_status netcl_tensor_to_host(const netcl_tensor *t, void *data, int64_t nby
                        (long long)nbytes, nc_describe(t), (long long)need);
     if (need == 0) return NETCL_OK;
     netcl_tensor *c;
-    NC_TRY(netcl_tensor_contiguous(&c, (netcl_tensor *)t));
+    NC_TRY(nc_fwd_tensor_contiguous(&c, (netcl_tensor *)t));
     netcl_status st = nc_dev(c)->backend->read(nc_dev(c), c->storage->buf, byte_offset(c), data, (size_t)need);
     netcl_tensor_release(c);
     if (st != NETCL_OK) nc_error_prefix("to_host %s: ", nc_describe(t));
@@ -176,6 +178,7 @@ netcl_status netcl_tensor_set_item(netcl_tensor *t, const int64_t *index, double
     size_t off;
     uint64_t raw = 0;
     NC_TRY(element_offset("set_item", t, index, &off));
+    NC_TRY(nc_tensor_mark_inplace(t, "set_item"));
     nc_store_double(&raw, t->dtype, 0, value);
     netcl_status st = nc_dev(t)->backend->write(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype), NULL);
     if (st != NETCL_OK) nc_error_prefix("set_item %s: ", nc_describe(t));

@@ -1,7 +1,7 @@
 /* views.c — views that share storage: view/reshape, transpose, permute,
  * narrow, select, slice, expand, squeeze, unsqueeze. Only geometry changes;
  * reshape alone may copy (when no stride pattern fits). */
-#include "core.h"
+#include "ops.h"
 #include <string.h>
 
 static netcl_status check_dim(const char *op, const netcl_tensor *t, int dim, int ndim_limit)
@@ -67,7 +67,7 @@ static int view_strides(const netcl_tensor *t, int ndim, const int64_t *sizes, i
     return view_d == -1;
 }
 
-netcl_status netcl_tensor_view(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes)
+netcl_status nc_fwd_tensor_view(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes)
 {
     int64_t shape[NC_MAX_DIMS], strides[NC_MAX_DIMS];
     *out = NULL;
@@ -79,20 +79,20 @@ netcl_status netcl_tensor_view(netcl_tensor **out, netcl_tensor *t, int ndim, co
     return nc_tensor_view_of(out, t, ndim, shape, strides, t->offset);
 }
 
-netcl_status netcl_tensor_reshape(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes)
+netcl_status nc_fwd_tensor_reshape(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes)
 {
     int64_t shape[NC_MAX_DIMS], strides[NC_MAX_DIMS];
     *out = NULL;
     NC_TRY(infer_shape("reshape", t, ndim, sizes, shape));
     if (view_strides(t, ndim, shape, strides)) return nc_tensor_view_of(out, t, ndim, shape, strides, t->offset);
     netcl_tensor *c;
-    NC_TRY(netcl_tensor_contiguous(&c, t));
-    netcl_status st = netcl_tensor_view(out, c, ndim, shape);
+    NC_TRY(nc_fwd_tensor_contiguous(&c, t));
+    netcl_status st = nc_fwd_tensor_view(out, c, ndim, shape);
     netcl_tensor_release(c);
     return st;
 }
 
-netcl_status netcl_tensor_transpose(netcl_tensor **out, netcl_tensor *t, int d0, int d1)
+netcl_status nc_fwd_tensor_transpose(netcl_tensor **out, netcl_tensor *t, int d0, int d1)
 {
     *out = NULL;
     NC_TRY(check_dim("transpose", t, d0, t->ndim));
@@ -105,7 +105,7 @@ netcl_status netcl_tensor_transpose(netcl_tensor **out, netcl_tensor *t, int d0,
     return nc_tensor_view_of(out, t, t->ndim, sizes, strides, t->offset);
 }
 
-netcl_status netcl_tensor_permute(netcl_tensor **out, netcl_tensor *t, int ndim, const int *dims)
+netcl_status nc_fwd_tensor_permute(netcl_tensor **out, netcl_tensor *t, int ndim, const int *dims)
 {
     *out = NULL;
     if (ndim != t->ndim)
@@ -122,7 +122,7 @@ netcl_status netcl_tensor_permute(netcl_tensor **out, netcl_tensor *t, int ndim,
     return nc_tensor_view_of(out, t, ndim, sizes, strides, t->offset);
 }
 
-netcl_status netcl_tensor_slice(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t stop, int64_t step)
+netcl_status nc_fwd_tensor_slice(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t stop, int64_t step)
 {
     *out = NULL;
     NC_TRY(check_dim("slice", t, dim, t->ndim));
@@ -138,17 +138,17 @@ netcl_status netcl_tensor_slice(netcl_tensor **out, netcl_tensor *t, int dim, in
     return nc_tensor_view_of(out, t, t->ndim, sizes, strides, t->offset + start * t->strides[dim]);
 }
 
-netcl_status netcl_tensor_narrow(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t length)
+netcl_status nc_fwd_tensor_narrow(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t length)
 {
     *out = NULL;
     NC_TRY(check_dim("narrow", t, dim, t->ndim));
     if (start < 0 || length < 0 || start + length > t->sizes[dim])
         return nc_fail(NETCL_ERR_ARGUMENT, "narrow: start %lld (0-based) length %lld out of range for dim %d of %s",
                        (long long)start, (long long)length, dim, nc_describe(t));
-    return netcl_tensor_slice(out, t, dim, start, start + length, 1);
+    return nc_fwd_tensor_slice(out, t, dim, start, start + length, 1);
 }
 
-netcl_status netcl_tensor_select(netcl_tensor **out, netcl_tensor *t, int dim, int64_t index)
+netcl_status nc_fwd_tensor_select(netcl_tensor **out, netcl_tensor *t, int dim, int64_t index)
 {
     *out = NULL;
     NC_TRY(check_dim("select", t, dim, t->ndim));
@@ -162,7 +162,7 @@ netcl_status netcl_tensor_select(netcl_tensor **out, netcl_tensor *t, int dim, i
     return nc_tensor_view_of(out, t, n, sizes, strides, t->offset + index * t->strides[dim]);
 }
 
-netcl_status netcl_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *want)
+netcl_status nc_fwd_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *want)
 {
     *out = NULL;
     if (ndim < t->ndim || ndim > NC_MAX_DIMS)
@@ -185,7 +185,7 @@ netcl_status netcl_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim, 
     return nc_tensor_view_of(out, t, ndim, sizes, strides, t->offset);
 }
 
-netcl_status netcl_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim)
+netcl_status nc_fwd_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim)
 {
     *out = NULL;
     if (dim >= t->ndim) return check_dim("squeeze", t, dim, t->ndim);
@@ -198,7 +198,7 @@ netcl_status netcl_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim)
     return nc_tensor_view_of(out, t, n, sizes, strides, t->offset);
 }
 
-netcl_status netcl_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim)
+netcl_status nc_fwd_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim)
 {
     *out = NULL;
     if (t->ndim >= NC_MAX_DIMS) return nc_fail(NETCL_ERR_ARGUMENT, "unsqueeze: %s already has %d dims", nc_describe(t), NC_MAX_DIMS);

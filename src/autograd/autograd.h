@@ -1,0 +1,81 @@
+/* autograd.h — the recorded graph: a node per differentiable op call with
+ * edges to the nodes (or leaves) of its inputs, the tensors its backward
+ * rule needs, and the rule itself. Rules live in rules.c, one per op kind,
+ * next to nothing else; the engine (engine.c) only schedules them. */
+#ifndef NETCL_AUTOGRAD_H
+#define NETCL_AUTOGRAD_H
+
+#include "../ops.h"
+
+#define NC_NODE_IN 3
+#define NC_NODE_SAVED 3
+
+/* One entry per recorded op kind; rules.c has the table. */
+typedef enum nc_rule {
+    NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_REDUCE, NC_RULE_REDUCE_INDEX,
+    NC_RULE_MATMUL, NC_RULE_RESHAPE, NC_RULE_TRANSPOSE, NC_RULE_PERMUTE, NC_RULE_EXPAND,
+    NC_RULE_SLICE, NC_RULE_SELECT, NC_RULE_CAST, NC_RULE_TO_DEVICE,
+    NC_RULE_COUNT
+} nc_rule;
+
+typedef struct nc_input_meta {
+    netcl_dtype dtype;
+    netcl_device *dev;
+    int ndim;
+    int64_t sizes[NC_MAX_DIMS];
+} nc_input_meta;
+
+typedef struct nc_node {
+    atomic_int refcount;
+    nc_rule rule;
+    const char *name;                     /* op name for messages and grad_fn */
+    int nin;
+    struct nc_node *next[NC_NODE_IN];     /* producer of input i (a reference) */
+    netcl_tensor *leaf[NC_NODE_IN];       /* or the leaf to accumulate into (a reference) */
+    netcl_tensor *retained[NC_NODE_IN];   /* non-leaf input whose grad is kept */
+    nc_input_meta in[NC_NODE_IN];
+    netcl_tensor *saved[NC_NODE_SAVED];   /* graph-free aliases */
+    int saved_version[NC_NODE_SAVED];
+    double p[4];                          /* op parameters */
+    int64_t ip[NC_MAX_DIMS + 2];
+    int released;                         /* saved tensors freed by a backward */
+    /* backward scratch */
+    int deps;
+    uint64_t mark;
+    netcl_tensor *grad_acc;
+} nc_node;
+
+/* Backward rule: given the output gradient g, set gin[i] (new references)
+ * for each input that needs a gradient (nc_input_needs_grad); others stay NULL. */
+typedef netcl_status (*nc_backward_fn)(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+extern const nc_backward_fn nc_backward_rules[];
+
+int nc_input_needs_grad(const nc_node *n, int i);
+/* Any input requires grad while grad mode is on. */
+int nc_should_record(int nin, netcl_tensor *const *ins);
+nc_node *nc_node_new(nc_rule rule, const char *name, int nin, netcl_tensor *const *ins);
+/* Saves an alias of t (no graph) and its storage version; slot k. */
+netcl_status nc_node_save(nc_node *n, int k, netcl_tensor *t);
+/* Returns the saved tensor k, checking that it was not modified in place. */
+netcl_status nc_node_saved(nc_node *n, int k, netcl_tensor **t);
+/* Makes `out` the output of n (takes the caller's node reference). */
+void nc_node_attach(nc_node *n, netcl_tensor *out);
+
+/* Grad mode guard for forward calls inside recorded ops and backward. */
+int nc_grad_push_disabled(void);
+void nc_grad_pop(int previous);
+
+/* Shared by the rule files: gin = cast(sum_to_shape(g)) (consumes g), and
+ * a comparison as a 0/1 float mask (b NULL: against the scalar s). */
+netcl_status nc_rule_finish(nc_node *n, int i, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_mask(netcl_tensor **o, netcl_op cmp, netcl_tensor *a, netcl_tensor *b, double s, netcl_dtype dt);
+
+/* The rules (rules.c: elementwise; rules_shape.c: the rest). */
+netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_binary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_binary_scalar(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+
+/* Sums g over broadcast dims down to (ndim, sizes). */
+netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes);
+
+#endif

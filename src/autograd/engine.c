@@ -1,0 +1,294 @@
+/* engine.c — graph recording and the backward pass. Backward counts, for
+ * each node reachable from the root, how many consumers will send it a
+ * gradient; a node runs once all have, and (without retain_graph) frees
+ * its saved tensors right after, so memory stays bounded in a loop. */
+#include "autograd.h"
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local int grad_disabled;
+
+int netcl_grad_enabled(void) { return !grad_disabled; }
+void netcl_set_grad_enabled(int enabled) { grad_disabled = !enabled; }
+int nc_grad_push_disabled(void) { int prev = grad_disabled; grad_disabled = 1; return prev; }
+void nc_grad_pop(int previous) { grad_disabled = previous; }
+
+int nc_should_record(int nin, netcl_tensor *const *ins)
+{
+    if (grad_disabled) return 0;
+    for (int i = 0; i < nin; i++)
+        if (ins[i] && ins[i]->requires_grad) return 1;
+    return 0;
+}
+
+int nc_input_needs_grad(const nc_node *n, int i) { return n->next[i] || n->leaf[i]; }
+
+nc_node *nc_node_new(nc_rule rule, const char *name, int nin, netcl_tensor *const *ins)
+{
+    nc_node *n = calloc(1, sizeof *n);
+    if (!n) return NULL;
+    atomic_init(&n->refcount, 1);
+    n->rule = rule;
+    n->name = name;
+    n->nin = nin;
+    for (int i = 0; i < nin; i++) {
+        netcl_tensor *t = ins[i];
+        if (!t) continue;
+        n->in[i].dtype = t->dtype;
+        n->in[i].dev = nc_dev(t);
+        n->in[i].ndim = t->ndim;
+        memcpy(n->in[i].sizes, t->sizes, sizeof t->sizes);
+        if (!t->requires_grad) continue;
+        if (t->grad_fn) {
+            n->next[i] = t->grad_fn;
+            atomic_fetch_add(&t->grad_fn->refcount, 1);
+            if (t->retains_grad) { n->retained[i] = t; netcl_tensor_retain(t); }
+        } else {
+            n->leaf[i] = t;
+            netcl_tensor_retain(t);
+        }
+    }
+    return n;
+}
+
+static void release_saved(nc_node *n)
+{
+    for (int k = 0; k < NC_NODE_SAVED; k++) { netcl_tensor_release(n->saved[k]); n->saved[k] = NULL; }
+}
+
+void nc_node_release(nc_node *n)
+{
+    /* iterative over long chains so a deep graph cannot overflow the stack */
+    while (n && atomic_fetch_sub(&n->refcount, 1) == 1) {
+        nc_node *chain = NULL;
+        release_saved(n);
+        netcl_tensor_release(n->grad_acc);
+        for (int i = 0; i < n->nin; i++) {
+            netcl_tensor_release(n->leaf[i]);
+            netcl_tensor_release(n->retained[i]);
+            if (n->next[i] && !chain) chain = n->next[i];
+            else nc_node_release(n->next[i]);
+        }
+        free(n);
+        n = chain;
+    }
+}
+
+netcl_status nc_node_save(nc_node *n, int k, netcl_tensor *t)
+{
+    NC_TRY(nc_tensor_view_of(&n->saved[k], t, t->ndim, t->sizes, t->strides, t->offset));
+    n->saved_version[k] = atomic_load(&t->storage->version);
+    return NETCL_OK;
+}
+
+netcl_status nc_node_saved(nc_node *n, int k, netcl_tensor **t)
+{
+    *t = n->saved[k];
+    if (atomic_load(&(*t)->storage->version) != n->saved_version[k])
+        return nc_fail(NETCL_ERR_ARGUMENT,
+                       "backward of %s: a tensor it saved (%s) was modified in place after the forward pass",
+                       n->name, nc_describe(*t));
+    return NETCL_OK;
+}
+
+void nc_node_attach(nc_node *n, netcl_tensor *out)
+{
+    out->grad_fn = n;
+    out->requires_grad = 1;
+}
+
+/* ---- tensor-level autograd state ------------------------------------------ */
+
+netcl_status netcl_tensor_set_requires_grad(netcl_tensor *t, int flag)
+{
+    if (t->grad_fn)
+        return nc_fail(NETCL_ERR_ARGUMENT, "requires_grad: %s is not a leaf (it comes from %s); use detach() first",
+                       nc_describe(t), t->grad_fn->name);
+    if (flag && !nc_dtype_is_float(t->dtype))
+        return nc_fail(NETCL_ERR_ARGUMENT, "requires_grad: only floating tensors can require grad, got %s", nc_describe(t));
+    t->requires_grad = flag != 0;
+    return NETCL_OK;
+}
+
+int netcl_tensor_requires_grad(const netcl_tensor *t) { return t->requires_grad; }
+int netcl_tensor_is_leaf(const netcl_tensor *t) { return t->grad_fn == NULL; }
+const char *netcl_tensor_grad_fn(const netcl_tensor *t) { return t->grad_fn ? t->grad_fn->name : NULL; }
+
+netcl_status netcl_tensor_retain_grad(netcl_tensor *t)
+{
+    if (!t->requires_grad)
+        return nc_fail(NETCL_ERR_ARGUMENT, "retain_grad: %s does not require grad", nc_describe(t));
+    t->retains_grad = 1;
+    return NETCL_OK;
+}
+
+netcl_tensor *netcl_tensor_grad(const netcl_tensor *t)
+{
+    if (t->grad) netcl_tensor_retain(t->grad);
+    return t->grad;
+}
+
+netcl_status netcl_tensor_set_grad(netcl_tensor *t, netcl_tensor *grad)
+{
+    if (grad && (grad->dtype != t->dtype || nc_dev(grad) != nc_dev(t) || grad->ndim != t->ndim ||
+                 memcmp(grad->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim) != 0))
+        return nc_fail(NETCL_ERR_ARGUMENT, "set_grad: gradient %s does not match tensor %s", nc_describe(grad), nc_describe(t));
+    if (grad) netcl_tensor_retain(grad);
+    netcl_tensor_release(t->grad);
+    t->grad = grad;
+    return NETCL_OK;
+}
+
+netcl_status netcl_tensor_detach(netcl_tensor **out, netcl_tensor *t)
+{
+    return nc_tensor_view_of(out, t, t->ndim, t->sizes, t->strides, t->offset);
+}
+
+netcl_status nc_tensor_mark_inplace(netcl_tensor *t, const char *op)
+{
+    if (!grad_disabled && t->requires_grad)
+        return nc_fail(NETCL_ERR_ARGUMENT,
+                       "%s: %s requires grad; an in-place write would make its gradient wrong "
+                       "(write under no_grad, or into a detached copy)", op, nc_describe(t));
+    atomic_fetch_add(&t->storage->version, 1);
+    return NETCL_OK;
+}
+
+/* ---- backward ------------------------------------------------------------------ */
+
+/* *acc += g (out of place; takes ownership of g). The first gradient is
+ * made contiguous so a broadcast view never becomes someone's .grad. */
+static netcl_status accumulate(netcl_tensor **acc, netcl_tensor *g)
+{
+    netcl_tensor *sum;
+    if (!*acc) {
+        netcl_status st = nc_fwd_tensor_contiguous(acc, g);
+        netcl_tensor_release(g);
+        return st;
+    }
+    netcl_status st = nc_fwd_binary(&sum, NETCL_OP_ADD, *acc, g);
+    netcl_tensor_release(g);
+    if (st != NETCL_OK) return st;
+    netcl_tensor_release(*acc);
+    *acc = sum;
+    return NETCL_OK;
+}
+
+typedef struct { nc_node **items; size_t n, cap; } node_list;
+
+static int push(node_list *l, nc_node *n)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        nc_node **items = realloc(l->items, cap * sizeof *items);
+        if (!items) return 0;
+        l->items = items;
+        l->cap = cap;
+    }
+    l->items[l->n++] = n;
+    return 1;
+}
+
+/* Counts consumers of every node reachable from root (iterative DFS). */
+static netcl_status count_deps(nc_node *root, uint64_t mark, node_list *all)
+{
+    node_list stack = {0};
+    root->mark = mark;
+    root->deps = 0;
+    if (!push(&stack, root) || !push(all, root)) goto oom;
+    while (stack.n) {
+        nc_node *n = stack.items[--stack.n];
+        for (int i = 0; i < n->nin; i++) {
+            nc_node *m = n->next[i];
+            if (!m) continue;
+            if (m->mark != mark) {
+                m->mark = mark;
+                m->deps = 0;
+                if (!push(&stack, m) || !push(all, m)) goto oom;
+            }
+            m->deps++;
+        }
+    }
+    free(stack.items);
+    return NETCL_OK;
+oom:
+    free(stack.items);
+    return nc_fail(NETCL_ERR_OOM, "backward: out of host memory");
+}
+
+static netcl_status run_node(nc_node *n, int retain_graph, node_list *ready)
+{
+    netcl_tensor *gin[NC_NODE_IN] = {0};
+    netcl_status st = NETCL_OK;
+    netcl_tensor *g = n->grad_acc;
+    n->grad_acc = NULL;
+    if (g) {
+        if (n->released)
+            st = nc_fail(NETCL_ERR_ARGUMENT, "the graph through %s was already freed by an earlier backward; "
+                         "pass retain_graph to run backward twice", n->name);
+        else
+            st = nc_backward_rules[n->rule](n, g, gin);
+        if (st != NETCL_OK) nc_error_prefix("backward of %s: ", n->name);
+    }
+    for (int i = 0; i < n->nin; i++) {
+        netcl_tensor *gi = gin[i];
+        gin[i] = NULL;
+        if (st == NETCL_OK && gi && n->retained[i]) {
+            netcl_tensor_retain(gi);
+            st = accumulate(&n->retained[i]->grad, gi);
+        }
+        if (st == NETCL_OK && gi && n->leaf[i]) st = accumulate(&n->leaf[i]->grad, gi);
+        else if (st == NETCL_OK && gi && n->next[i]) st = accumulate(&n->next[i]->grad_acc, gi);
+        else netcl_tensor_release(gi);
+        if (n->next[i] && --n->next[i]->deps == 0 && !push(ready, n->next[i]) && st == NETCL_OK)
+            st = nc_fail(NETCL_ERR_OOM, "backward: out of host memory");
+    }
+    netcl_tensor_release(g);
+    if (!retain_graph) { release_saved(n); n->released = 1; }
+    return st;
+}
+
+netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_graph)
+{
+    static _Atomic uint64_t marks;
+    if (!root->requires_grad)
+        return nc_fail(NETCL_ERR_ARGUMENT, "backward: %s does not require grad (no input of its graph has requires_grad)",
+                       nc_describe(root));
+    netcl_tensor *g = NULL;
+    int prev = nc_grad_push_disabled();
+    netcl_status st = NETCL_OK;
+    if (grad) {
+        if (grad->ndim != root->ndim || memcmp(grad->sizes, root->sizes, sizeof(int64_t) * (size_t)root->ndim) != 0)
+            st = nc_fail(NETCL_ERR_ARGUMENT, "backward: gradient %s does not match output %s", nc_describe(grad), nc_describe(root));
+        else st = nc_fwd_tensor_cast(&g, grad, root->dtype);
+    } else if (netcl_tensor_numel(root) != 1) {
+        st = nc_fail(NETCL_ERR_ARGUMENT, "backward: %s is not a single element; pass a gradient of its shape", nc_describe(root));
+    } else {
+        st = netcl_tensor_full(&g, nc_dev(root), root->dtype, root->ndim, root->sizes, 1.0);
+    }
+    if (st == NETCL_OK && !root->grad_fn) { /* a leaf: its gradient is g */
+        st = accumulate(&root->grad, g);
+        g = NULL;
+    } else if (st == NETCL_OK) {
+        if (root->retains_grad) { netcl_tensor_retain(g); st = accumulate(&root->grad, g); }
+        node_list all = {0}, ready = {0};
+        if (st == NETCL_OK) st = count_deps(root->grad_fn, ++marks, &all);
+        if (st == NETCL_OK) {
+            root->grad_fn->grad_acc = g;
+            g = NULL;
+            if (!push(&ready, root->grad_fn)) st = nc_fail(NETCL_ERR_OOM, "backward: out of host memory");
+        }
+        while (ready.n) {
+            nc_node *n = ready.items[--ready.n];
+            netcl_status s = run_node(n, retain_graph, &ready);
+            if (st == NETCL_OK) st = s;
+        }
+        /* after an error, drop partial gradients still waiting in the graph */
+        for (size_t i = 0; i < all.n; i++) { netcl_tensor_release(all.items[i]->grad_acc); all.items[i]->grad_acc = NULL; }
+        free(all.items);
+        free(ready.items);
+    }
+    netcl_tensor_release(g);
+    nc_grad_pop(prev);
+    return st;
+}

@@ -1,0 +1,27 @@
+/* ops.h — the forward-only op layer (ops.c, views.c, linalg.c,
+ * transfer.c). These never record autograd nodes; the public netcl_*
+ * functions of the same names (src/autograd/api.c) call them and record. */
+#ifndef NETCL_OPS_H
+#define NETCL_OPS_H
+#include "core.h"
+
+netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2);
+netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
+netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed);
+netcl_status nc_fwd_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim);
+netcl_status nc_fwd_reduce_with_index(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim);
+netcl_status nc_fwd_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status nc_fwd_tensor_contiguous(netcl_tensor **out, netcl_tensor *t);
+netcl_status nc_fwd_tensor_cast(netcl_tensor **out, const netcl_tensor *t, netcl_dtype dtype);
+netcl_status nc_fwd_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, netcl_device *dev);
+netcl_status nc_fwd_tensor_view(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes);
+netcl_status nc_fwd_tensor_reshape(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes);
+netcl_status nc_fwd_tensor_transpose(netcl_tensor **out, netcl_tensor *t, int d0, int d1);
+netcl_status nc_fwd_tensor_permute(netcl_tensor **out, netcl_tensor *t, int ndim, const int *dims);
+netcl_status nc_fwd_tensor_slice(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t stop, int64_t step);
+netcl_status nc_fwd_tensor_narrow(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t length);
+netcl_status nc_fwd_tensor_select(netcl_tensor **out, netcl_tensor *t, int dim, int64_t index);
+netcl_status nc_fwd_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *want);
+netcl_status nc_fwd_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim);
+netcl_status nc_fwd_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim);
+#endif
