@@ -259,6 +259,9 @@ netcl_status netcl_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *
 netcl_status netcl_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim);
 /* max/min over a dim giving both values and int64 indices. */
 netcl_status netcl_reduce_with_index(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim);
+/* Constant padding: pads holds (before, after) pairs for the last npad/2
+ * dims, last dim first (PyTorch's F.pad order); negative values crop. */
+netcl_status netcl_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int64_t *pads, double value);
 /* 1-D·1-D dot, 2-D matrix product, batched with broadcasting for >2-D. */
 netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 

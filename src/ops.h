@@ -24,4 +24,5 @@ netcl_status nc_fwd_tensor_select(netcl_tensor **out, netcl_tensor *t, int dim, 
 netcl_status nc_fwd_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *want);
 netcl_status nc_fwd_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim);
 netcl_status nc_fwd_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim);
+netcl_status nc_fwd_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int64_t *pads, double value);
 #endif

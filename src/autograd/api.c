@@ -206,3 +206,14 @@ netcl_status netcl_tensor_to_device(netcl_tensor **out, const netcl_tensor *ct, 
     netcl_tensor *t = (netcl_tensor *)ct;
     VIEW_OP("to", NC_RULE_TO_DEVICE, nc_fwd_tensor_to_device(out, t, dev), NULL, 0);
 }
+
+netcl_status netcl_pad(netcl_tensor **out, netcl_tensor *t, int npad, const int64_t *pads, double value)
+{
+    if (npad > NC_MAX_DIMS + 2) return nc_fail(NETCL_ERR_ARGUMENT, "pad: %d pad values for %s", npad, nc_describe(t));
+    netcl_status st;
+    FORWARD(st, nc_fwd_pad(out, t, npad, pads, value));
+    if (st != NETCL_OK || !nc_should_record(1, &t)) return st;
+    st = record_simple(out, NC_RULE_PAD, "pad", t, pads, npad);
+    if (st == NETCL_OK) (*out)->grad_fn->p[0] = npad;
+    return st;
+}

@@ -168,6 +168,17 @@ static netcl_status to_device_rule(nc_node *n, netcl_tensor *g, netcl_tensor **g
     return nc_rule_finish(n, 0, t, &gin[0]);
 }
 
+/* padding's gradient is the padding removed: pad g with the negated pads */
+static netcl_status pad_rule(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    int64_t neg[NC_MAX_DIMS * 2];
+    int npad = (int)n->p[0];
+    for (int i = 0; i < npad; i++) neg[i] = -n->ip[i];
+    netcl_tensor *t;
+    NC_TRY(nc_fwd_pad(&t, g, npad, neg, 0));
+    return nc_rule_finish(n, 0, t, &gin[0]);
+}
+
 const nc_backward_fn nc_backward_rules[] = {
     [NC_RULE_UNARY] = nc_rule_unary,
     [NC_RULE_BINARY] = nc_rule_binary,
@@ -183,5 +194,6 @@ const nc_backward_fn nc_backward_rules[] = {
     [NC_RULE_SELECT] = select_rule,
     [NC_RULE_CAST] = cast_rule,
     [NC_RULE_TO_DEVICE] = to_device_rule,
+    [NC_RULE_PAD] = pad_rule,
 };
 _Static_assert(sizeof nc_backward_rules / sizeof nc_backward_rules[0] == NC_RULE_COUNT, "one rule per kind");
