@@ -265,6 +265,13 @@ netcl_status netcl_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int6
 /* 1-D·1-D dot, 2-D matrix product, batched with broadcasting for >2-D. */
 netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 
+/* ---- data readers ----------------------------------------------------------
+ * IDX files (MNIST, Fashion-MNIST), gzip-compressed or plain: a new cpu
+ * tensor of the file's element type (uint8 -> uint8, int8 -> int32 widened,
+ * int16/int32 -> int32, float32, float64) and shape. Truncated or malformed
+ * files give NETCL_ERR_ARGUMENT naming the path and what is wrong. */
+netcl_status netcl_read_idx(netcl_tensor **out, const char *path);
+
 /* ---- autograd -------------------------------------------------------------
  * While grad mode is on (per thread, default on), every op with an input
  * that requires grad records a node on its output. netcl_backward runs the
