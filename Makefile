@@ -31,7 +31,7 @@ $(BUILD)/obj/%.o: src/%.c src/netcl.h src/core.h $(wildcard src/*/*.h src/*.h)
 # kernels/*.cl become C string literals, one table entry per file
 $(BUILD)/kernels_embed.c: $(KERNELS) Makefile
 	@mkdir -p $(BUILD)
-	@{ echo '/* generated from kernels/*.cl by make; do not edit */'; \
+	@{ echo '/* generated from the kernels directory by make; do not edit */'; \
 	  echo '#include <stddef.h>'; \
 	  echo 'const char *const nc_embedded_kernels[][2] = {'; \
 	  for f in $(KERNELS); do \
@@ -40,6 +40,9 @@ $(BUILD)/kernels_embed.c: $(KERNELS) Makefile
 	    echo '  },'; \
 	  done; \
 	  echo '  { NULL, NULL } };'; } > $@
+
+# plain loops in the cpu backend only vectorise at -O3 with GCC 12
+$(BUILD)/obj/cpu/%.o: OPT := -O3
 
 $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 	@mkdir -p $(dir $@)

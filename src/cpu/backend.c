@@ -88,16 +88,17 @@ static const nc_backend cpu_backend = {
     .shutdown = NULL,
 };
 
-static void cpu_model_name(char *buf, size_t len)
+/* Copies the value of the first "key : value" line of /proc/cpuinfo. */
+static void cpuinfo_field(const char *key, char *buf, size_t len)
 {
-    snprintf(buf, len, "CPU");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
     char line[512];
+    size_t klen = strlen(key);
     while (fgets(line, sizeof line, f)) {
         char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            colon += 2;
+        if (strncmp(line, key, klen) == 0 && colon && colon[1]) {
+            colon += 1 + (colon[1] == ' ');
             colon[strcspn(colon, "\n")] = 0;
             snprintf(buf, len, "%s", colon);
             break;
@@ -110,13 +111,18 @@ void nc_cpu_register(void)
 {
     netcl_device *d = nc_device_add(NETCL_DEVICE_CPU, &cpu_backend, NULL);
     if (!d) return;
-    cpu_model_name(d->hw_name, sizeof d->hw_name);
-    snprintf(d->vendor, sizeof d->vendor, "netcl");
+    snprintf(d->hw_name, sizeof d->hw_name, "CPU");
+    cpuinfo_field("model name", d->hw_name, sizeof d->hw_name);
+    snprintf(d->vendor, sizeof d->vendor, "unknown");
+    cpuinfo_field("vendor_id", d->vendor, sizeof d->vendor);
     snprintf(d->driver, sizeof d->driver, "netcl-cpu %s", NC_VERSION);
     snprintf(d->platform, sizeof d->platform, "netcl");
-    d->compute_units = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    d->global_mem = (int64_t)sysconf(_SC_PHYS_PAGES) * (int64_t)sysconf(_SC_PAGESIZE);
-    d->local_mem = 0;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    d->compute_units = ncpu > 0 ? (int)ncpu : 1;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    d->global_mem = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    d->local_mem = l2 > 0 ? l2 : 0;
     d->max_work_group = 1;
     d->has_fp16 = d->has_fp64 = 1;
     d->compute_capability = 0;

@@ -35,6 +35,8 @@ void nc_iter_range(const nc_iter *it, int64_t start, int64_t end, nc_row_fn row,
 /* ---- typed element access ------------------------------------------------------ */
 int64_t nc_cpu_load_i64(const void *base, netcl_dtype dt, int64_t i);
 void nc_cpu_store_i64(void *base, netcl_dtype dt, int64_t i, int64_t v);
+/* dst[j] = base[off + j*step] as float, j < n (float16/bfloat16 decoded). */
+void nc_cpu_gather_f32(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, float *dst);
 
 /* ---- families ------------------------------------------------------------------------ */
 netcl_status nc_cpu_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *src);

@@ -1,7 +1,9 @@
-/* elementwise.c — CPU copy/cast, fill, unary and binary ops. The general
- * path gathers blocks of up to 256 elements into double (floats) or int64
- * (integers, bool) scratch, computes, and scatters; contiguous float32
- * operands take tight loops the compiler vectorises. */
+/* elementwise.c — CPU copy/cast, fill, unary and binary ops. Each op runs on
+ * blocks in its compute type (float for float32/float16/bfloat16, double for
+ * float64, int64 with wrapping for integers and bool): strided operands are
+ * gathered into BLK-element scratch, contiguous float32 operands are used in
+ * place, and both run the same block kernels, so the layout never changes a
+ * result. Block kernels switch on the op outside their loops. */
 #include "cpu.h"
 #include <math.h>
 #include <string.h>
@@ -9,7 +11,15 @@
 #define BLK 256
 #define GRAIN 32768
 
-/* ---- typed block access ------------------------------------------------------ */
+typedef enum { CT_FLOAT, CT_DOUBLE, CT_INT } ctype;
+
+static ctype compute_type(netcl_dtype dt)
+{
+    if (dt == NETCL_DTYPE_FLOAT64) return CT_DOUBLE;
+    return nc_dtype_is_float(dt) ? CT_FLOAT : CT_INT;
+}
+
+/* ---- typed element access ------------------------------------------------------ */
 
 int64_t nc_cpu_load_i64(const void *base, netcl_dtype dt, int64_t i)
 {
@@ -18,7 +28,13 @@ int64_t nc_cpu_load_i64(const void *base, netcl_dtype dt, int64_t i)
     case NETCL_DTYPE_INT64: return ((const int64_t *)base)[i];
     case NETCL_DTYPE_UINT8: return ((const uint8_t *)base)[i];
     case NETCL_DTYPE_BOOL: return ((const uint8_t *)base)[i] != 0;
-    default: return (int64_t)nc_load_double(base, dt, i);
+    default: { /* saturating like nc_store_double: a float to int never hits UB */
+        double v = nc_load_double(base, dt, i);
+        if (v != v) return 0;
+        if (v <= -9223372036854775808.0) return INT64_MIN;
+        if (v >= 9223372036854775807.0) return INT64_MAX;
+        return (int64_t)v;
+    }
     }
 }
 
@@ -33,12 +49,42 @@ void nc_cpu_store_i64(void *base, netcl_dtype dt, int64_t i, int64_t v)
     }
 }
 
-static void load_f64(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, double *dst)
+/* Gathers n elements (stride step) into a block of the compute type. */
+void nc_cpu_gather_f32(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, float *dst)
 {
     if (dt == NETCL_DTYPE_FLOAT32) {
         const float *p = (const float *)base + off;
         for (int64_t j = 0; j < n; j++) dst[j] = p[j * step];
-    } else if (dt == NETCL_DTYPE_FLOAT64) {
+    } else if (dt == NETCL_DTYPE_FLOAT16) {
+        const uint16_t *p = (const uint16_t *)base + off;
+        for (int64_t j = 0; j < n; j++) dst[j] = nc_half_to_float(p[j * step]);
+    } else if (dt == NETCL_DTYPE_BFLOAT16) {
+        const uint16_t *p = (const uint16_t *)base + off;
+        for (int64_t j = 0; j < n; j++) dst[j] = nc_bf16_to_float(p[j * step]);
+    } else {
+        for (int64_t j = 0; j < n; j++) dst[j] = (float)nc_load_double(base, dt, off + j * step);
+    }
+}
+
+static void scatter_f32(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const float *src)
+{
+    if (dt == NETCL_DTYPE_FLOAT32) {
+        float *p = (float *)base + off;
+        for (int64_t j = 0; j < n; j++) p[j * step] = src[j];
+    } else if (dt == NETCL_DTYPE_FLOAT16) {
+        uint16_t *p = (uint16_t *)base + off;
+        for (int64_t j = 0; j < n; j++) p[j * step] = nc_float_to_half(src[j]);
+    } else if (dt == NETCL_DTYPE_BFLOAT16) {
+        uint16_t *p = (uint16_t *)base + off;
+        for (int64_t j = 0; j < n; j++) p[j * step] = nc_float_to_bf16(src[j]);
+    } else {
+        for (int64_t j = 0; j < n; j++) nc_store_double(base, dt, off + j * step, src[j]);
+    }
+}
+
+static void gather_f64(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, double *dst)
+{
+    if (dt == NETCL_DTYPE_FLOAT64) {
         const double *p = (const double *)base + off;
         for (int64_t j = 0; j < n; j++) dst[j] = p[j * step];
     } else {
@@ -46,27 +92,143 @@ static void load_f64(const void *base, netcl_dtype dt, int64_t off, int64_t step
     }
 }
 
-static void store_f64(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const double *src)
+static void scatter_f64(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const double *src)
 {
-    if (dt == NETCL_DTYPE_FLOAT32) {
-        float *p = (float *)base + off;
-        for (int64_t j = 0; j < n; j++) p[j * step] = (float)src[j];
+    if (dt == NETCL_DTYPE_FLOAT64) {
+        double *p = (double *)base + off;
+        for (int64_t j = 0; j < n; j++) p[j * step] = src[j];
     } else {
         for (int64_t j = 0; j < n; j++) nc_store_double(base, dt, off + j * step, src[j]);
     }
 }
 
-static void load_i64(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, int64_t *dst)
+static void gather_i64(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, int64_t *dst)
 {
     for (int64_t j = 0; j < n; j++) dst[j] = nc_cpu_load_i64(base, dt, off + j * step);
 }
 
-static void store_i64(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const int64_t *src)
+static void scatter_i64(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const int64_t *src)
 {
     for (int64_t j = 0; j < n; j++) nc_cpu_store_i64(base, dt, off + j * step, src[j]);
 }
 
-static int int_like(netcl_dtype dt) { return !nc_dtype_is_float(dt); }
+static void scatter_u8(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const uint8_t *src)
+{
+    if (dt == NETCL_DTYPE_BOOL || dt == NETCL_DTYPE_UINT8) {
+        uint8_t *p = (uint8_t *)base + off;
+        for (int64_t j = 0; j < n; j++) p[j * step] = src[j];
+    } else {
+        for (int64_t j = 0; j < n; j++) nc_cpu_store_i64(base, dt, off + j * step, src[j]);
+    }
+}
+
+/* ---- block kernels -------------------------------------------------------------
+ * One definition per compute type; the op switch sits outside each loop. */
+
+#define DEFINE_UNARY_FLOAT(NAME, T, EXP, LOG, SQRT, TANH, FABS)                                  \
+    static void NAME(netcl_op op, T *o, const T *x, int64_t n)                               \
+    {                                                                                        \
+        switch (op) {                                                                        \
+        case NETCL_OP_NEG: for (int64_t i = 0; i < n; i++) o[i] = -x[i]; break;              \
+        case NETCL_OP_ABS: for (int64_t i = 0; i < n; i++) o[i] = FABS(x[i]); break;          \
+        case NETCL_OP_EXP: for (int64_t i = 0; i < n; i++) o[i] = EXP(x[i]); break;          \
+        case NETCL_OP_LOG: for (int64_t i = 0; i < n; i++) o[i] = LOG(x[i]); break;          \
+        case NETCL_OP_SQRT: for (int64_t i = 0; i < n; i++) o[i] = SQRT(x[i]); break;        \
+        case NETCL_OP_RELU: for (int64_t i = 0; i < n; i++) o[i] = x[i] > 0 ? x[i] : 0; break; \
+        case NETCL_OP_TANH: for (int64_t i = 0; i < n; i++) o[i] = TANH(x[i]); break;        \
+        case NETCL_OP_SIGMOID: /* exp of a non-positive number only: never overflows */      \
+            for (int64_t i = 0; i < n; i++) {                                                \
+                T e = EXP(x[i] < 0 ? x[i] : -x[i]);                                          \
+                o[i] = x[i] < 0 ? e / (1 + e) : 1 / (1 + e);                                 \
+            }                                                                                \
+            break;                                                                           \
+        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                            \
+        }                                                                                    \
+    }
+
+DEFINE_UNARY_FLOAT(unary_f32, float, expf, logf, sqrtf, tanhf, fabsf)
+DEFINE_UNARY_FLOAT(unary_f64, double, exp, log, sqrt, tanh, fabs)
+
+/* NaN-propagating max/min (x + y is NaN when either is). */
+#define NAN_MAX(x, y) ((x) != (x) || (y) != (y) ? (x) + (y) : (x) > (y) ? (x) : (y))
+#define NAN_MIN(x, y) ((x) != (x) || (y) != (y) ? (x) + (y) : (x) < (y) ? (x) : (y))
+
+#define DEFINE_BINARY_FLOAT(NAME, T, POW)                                                    \
+    static void NAME(netcl_op op, T *o, const T *x, const T *y, int64_t n)                  \
+    {                                                                                        \
+        switch (op) {                                                                        \
+        case NETCL_OP_ADD: for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i]; break;        \
+        case NETCL_OP_SUB: for (int64_t i = 0; i < n; i++) o[i] = x[i] - y[i]; break;        \
+        case NETCL_OP_MUL: for (int64_t i = 0; i < n; i++) o[i] = x[i] * y[i]; break;        \
+        case NETCL_OP_DIV: for (int64_t i = 0; i < n; i++) o[i] = x[i] / y[i]; break;        \
+        case NETCL_OP_POW: for (int64_t i = 0; i < n; i++) o[i] = POW(x[i], y[i]); break;    \
+        case NETCL_OP_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = NAN_MAX(x[i], y[i]); break; \
+        case NETCL_OP_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = NAN_MIN(x[i], y[i]); break; \
+        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                            \
+        }                                                                                    \
+    }
+
+DEFINE_BINARY_FLOAT(binary_f32, float, powf)
+DEFINE_BINARY_FLOAT(binary_f64, double, pow)
+
+#define DEFINE_COMPARE(NAME, T)                                                              \
+    static void NAME(netcl_op op, uint8_t *o, const T *x, const T *y, int64_t n)            \
+    {                                                                                        \
+        switch (op) {                                                                        \
+        case NETCL_OP_EQ: for (int64_t i = 0; i < n; i++) o[i] = x[i] == y[i]; break;        \
+        case NETCL_OP_NE: for (int64_t i = 0; i < n; i++) o[i] = x[i] != y[i]; break;        \
+        case NETCL_OP_LT: for (int64_t i = 0; i < n; i++) o[i] = x[i] < y[i]; break;         \
+        case NETCL_OP_LE: for (int64_t i = 0; i < n; i++) o[i] = x[i] <= y[i]; break;        \
+        case NETCL_OP_GT: for (int64_t i = 0; i < n; i++) o[i] = x[i] > y[i]; break;         \
+        case NETCL_OP_GE: for (int64_t i = 0; i < n; i++) o[i] = x[i] >= y[i]; break;        \
+        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                            \
+        }                                                                                    \
+    }
+
+DEFINE_COMPARE(compare_f32, float)
+DEFINE_COMPARE(compare_f64, double)
+DEFINE_COMPARE(compare_i64, int64_t)
+
+static void unary_i64(netcl_op op, int64_t *o, const int64_t *x, int64_t n)
+{
+    /* negation in unsigned: -INT64_MIN wraps instead of being UB */
+    switch (op) {
+    case NETCL_OP_NEG: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)(0 - (uint64_t)x[i]); break;
+    case NETCL_OP_ABS: for (int64_t i = 0; i < n; i++) o[i] = x[i] < 0 ? (int64_t)(0 - (uint64_t)x[i]) : x[i]; break;
+    case NETCL_OP_RELU: for (int64_t i = 0; i < n; i++) o[i] = x[i] > 0 ? x[i] : 0; break;
+    default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;
+    }
+}
+
+/* x^y for integers by squaring (wrapping); negative exponents give 0 except
+ * for bases 1 and -1, as integer pow does elsewhere. */
+static int64_t ipow(int64_t x, int64_t y)
+{
+    if (y < 0) return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x;
+    for (; y; y >>= 1, b *= b)
+        if (y & 1) r *= b;
+    return (int64_t)r;
+}
+
+static void binary_i64(netcl_op op, int64_t *o, const int64_t *x, const int64_t *y, int64_t n)
+{
+    switch (op) {
+    case NETCL_OP_ADD: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)x[i] + (uint64_t)y[i]); break;
+    case NETCL_OP_SUB: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)x[i] - (uint64_t)y[i]); break;
+    case NETCL_OP_MUL: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)x[i] * (uint64_t)y[i]); break;
+    case NETCL_OP_DIV: /* truncating; x/0 -> 0 and INT64_MIN/-1 wraps, never SIGFPE */
+        for (int64_t i = 0; i < n; i++)
+            o[i] = y[i] == 0 ? 0 : y[i] == -1 ? (int64_t)(0 - (uint64_t)x[i]) : x[i] / y[i];
+        break;
+    case NETCL_OP_POW: for (int64_t i = 0; i < n; i++) o[i] = ipow(x[i], y[i]); break;
+    case NETCL_OP_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = x[i] > y[i] ? x[i] : y[i]; break;
+    case NETCL_OP_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = x[i] < y[i] ? x[i] : y[i]; break;
+    default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;
+    }
+}
+
+static int is_compare(netcl_op op) { return op >= NETCL_OP_EQ && op <= NETCL_OP_GE; }
 
 /* ---- copy / cast ----------------------------------------------------------------- */
 
@@ -84,16 +246,28 @@ static void copy_row(void *vctx, const int64_t *off, const int64_t *step, int64_
         for (int64_t j = 0; j < n; j++) memcpy(d + j * step[0] * es, s + j * step[1] * es, (size_t)es);
         return;
     }
+    /* int <-> int stays exact in int64; float32 <-> float16/bfloat16 goes
+     * through float (a single rounding); everything else through double */
+    ctype cd = compute_type(dd), cs = compute_type(sd);
     for (int64_t j0 = 0; j0 < n; j0 += BLK) {
-        int64_t m = n - j0 < BLK ? n - j0 : BLK;
-        if (int_like(dd) && int_like(sd)) {
-            int64_t tmp[BLK];
-            load_i64(c->src->buf, sd, off[1] + j0 * step[1], step[1], m, tmp);
-            store_i64(c->dst->buf, dd, off[0] + j0 * step[0], step[0], m, tmp);
+        int64_t m = n - j0 < BLK ? n - j0 : BLK, so = off[1] + j0 * step[1], dof = off[0] + j0 * step[0];
+        if (cd == CT_INT && cs == CT_INT) {
+            int64_t t[BLK];
+            gather_i64(c->src->buf, sd, so, step[1], m, t);
+            scatter_i64(c->dst->buf, dd, dof, step[0], m, t);
+        } else if (cd == CT_FLOAT && cs == CT_FLOAT) {
+            float t[BLK];
+            nc_cpu_gather_f32(c->src->buf, sd, so, step[1], m, t);
+            scatter_f32(c->dst->buf, dd, dof, step[0], m, t);
+        } else if (cs == CT_INT && dd != NETCL_DTYPE_FLOAT64) {
+            /* int64 -> float32/16 rounds once, straight from the integer */
+            float t[BLK];
+            for (int64_t k = 0; k < m; k++) t[k] = (float)nc_cpu_load_i64(c->src->buf, sd, so + k * step[1]);
+            scatter_f32(c->dst->buf, dd, dof, step[0], m, t);
         } else {
-            double tmp[BLK];
-            load_f64(c->src->buf, sd, off[1] + j0 * step[1], step[1], m, tmp);
-            store_f64(c->dst->buf, dd, off[0] + j0 * step[0], step[0], m, tmp);
+            double t[BLK];
+            gather_f64(c->src->buf, sd, so, step[1], m, t);
+            scatter_f64(c->dst->buf, dd, dof, step[0], m, t);
         }
     }
 }
@@ -126,6 +300,8 @@ static void fill_row(void *vctx, const int64_t *off, const int64_t *step, int64_
         uint32_t v;
         memcpy(&v, c->raw, 4);
         for (int64_t j = 0; j < n; j++) ((uint32_t *)d)[j * step[0]] = v;
+    } else if (c->es == 1 && step[0] == 1) {
+        memset(d, c->raw[0], (size_t)n);
     } else {
         for (int64_t j = 0; j < n; j++) memcpy(d + j * step[0] * c->es, c->raw, (size_t)c->es);
     }
@@ -150,48 +326,13 @@ netcl_status nc_cpu_fill(netcl_device *dev, const nc_desc *dst, double value)
 
 /* ---- unary -------------------------------------------------------------------------- */
 
-static double unary_f(netcl_op op, double x)
-{
-    switch (op) {
-    case NETCL_OP_NEG: return -x;
-    case NETCL_OP_ABS: return fabs(x);
-    case NETCL_OP_EXP: return exp(x);
-    case NETCL_OP_LOG: return log(x);
-    case NETCL_OP_SQRT: return sqrt(x);
-    case NETCL_OP_RELU: return x > 0 ? x : (x != x ? x : 0);
-    case NETCL_OP_SIGMOID: return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
-    case NETCL_OP_TANH: return tanh(x);
-    default: return 0;
-    }
-}
-
-static int64_t unary_i(netcl_op op, int64_t x)
-{
-    switch (op) {
-    case NETCL_OP_NEG: return (int64_t)(0 - (uint64_t)x);
-    case NETCL_OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case NETCL_OP_RELU: return x > 0 ? x : 0;
-    default: return 0;
-    }
-}
-
-/* contiguous float32 loops, one per op so each vectorises */
-static int unary_f32_fast(netcl_op op, float *o, const float *a, int64_t n)
-{
-    switch (op) {
-    case NETCL_OP_NEG: for (int64_t i = 0; i < n; i++) o[i] = -a[i]; return 1;
-    case NETCL_OP_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(a[i]); return 1;
-    case NETCL_OP_RELU: for (int64_t i = 0; i < n; i++) o[i] = a[i] > 0 ? a[i] : (a[i] != a[i] ? a[i] : 0); return 1;
-    case NETCL_OP_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(a[i]); return 1;
-    case NETCL_OP_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(a[i]); return 1;
-    default: return 0;
-    }
-}
-
 typedef struct {
     netcl_op op;
     const nc_desc *out, *a, *b;
-    double s;
+    ctype ct;
+    float sf;            /* the scalar operand in each compute type */
+    double sd;
+    int64_t si;
     int reversed;
     nc_iter it;
 } ew_ctx;
@@ -199,21 +340,28 @@ typedef struct {
 static void unary_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
 {
     ew_ctx *c = vctx;
-    if (c->a->dtype == NETCL_DTYPE_FLOAT32 && step[0] == 1 && step[1] == 1 &&
-        unary_f32_fast(c->op, (float *)c->out->buf + off[0], (const float *)c->a->buf + off[1], n))
+    netcl_dtype dt = c->a->dtype, od = c->out->dtype;
+    if (dt == NETCL_DTYPE_FLOAT32 && od == dt && step[0] == 1 && step[1] == 1) {
+        unary_f32(c->op, (float *)c->out->buf + off[0], (const float *)c->a->buf + off[1], n);
         return;
+    }
     for (int64_t j0 = 0; j0 < n; j0 += BLK) {
-        int64_t m = n - j0 < BLK ? n - j0 : BLK;
-        if (int_like(c->a->dtype)) {
-            int64_t t[BLK];
-            load_i64(c->a->buf, c->a->dtype, off[1] + j0 * step[1], step[1], m, t);
-            for (int64_t j = 0; j < m; j++) t[j] = unary_i(c->op, t[j]);
-            store_i64(c->out->buf, c->out->dtype, off[0] + j0 * step[0], step[0], m, t);
-        } else {
+        int64_t m = n - j0 < BLK ? n - j0 : BLK, ao = off[1] + j0 * step[1], oo = off[0] + j0 * step[0];
+        if (c->ct == CT_FLOAT) {
+            float t[BLK];
+            nc_cpu_gather_f32(c->a->buf, dt, ao, step[1], m, t);
+            unary_f32(c->op, t, t, m);
+            scatter_f32(c->out->buf, od, oo, step[0], m, t);
+        } else if (c->ct == CT_DOUBLE) {
             double t[BLK];
-            load_f64(c->a->buf, c->a->dtype, off[1] + j0 * step[1], step[1], m, t);
-            for (int64_t j = 0; j < m; j++) t[j] = unary_f(c->op, t[j]);
-            store_f64(c->out->buf, c->out->dtype, off[0] + j0 * step[0], step[0], m, t);
+            gather_f64(c->a->buf, dt, ao, step[1], m, t);
+            unary_f64(c->op, t, t, m);
+            scatter_f64(c->out->buf, od, oo, step[0], m, t);
+        } else {
+            int64_t t[BLK];
+            gather_i64(c->a->buf, dt, ao, step[1], m, t);
+            unary_i64(c->op, t, t, m);
+            scatter_i64(c->out->buf, od, oo, step[0], m, t);
         }
     }
 }
@@ -227,9 +375,11 @@ static void unary_range(void *vctx, int64_t start, int64_t end)
 netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2)
 {
     (void)dev; (void)p1; (void)p2;
-    if (int_like(a->dtype) && op != NETCL_OP_NEG && op != NETCL_OP_ABS && op != NETCL_OP_RELU)
+    if (op < NETCL_OP_NEG || op >= NETCL_OP_UNARY_END)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "cpu: %s is not a unary op", netcl_op_name(op));
+    ew_ctx c = {op, out, a, NULL, compute_type(a->dtype), 0, 0, 0, 0, {0}};
+    if (c.ct == CT_INT && op != NETCL_OP_NEG && op != NETCL_OP_ABS && op != NETCL_OP_RELU)
         return nc_fail(NETCL_ERR_UNSUPPORTED, "cpu: %s needs a floating dtype, got %s", netcl_op_name(op), netcl_dtype_name(a->dtype));
-    ew_ctx c = {op, out, a, NULL, 0, 0, {0}};
     const nc_desc *ops[2] = {out, a};
     nc_iter_init(&c.it, 2, ops);
     nc_parallel_for(nc_iter_numel(&c.it), GRAIN, unary_range, &c);
@@ -238,102 +388,91 @@ netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, co
 
 /* ---- binary ------------------------------------------------------------------------- */
 
-static double binary_f(netcl_op op, double x, double y)
+/* Float-type rows: x op y (or x op s, s op x) into o, on blocks of at most
+ * BLK. xs/ys point at gathered scratch or straight into contiguous float32. */
+static void binary_block_f32(const ew_ctx *c, float *o, const float *x, const float *y, uint8_t *ob, int64_t m)
 {
-    switch (op) {
-    case NETCL_OP_ADD: return x + y;
-    case NETCL_OP_SUB: return x - y;
-    case NETCL_OP_MUL: return x * y;
-    case NETCL_OP_DIV: return x / y;
-    case NETCL_OP_POW: return pow(x, y);
-    case NETCL_OP_MAXIMUM: return (x != x || y != y) ? x + y : (x > y ? x : y);
-    case NETCL_OP_MINIMUM: return (x != x || y != y) ? x + y : (x < y ? x : y);
-    case NETCL_OP_EQ: return x == y;
-    case NETCL_OP_NE: return x != y;
-    case NETCL_OP_LT: return x < y;
-    case NETCL_OP_LE: return x <= y;
-    case NETCL_OP_GT: return x > y;
-    case NETCL_OP_GE: return x >= y;
-    default: return 0;
+    float sblk[BLK];
+    if (!y) { /* the scalar as a block, so scalar ops share the vector loops */
+        for (int64_t j = 0; j < m; j++) sblk[j] = c->sf;
+        y = sblk;
+        if (c->reversed) { y = x; x = sblk; }
     }
+    if (ob) compare_f32(c->op, ob, x, y, m);
+    else binary_f32(c->op, o, x, y, m);
 }
 
-static int64_t binary_i(netcl_op op, int64_t x, int64_t y)
+static void binary_block_f64(const ew_ctx *c, double *o, const double *x, const double *y, uint8_t *ob, int64_t m)
 {
-    switch (op) {
-    case NETCL_OP_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
-    case NETCL_OP_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
-    case NETCL_OP_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
-    case NETCL_OP_DIV: return y == 0 || (y == -1 && x == INT64_MIN) ? 0 : x / y;
-    case NETCL_OP_MAXIMUM: return x > y ? x : y;
-    case NETCL_OP_MINIMUM: return x < y ? x : y;
-    case NETCL_OP_EQ: return x == y;
-    case NETCL_OP_NE: return x != y;
-    case NETCL_OP_LT: return x < y;
-    case NETCL_OP_LE: return x <= y;
-    case NETCL_OP_GT: return x > y;
-    case NETCL_OP_GE: return x >= y;
-    default: return 0;
+    double sblk[BLK];
+    if (!y) {
+        for (int64_t j = 0; j < m; j++) sblk[j] = c->sd;
+        y = sblk;
+        if (c->reversed) { y = x; x = sblk; }
     }
+    if (ob) compare_f64(c->op, ob, x, y, m);
+    else binary_f64(c->op, o, x, y, m);
 }
 
-static int binary_f32_fast(netcl_op op, float *o, const float *a, const float *b, int64_t n)
+static void binary_block_i64(const ew_ctx *c, int64_t *o, const int64_t *x, const int64_t *y, uint8_t *ob, int64_t m)
 {
-    switch (op) {
-    case NETCL_OP_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i]; return 1;
-    case NETCL_OP_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i] - b[i]; return 1;
-    case NETCL_OP_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * b[i]; return 1;
-    case NETCL_OP_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i] / b[i]; return 1;
-    default: return 0;
+    int64_t sblk[BLK];
+    if (!y) {
+        for (int64_t j = 0; j < m; j++) sblk[j] = c->si;
+        y = sblk;
+        if (c->reversed) { y = x; x = sblk; }
     }
+    if (ob) compare_i64(c->op, ob, x, y, m);
+    else binary_i64(c->op, o, x, y, m);
 }
 
-static int scalar_f32_fast(netcl_op op, float *o, const float *a, float s, int rev, int64_t n)
+/* Contiguous float32 with a float32 output: no gather at all. */
+static int binary_row_fast(ew_ctx *c, const int64_t *off, const int64_t *step, int64_t n)
 {
-    switch (op) {
-    case NETCL_OP_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i] + s; return 1;
-    case NETCL_OP_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i] * s; return 1;
-    case NETCL_OP_SUB:
-        if (rev) for (int64_t i = 0; i < n; i++) o[i] = s - a[i];
-        else for (int64_t i = 0; i < n; i++) o[i] = a[i] - s;
+    if (c->a->dtype != NETCL_DTYPE_FLOAT32 || c->out->dtype != NETCL_DTYPE_FLOAT32 ||
+        step[0] != 1 || step[1] != 1 || (c->b && step[2] != 1))
+        return 0;
+    float *o = (float *)c->out->buf + off[0];
+    const float *a = (const float *)c->a->buf + off[1];
+    if (c->b) {
+        binary_f32(c->op, o, a, (const float *)c->b->buf + off[2], n);
         return 1;
-    case NETCL_OP_DIV:
-        if (rev) for (int64_t i = 0; i < n; i++) o[i] = s / a[i];
-        else for (int64_t i = 0; i < n; i++) o[i] = a[i] / s;
-        return 1;
-    default: return 0;
     }
+    for (int64_t j0 = 0; j0 < n; j0 += BLK)
+        binary_block_f32(c, o + j0, a + j0, NULL, NULL, n - j0 < BLK ? n - j0 : BLK);
+    return 1;
 }
 
 static void binary_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
 {
     ew_ctx *c = vctx;
-    netcl_dtype dt = c->a->dtype;
-    int scalar = c->b == NULL;
-    if (dt == NETCL_DTYPE_FLOAT32 && c->out->dtype == dt && step[0] == 1 && step[1] == 1) {
-        float *o = (float *)c->out->buf + off[0];
-        const float *a = (const float *)c->a->buf + off[1];
-        if (scalar ? scalar_f32_fast(c->op, o, a, (float)c->s, c->reversed, n)
-                   : (step[2] == 1 && binary_f32_fast(c->op, o, a, (const float *)c->b->buf + off[2], n)))
-            return;
-    }
+    if (binary_row_fast(c, off, step, n)) return;
+    netcl_dtype dt = c->a->dtype, od = c->out->dtype;
+    int cmp = is_compare(c->op);
+    uint8_t ob[BLK];
     for (int64_t j0 = 0; j0 < n; j0 += BLK) {
-        int64_t m = n - j0 < BLK ? n - j0 : BLK;
-        if (int_like(dt)) {
-            int64_t x[BLK], y[BLK], s = (int64_t)c->s;
-            load_i64(c->a->buf, dt, off[1] + j0 * step[1], step[1], m, x);
-            if (!scalar) load_i64(c->b->buf, dt, off[2] + j0 * step[2], step[2], m, y);
-            for (int64_t j = 0; j < m; j++)
-                x[j] = scalar ? (c->reversed ? binary_i(c->op, s, x[j]) : binary_i(c->op, x[j], s)) : binary_i(c->op, x[j], y[j]);
-            store_i64(c->out->buf, c->out->dtype, off[0] + j0 * step[0], step[0], m, x);
-        } else {
+        int64_t m = n - j0 < BLK ? n - j0 : BLK, ao = off[1] + j0 * step[1], oo = off[0] + j0 * step[0];
+        int64_t bo = c->b ? off[2] + j0 * step[2] : 0;
+        if (c->ct == CT_FLOAT) {
+            float x[BLK], y[BLK];
+            nc_cpu_gather_f32(c->a->buf, dt, ao, step[1], m, x);
+            if (c->b) nc_cpu_gather_f32(c->b->buf, dt, bo, step[2], m, y);
+            binary_block_f32(c, x, x, c->b ? y : NULL, cmp ? ob : NULL, m);
+            if (!cmp) scatter_f32(c->out->buf, od, oo, step[0], m, x);
+        } else if (c->ct == CT_DOUBLE) {
             double x[BLK], y[BLK];
-            load_f64(c->a->buf, dt, off[1] + j0 * step[1], step[1], m, x);
-            if (!scalar) load_f64(c->b->buf, dt, off[2] + j0 * step[2], step[2], m, y);
-            for (int64_t j = 0; j < m; j++)
-                x[j] = scalar ? (c->reversed ? binary_f(c->op, c->s, x[j]) : binary_f(c->op, x[j], c->s)) : binary_f(c->op, x[j], y[j]);
-            store_f64(c->out->buf, c->out->dtype, off[0] + j0 * step[0], step[0], m, x);
+            gather_f64(c->a->buf, dt, ao, step[1], m, x);
+            if (c->b) gather_f64(c->b->buf, dt, bo, step[2], m, y);
+            binary_block_f64(c, x, x, c->b ? y : NULL, cmp ? ob : NULL, m);
+            if (!cmp) scatter_f64(c->out->buf, od, oo, step[0], m, x);
+        } else {
+            int64_t x[BLK], y[BLK];
+            gather_i64(c->a->buf, dt, ao, step[1], m, x);
+            if (c->b) gather_i64(c->b->buf, dt, bo, step[2], m, y);
+            binary_block_i64(c, x, x, c->b ? y : NULL, cmp ? ob : NULL, m);
+            if (!cmp) scatter_i64(c->out->buf, od, oo, step[0], m, x);
         }
+        if (cmp) scatter_u8(c->out->buf, od, oo, step[0], m, ob);
     }
 }
 
@@ -343,10 +482,22 @@ static void binary_range(void *vctx, int64_t start, int64_t end)
     nc_iter_range(&c->it, start, end, binary_row, c);
 }
 
+/* The scalar in the integer compute type: saturating, NaN -> 0 (no UB). */
+static int64_t scalar_to_i64(double s)
+{
+    if (s != s) return 0;
+    if (s <= -9223372036854775808.0) return INT64_MIN;
+    if (s >= 9223372036854775807.0) return INT64_MAX;
+    return (int64_t)s;
+}
+
 netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed)
 {
     (void)dev;
-    ew_ctx c = {op, out, a, b, s, reversed, {0}};
+    if (op < NETCL_OP_ADD || op >= NETCL_OP_BINARY_END)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "cpu: %s is not a binary op", netcl_op_name(op));
+    /* the scalar meets the tensor in its compute type (as the GPU kernels do) */
+    ew_ctx c = {op, out, a, b, compute_type(a->dtype), (float)s, s, scalar_to_i64(s), reversed, {0}};
     const nc_desc *ops[3] = {out, a, b};
     nc_iter_init(&c.it, b ? 3 : 2, ops);
     nc_parallel_for(nc_iter_numel(&c.it), GRAIN, binary_range, &c);

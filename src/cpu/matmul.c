@@ -1,109 +1,239 @@
 /* matmul.c — batched CPU matmul out[b] = a[b] @ w[b] for [B,M,K] x [B,K,N].
- * Operands are packed into contiguous float (or double) panels, then each
- * thread owns a band of output rows and accumulates k-blocked row updates
- * (c[i,:] += a[i,k] * w[k,:]), a loop shape compilers vectorise well. */
+ * float32/float16/bfloat16 compute in float: the output is cut into
+ * independent tiles (batch, MC rows, NCB cols); each tile packs its operands
+ * into zero-padded MR/NR panels per KC slice and runs an MR x NR register
+ * kernel (AVX2+FMA when the CPU has it). An element's k order is fixed, so the
+ * result never depends on the thread count. float64 computes in double. */
 #include "cpu.h"
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NC_HAVE_X86 1
+#endif
 
-#define KB 256   /* k-block: keeps a panel of w rows in cache */
+#define MR 6
+#define NR 16
+#define KC 256
+#define MC 96            /* rows of a tile (a multiple of MR) */
+#define NCB 256          /* columns of a tile (a multiple of NR) */
 
 typedef struct {
     const nc_desc *out, *a, *w;
-    int64_t M, K, N, batch;
-    int dbl;                 /* compute in double (float64 operands) */
-    void *apack, *wpack;     /* packed operands of the current batch */
+    int64_t M, K, N, mt, nt;     /* sizes; tiles along M and N */
+    atomic_int oom;              /* a worker could not get its scratch */
 } mm_ctx;
 
-/* Copies the [rows, cols] matrix at (desc, batch) into a dense buffer. */
-static void pack(const nc_desc *d, int64_t b, int64_t rows, int64_t cols, int dbl, void *dst)
+typedef void (*kernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int mr, int nr, int first);
+
+/* Writes the MR x NR accumulator tile into c (mr x nr valid), = or +=. */
+static void store_tile(const float *acc, float *c, int64_t ldc, int mr, int nr, int first)
 {
-    int64_t base = d->offset + b * d->strides[0], rs = d->strides[1], cs = d->strides[2];
-    for (int64_t r = 0; r < rows; r++) {
-        if (dbl) {
-            double *o = (double *)dst + r * cols;
-            for (int64_t c = 0; c < cols; c++) o[c] = nc_load_double(d->buf, d->dtype, base + r * rs + c * cs);
-        } else if (d->dtype == NETCL_DTYPE_FLOAT32 && cs == 1) {
-            memcpy((float *)dst + r * cols, (const float *)d->buf + base + r * rs, sizeof(float) * (size_t)cols);
-        } else {
-            float *o = (float *)dst + r * cols;
-            for (int64_t c = 0; c < cols; c++) o[c] = (float)nc_load_double(d->buf, d->dtype, base + r * rs + c * cs);
-        }
-    }
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++)
+            c[i * ldc + j] = first ? acc[i * NR + j] : c[i * ldc + j] + acc[i * NR + j];
 }
 
-__attribute__((target_clones("avx2", "default")))
-static void rows_f32(const float *a, const float *w, float *c, int64_t i0, int64_t i1, int64_t K, int64_t N)
+/* Portable kernel: c[MR,NR] (+)= a-panel[kc,MR]^T b-panel[kc,NR]. */
+static void kernel_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int mr, int nr, int first)
 {
-    for (int64_t i = i0; i < i1; i++) memset(c + i * N, 0, sizeof(float) * (size_t)N);
-    for (int64_t k0 = 0; k0 < K; k0 += KB) {
-        int64_t k1 = k0 + KB < K ? k0 + KB : K;
-        for (int64_t i = i0; i < i1; i++) {
-            float *ci = c + i * N;
-            for (int64_t k = k0; k < k1; k++) {
-                float av = a[i * K + k];
-                const float *wk = w + k * N;
-                for (int64_t j = 0; j < N; j++) ci[j] += av * wk[j];
+    float acc[MR * NR];
+    memset(acc, 0, sizeof acc);
+    for (int64_t k = 0; k < kc; k++)
+        for (int i = 0; i < MR; i++) {
+            float av = a[k * MR + i];
+            for (int j = 0; j < NR; j++) acc[i * NR + j] += av * b[k * NR + j];
+        }
+    store_tile(acc, c, ldc, mr, nr, first);
+}
+
+#ifdef NC_HAVE_X86
+/* 12 ymm accumulators; per k: two loads of b, six broadcasts of a. */
+__attribute__((target("avx2,fma")))
+static void kernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int mr, int nr, int first)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (int64_t k = 0; k < kc; k++, a += MR, b += NR) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), av;
+        av = _mm256_broadcast_ss(a + 0); c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);
+        av = _mm256_broadcast_ss(a + 1); c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);
+        av = _mm256_broadcast_ss(a + 2); c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);
+        av = _mm256_broadcast_ss(a + 3); c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);
+        av = _mm256_broadcast_ss(a + 4); c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);
+        av = _mm256_broadcast_ss(a + 5); c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);
+    }
+    if (mr == MR && nr == NR) { /* a full tile: straight into c */
+        __m256 r[MR * 2] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+        for (int i = 0; i < MR; i++)
+            for (int h = 0; h < 2; h++) {
+                float *p = c + i * ldc + h * 8;
+                _mm256_storeu_ps(p, first ? r[2 * i + h] : _mm256_add_ps(_mm256_loadu_ps(p), r[2 * i + h]));
             }
-        }
+        return;
     }
+    float acc[MR * NR];
+    _mm256_storeu_ps(acc + 0, c00); _mm256_storeu_ps(acc + 8, c01);
+    _mm256_storeu_ps(acc + 16, c10); _mm256_storeu_ps(acc + 24, c11);
+    _mm256_storeu_ps(acc + 32, c20); _mm256_storeu_ps(acc + 40, c21);
+    _mm256_storeu_ps(acc + 48, c30); _mm256_storeu_ps(acc + 56, c31);
+    _mm256_storeu_ps(acc + 64, c40); _mm256_storeu_ps(acc + 72, c41);
+    _mm256_storeu_ps(acc + 80, c50); _mm256_storeu_ps(acc + 88, c51);
+    store_tile(acc, c, ldc, mr, nr, first);
 }
+#endif
 
-__attribute__((target_clones("avx2", "default")))
-static void rows_f64(const double *a, const double *w, double *c, int64_t i0, int64_t i1, int64_t K, int64_t N)
+static kernel_fn the_kernel = kernel_generic;
+
+static void pick_kernel(void)
 {
-    for (int64_t i = i0; i < i1; i++) memset(c + i * N, 0, sizeof(double) * (size_t)N);
-    for (int64_t k0 = 0; k0 < K; k0 += KB) {
-        int64_t k1 = k0 + KB < K ? k0 + KB : K;
-        for (int64_t i = i0; i < i1; i++) {
-            double *ci = c + i * N;
-            for (int64_t k = k0; k < k1; k++) {
-                double av = a[i * K + k];
-                const double *wk = w + k * N;
-                for (int64_t j = 0; j < N; j++) ci[j] += av * wk[j];
-            }
-        }
+#ifdef NC_HAVE_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) the_kernel = kernel_avx2;
+#endif
+}
+
+/* Packs rows [r0, r0+mr) x cols [k0, k0+kc) of a[b] into MR-row panels:
+ * dst[(p*kc + k)*MR + i] (zero rows past M). */
+static void pack_a(const nc_desc *a, int64_t b, int64_t r0, int64_t mr, int64_t k0, int64_t kc, float *dst)
+{
+    float row[KC];
+    int64_t base = a->offset + b * a->strides[0];
+    for (int64_t i = 0; i < (mr + MR - 1) / MR * MR; i++) {
+        float *p = dst + (i / MR) * kc * MR + i % MR;
+        if (i >= mr) { for (int64_t k = 0; k < kc; k++) p[k * MR] = 0; continue; }
+        nc_cpu_gather_f32(a->buf, a->dtype, base + (r0 + i) * a->strides[1] + k0 * a->strides[2], a->strides[2], kc, row);
+        for (int64_t k = 0; k < kc; k++) p[k * MR] = row[k];
     }
 }
 
-static void mm_range(void *vctx, int64_t i0, int64_t i1)
+/* Packs rows [k0, k0+kc) x cols [c0, c0+nc) of w[b] into NR-col panels:
+ * dst[(p*kc + k)*NR + j] (zero cols past N). */
+static void pack_b(const nc_desc *w, int64_t b, int64_t k0, int64_t kc, int64_t c0, int64_t nc, float *dst)
+{
+    float row[NCB];
+    int64_t base = w->offset + b * w->strides[0], np = (nc + NR - 1) / NR;
+    for (int64_t k = 0; k < kc; k++) {
+        nc_cpu_gather_f32(w->buf, w->dtype, base + (k0 + k) * w->strides[1] + c0 * w->strides[2], w->strides[2], nc, row);
+        for (int64_t j = nc; j < np * NR; j++) row[j] = 0;
+        for (int64_t p = 0; p < np; p++) memcpy(dst + (p * kc + k) * NR, row + p * NR, sizeof(float) * NR);
+    }
+}
+
+typedef struct { float *apack, *bpack, *ctile; kernel_fn kernel; } mm_scratch;
+
+/* One output tile: rows [r0, r0+mc) x cols [c0, c0+nc) of batch b. */
+static void mm_tile(const mm_ctx *c, mm_scratch *s, int64_t b, int64_t r0, int64_t mc, int64_t c0, int64_t nc)
+{
+    float *cdst;
+    int64_t ldc;
+    int f32 = c->out->dtype == NETCL_DTYPE_FLOAT32;
+    if (f32) {
+        cdst = (float *)c->out->buf + c->out->offset + (b * c->M + r0) * c->N + c0;
+        ldc = c->N;
+    } else { /* float16/bfloat16 out: a float tile, rounded once at the end */
+        cdst = s->ctile;
+        ldc = NCB;
+    }
+    for (int64_t k0 = 0; k0 < c->K; k0 += KC) {
+        int64_t kc = c->K - k0 < KC ? c->K - k0 : KC;
+        pack_a(c->a, b, r0, mc, k0, kc, s->apack);
+        pack_b(c->w, b, k0, kc, c0, nc, s->bpack);
+        for (int64_t j = 0; j < nc; j += NR)
+            for (int64_t i = 0; i < mc; i += MR)
+                s->kernel(kc, s->apack + (i / MR) * kc * MR, s->bpack + (j / NR) * kc * NR, cdst + i * ldc + j, ldc,
+                          (int)(mc - i < MR ? mc - i : MR), (int)(nc - j < NR ? nc - j : NR), k0 == 0);
+    }
+    if (!f32)
+        for (int64_t i = 0; i < mc; i++)
+            for (int64_t j = 0; j < nc; j++)
+                nc_store_double(c->out->buf, c->out->dtype, c->out->offset + (b * c->M + r0 + i) * c->N + c0 + j,
+                                cdst[i * ldc + j]);
+}
+
+static void mm_range(void *vctx, int64_t t0, int64_t t1)
 {
     mm_ctx *c = vctx;
-    int64_t obase = c->out->offset + c->batch * c->M * c->N;
-    if (c->dbl) {
-        rows_f64(c->apack, c->wpack, (double *)c->out->buf + obase, i0, i1, c->K, c->N);
-    } else if (c->out->dtype == NETCL_DTYPE_FLOAT32) {
-        rows_f32(c->apack, c->wpack, (float *)c->out->buf + obase, i0, i1, c->K, c->N);
-    } else { /* float16/bfloat16 out: compute a float band, then round */
-        float *tmp = malloc(sizeof(float) * (size_t)((i1 - i0) * c->N));
-        if (!tmp) return;
-        rows_f32((const float *)c->apack + i0 * c->K, c->wpack, tmp, 0, i1 - i0, c->K, c->N);
-        for (int64_t e = 0; e < (i1 - i0) * c->N; e++)
-            nc_store_double(c->out->buf, c->out->dtype, obase + i0 * c->N + e, tmp[e]);
-        free(tmp);
+    mm_scratch s = {malloc(sizeof(float) * MC * KC), malloc(sizeof(float) * KC * NCB),
+                    malloc(sizeof(float) * MC * NCB), the_kernel};
+    if (s.apack && s.bpack && s.ctile)
+        for (int64_t t = t0; t < t1; t++) {
+            int64_t b = t / (c->mt * c->nt), r = t % (c->mt * c->nt), mi = r / c->nt, ni = r % c->nt;
+            int64_t r0 = mi * MC, c0 = ni * NCB;
+            mm_tile(c, &s, b, r0, c->M - r0 < MC ? c->M - r0 : MC, c0, c->N - c0 < NCB ? c->N - c0 : NCB);
+        }
+    else
+        atomic_store(&c->oom, 1);
+    free(s.apack);
+    free(s.bpack);
+    free(s.ctile);
+}
+
+/* ---- float64: dense double copies, row updates c[i,:] += a[i,k] * w[k,:] ---------- */
+typedef struct { const mm_ctx *c; double *a, *w; int64_t b; } f64_ctx;
+
+static void f64_range(void *vctx, int64_t i0, int64_t i1)
+{
+    const f64_ctx *f = vctx;
+    int64_t K = f->c->K, N = f->c->N;
+    double *out = (double *)f->c->out->buf + f->c->out->offset + f->b * f->c->M * N;
+    for (int64_t i = i0; i < i1; i++) {
+        double *ci = out + i * N;
+        memset(ci, 0, sizeof(double) * (size_t)N);
+        for (int64_t k = 0; k < K; k++) {
+            double av = f->a[i * K + k];
+            const double *wk = f->w + k * N;
+            for (int64_t j = 0; j < N; j++) ci[j] += av * wk[j];
+        }
     }
+}
+
+static void dense_f64(const nc_desc *d, int64_t b, int64_t rows, int64_t cols, double *dst)
+{
+    int64_t base = d->offset + b * d->strides[0];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < cols; k++)
+            dst[r * cols + k] = nc_load_double(d->buf, d->dtype, base + r * d->strides[1] + k * d->strides[2]);
+}
+
+static netcl_status matmul_f64(const mm_ctx *c)
+{
+    f64_ctx f = {c, malloc(sizeof(double) * (size_t)(c->M * c->K + 1)), malloc(sizeof(double) * (size_t)(c->K * c->N + 1)), 0};
+    if (!f.a || !f.w) {
+        free(f.a);
+        free(f.w);
+        return nc_fail(NETCL_ERR_OOM, "cpu matmul: out of host memory for packing");
+    }
+    int64_t grain = 65536 / (c->K * c->N + 1) + 1;
+    for (f.b = 0; f.b < c->out->sizes[0]; f.b++) {
+        dense_f64(c->a, f.b, c->M, c->K, f.a);
+        dense_f64(c->w, f.b, c->K, c->N, f.w);
+        nc_parallel_for(c->M, grain, f64_range, &f);
+    }
+    free(f.a);
+    free(f.w);
+    return NETCL_OK;
 }
 
 netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w)
 {
     (void)dev;
-    mm_ctx c = {out, a, w, a->sizes[1], a->sizes[2], w->sizes[2], 0, a->dtype == NETCL_DTYPE_FLOAT64, NULL, NULL};
-    size_t es = c.dbl ? sizeof(double) : sizeof(float);
-    c.apack = malloc(es * ((size_t)(c.M * c.K) + 1));
-    c.wpack = malloc(es * ((size_t)(c.K * c.N) + 1));
-    if (!c.apack || !c.wpack) {
-        free(c.apack);
-        free(c.wpack);
-        return nc_fail(NETCL_ERR_OOM, "cpu matmul: out of host memory for packing");
-    }
-    /* rows per task: enough work (~64K multiply-adds) to pay for a thread */
-    int64_t grain = 65536 / (c.K * c.N + 1) + 1;
-    for (c.batch = 0; c.batch < out->sizes[0]; c.batch++) {
-        pack(a, c.batch, c.M, c.K, c.dbl, c.apack);
-        pack(w, c.batch, c.K, c.N, c.dbl, c.wpack);
-        nc_parallel_for(c.M, grain, mm_range, &c);
-    }
-    free(c.apack);
-    free(c.wpack);
+    if (a->ndim != 3 || w->ndim != 3 || out->ndim != 3)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "cpu matmul: operands must be 3-d [B,M,K] x [B,K,N]");
+    mm_ctx c = {out, a, w, a->sizes[1], a->sizes[2], w->sizes[2], 0, 0, 0};
+    int64_t B = out->sizes[0];
+    if (B == 0 || c.M == 0 || c.N == 0) return NETCL_OK;
+    if (c.K == 0) return nc_cpu_fill(dev, out, 0);
+    if (out->dtype == NETCL_DTYPE_FLOAT64) return matmul_f64(&c);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, pick_kernel);
+    c.mt = (c.M + MC - 1) / MC;
+    c.nt = (c.N + NCB - 1) / NCB;
+    int64_t tiles = B * c.mt * c.nt;
+    /* tiles per task: at least ~1M multiply-adds, so tiny products stay serial */
+    int64_t per_tile = (c.M < MC ? c.M : MC) * (c.N < NCB ? c.N : NCB) * c.K;
+    nc_parallel_for(tiles, (1 << 20) / (per_tile + 1) + 1, mm_range, &c);
+    if (atomic_load(&c.oom)) return nc_fail(NETCL_ERR_OOM, "cpu matmul: out of host memory for packing");
     return NETCL_OK;
 }

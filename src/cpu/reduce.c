@@ -1,166 +1,302 @@
-/* reduce.c — CPU reductions over the last dim of a strided input. Floats
- * accumulate in double; a long single row is split into fixed 64K-element
- * blocks whose partials are combined in order, so results do not depend on
- * the number of threads. Ties pick the first index; NaN wins max/min. */
+/* reduce.c — CPU reductions over the last dim of a strided input.
+ * Invariant: a result depends only on the values, never on the layout or the
+ * thread count. Float sums/products accumulate in double over 8 lanes (lane =
+ * index mod 8) within fixed RBLK-element spans, combined in a fixed tree, span
+ * partials merged in order; integers wrap in uint64. Ties pick the first
+ * index; the first NaN wins max/min. */
 #include "cpu.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-#define RBLK 65536
+#define BLK 256           /* gather block; a multiple of the 8 lanes */
+#define RBLK 65536        /* fixed span of a row (a multiple of BLK) */
+#define LANES 8
 
-typedef struct { double v; int64_t i; } acc_t;
-
-static acc_t acc_init(netcl_op op)
-{
-    acc_t a = {0, -1};
-    if (op == NETCL_OP_PROD) a.v = 1;
-    return a;
-}
-
-/* Folds x (at index i) into a. */
-static inline void acc_add(netcl_op op, acc_t *a, double x, int64_t i)
-{
-    switch (op) {
-    case NETCL_OP_SUM: case NETCL_OP_MEAN: a->v += x; break;
-    case NETCL_OP_PROD: a->v *= x; break;
-    case NETCL_OP_MAX: case NETCL_OP_ARGMAX:
-        if (a->i < 0 || (a->v == a->v && (x > a->v || x != x))) { a->v = x; a->i = i; }
-        break;
-    case NETCL_OP_MIN: case NETCL_OP_ARGMIN:
-        if (a->i < 0 || (a->v == a->v && (x < a->v || x != x))) { a->v = x; a->i = i; }
-        break;
-    default: break;
-    }
-}
-
-/* Combines partial b (a later block) into a. */
-static void acc_merge(netcl_op op, acc_t *a, acc_t b)
-{
-    if (op == NETCL_OP_SUM || op == NETCL_OP_MEAN) a->v += b.v;
-    else if (op == NETCL_OP_PROD) a->v *= b.v;
-    else if (b.i >= 0) acc_add(op, a, b.v, b.i);
-}
-
-static acc_t reduce_span(netcl_op op, const nc_desc *a, int64_t off, int64_t step, int64_t from, int64_t to)
-{
-    acc_t acc = acc_init(op);
-    if (a->dtype == NETCL_DTYPE_FLOAT32 && step == 1 && (op == NETCL_OP_SUM || op == NETCL_OP_MEAN)) {
-        const float *p = (const float *)a->buf + off;
-        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        int64_t i = from;
-        for (; i + 4 <= to; i += 4) { s0 += p[i]; s1 += p[i + 1]; s2 += p[i + 2]; s3 += p[i + 3]; }
-        for (; i < to; i++) s0 += p[i];
-        acc.v = (s0 + s1) + (s2 + s3);
-        return acc;
-    }
-    if (!nc_dtype_is_float(a->dtype) && (op == NETCL_OP_SUM || op == NETCL_OP_PROD)) {
-        /* integer sums and products stay exact (wrapping) in int64 */
-        uint64_t v = op == NETCL_OP_PROD ? 1 : 0;
-        for (int64_t i = from; i < to; i++) {
-            uint64_t x = (uint64_t)nc_cpu_load_i64(a->buf, a->dtype, off + i * step);
-            v = op == NETCL_OP_PROD ? v * x : v + x;
-        }
-        acc.v = (double)(int64_t)v;   /* callers store through acc_store_int below */
-        acc.i = (int64_t)v;
-        return acc;
-    }
-    for (int64_t i = from; i < to; i++) acc_add(op, &acc, nc_load_double(a->buf, a->dtype, off + i * step), i);
-    return acc;
-}
+typedef struct { double v; int64_t iv, idx; } acc_t;
 
 typedef struct {
     netcl_op op;
     const nc_desc *out, *idx, *a;
-    nc_iter it;          /* over the output (and a's outer dims) */
+    int isint, arith;    /* integer input; SUM/MEAN/PROD (else an extremum) */
     int64_t rlen, rstep;
-    acc_t *partials;     /* long-row mode */
-    int64_t nblocks;
+    nc_iter it;          /* over the outputs: operand 0 out, 1 the row start in a */
+    acc_t *partials;     /* long-row mode: one per span */
+    int64_t row_off;
 } red_ctx;
 
-static int int_sum(const red_ctx *c)
+static int is_max(netcl_op op) { return op == NETCL_OP_MAX || op == NETCL_OP_ARGMAX; }
+
+static acc_t acc_init(const red_ctx *c)
 {
-    return !nc_dtype_is_float(c->a->dtype) && (c->op == NETCL_OP_SUM || c->op == NETCL_OP_PROD);
+    acc_t a = {c->op == NETCL_OP_PROD ? 1.0 : 0.0, c->op == NETCL_OP_PROD ? 1 : 0, -1};
+    return a;
+}
+
+static double combine_lanes(const double *l, int prod)
+{
+    if (prod) return ((l[0] * l[1]) * (l[2] * l[3])) * ((l[4] * l[5]) * (l[6] * l[7]));
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* Folds partial b (a later span, or the next element) into a. */
+static void acc_merge(const red_ctx *c, acc_t *a, acc_t b)
+{
+    if (c->arith) {
+        if (c->op == NETCL_OP_PROD) { a->v *= b.v; a->iv = (int64_t)((uint64_t)a->iv * (uint64_t)b.iv); }
+        else { a->v += b.v; a->iv = (int64_t)((uint64_t)a->iv + (uint64_t)b.iv); }
+        return;
+    }
+    if (b.idx < 0) return;
+    int take;
+    if (a->idx < 0) take = 1;
+    else if (c->isint) take = is_max(c->op) ? b.iv > a->iv : b.iv < a->iv;
+    else take = a->v == a->v && (b.v != b.v || (is_max(c->op) ? b.v > a->v : b.v < a->v));
+    if (take) *a = b;
+}
+
+/* ---- one row span [from, to) of a row starting at element `off` ------------------ */
+
+static void gather_row_f64(const nc_desc *a, int64_t off, int64_t step, int64_t n, double *t)
+{
+    if (a->dtype == NETCL_DTYPE_FLOAT32) {
+        const float *p = (const float *)a->buf + off;
+        for (int64_t j = 0; j < n; j++) t[j] = p[j * step];
+    } else if (a->dtype == NETCL_DTYPE_FLOAT64) {
+        const double *p = (const double *)a->buf + off;
+        for (int64_t j = 0; j < n; j++) t[j] = p[j * step];
+    } else {
+        for (int64_t j = 0; j < n; j++) t[j] = nc_load_double(a->buf, a->dtype, off + j * step);
+    }
+}
+
+/* Extremum of t[0..m) (indices base + j) folded into a. */
+static void extremum_f64(const red_ctx *c, acc_t *a, const double *t, int64_t m, int64_t base)
+{
+    int mx = is_max(c->op);
+    int64_t j = 0;
+    if (a->idx < 0) { a->v = t[0]; a->idx = base; j = 1; }
+    double best = a->v;
+    int64_t bi = a->idx;
+    for (; j < m && best == best; j++) {
+        double x = t[j];
+        if (x != x || (mx ? x > best : x < best)) { best = x; bi = base + j; }
+    }
+    a->v = best;
+    a->idx = bi;
+}
+
+static void extremum_i64(const red_ctx *c, acc_t *a, const int64_t *t, int64_t m, int64_t base)
+{
+    int mx = is_max(c->op);
+    int64_t j = 0;
+    if (a->idx < 0) { a->iv = t[0]; a->idx = base; j = 1; }
+    for (; j < m; j++)
+        if (mx ? t[j] > a->iv : t[j] < a->iv) { a->iv = t[j]; a->idx = base + j; }
+}
+
+/* lanes[j % 8] += t[j]; in two 4-wide vectors so it vectorises at any -O */
+typedef double v4d __attribute__((vector_size(32)));
+static void lane_sum(double *lanes, const double *t, int64_t m)
+{
+    v4d l0, l1, x0, x1;
+    memcpy(&l0, lanes, sizeof l0);
+    memcpy(&l1, lanes + 4, sizeof l1);
+    int64_t j = 0;
+    for (; j + LANES <= m; j += LANES) {
+        memcpy(&x0, t + j, sizeof x0);
+        memcpy(&x1, t + j + 4, sizeof x1);
+        l0 += x0;
+        l1 += x1;
+    }
+    memcpy(lanes, &l0, sizeof l0);
+    memcpy(lanes + 4, &l1, sizeof l1);
+    for (; j < m; j++) lanes[j % LANES] += t[j];
+}
+
+/* The same for contiguous float32, converting 4 at a time. */
+typedef float v4f __attribute__((vector_size(16)));
+static void lane_sum_f32(double *lanes, const float *p, int64_t m)
+{
+    v4d l0, l1;
+    v4f x0, x1;
+    memcpy(&l0, lanes, sizeof l0);
+    memcpy(&l1, lanes + 4, sizeof l1);
+    int64_t j = 0;
+    for (; j + LANES <= m; j += LANES) {
+        memcpy(&x0, p + j, sizeof x0);
+        memcpy(&x1, p + j + 4, sizeof x1);
+        l0 += __builtin_convertvector(x0, v4d);
+        l1 += __builtin_convertvector(x1, v4d);
+    }
+    memcpy(lanes, &l0, sizeof l0);
+    memcpy(lanes + 4, &l1, sizeof l1);
+    for (; j < m; j++) lanes[j % LANES] += p[j];
+}
+
+static acc_t reduce_span(const red_ctx *c, int64_t off, int64_t from, int64_t to)
+{
+    acc_t acc = acc_init(c);
+    int prod = c->op == NETCL_OP_PROD;
+    double lanes[LANES];
+    for (int l = 0; l < LANES; l++) lanes[l] = prod ? 1.0 : 0.0;
+    for (int64_t i0 = from; i0 < to; i0 += BLK) {
+        int64_t m = to - i0 < BLK ? to - i0 : BLK, eo = off + i0 * c->rstep;
+        if (c->isint) {
+            int64_t t[BLK];
+            for (int64_t j = 0; j < m; j++) t[j] = nc_cpu_load_i64(c->a->buf, c->a->dtype, eo + j * c->rstep);
+            if (!c->arith) { extremum_i64(c, &acc, t, m, i0); continue; }
+            uint64_t v = (uint64_t)acc.iv;
+            if (prod) for (int64_t j = 0; j < m; j++) v *= (uint64_t)t[j];
+            else for (int64_t j = 0; j < m; j++) v += (uint64_t)t[j];
+            acc.iv = (int64_t)v;
+            continue;
+        }
+        if (c->a->dtype == NETCL_DTYPE_FLOAT32 && c->rstep == 1 && c->op != NETCL_OP_PROD && c->arith) {
+            lane_sum_f32(lanes, (const float *)c->a->buf + eo, m);
+            continue;
+        }
+        double t[BLK];
+        gather_row_f64(c->a, eo, c->rstep, m, t);
+        if (!c->arith) { extremum_f64(c, &acc, t, m, i0); continue; }
+        if (prod) {
+            for (int64_t j = 0; j < m; j++) lanes[j % LANES] *= t[j];
+        } else {
+            lane_sum(lanes, t, m);
+        }
+    }
+    if (c->arith && !c->isint) acc.v = combine_lanes(lanes, prod);
+    return acc;
+}
+
+static acc_t reduce_row(const red_ctx *c, int64_t off)
+{
+    acc_t acc = acc_init(c);
+    for (int64_t s = 0; s < c->rlen; s += RBLK)
+        acc_merge(c, &acc, reduce_span(c, off, s, s + RBLK < c->rlen ? s + RBLK : c->rlen));
+    return acc;
 }
 
 static void store_result(const red_ctx *c, int64_t o, acc_t acc)
 {
+    const nc_desc *out = c->out;
     switch (c->op) {
     case NETCL_OP_ARGMAX: case NETCL_OP_ARGMIN:
-        ((int64_t *)c->out->buf)[c->out->offset + o] = acc.i;
+        ((int64_t *)out->buf)[out->offset + o] = acc.idx;
         return;
     case NETCL_OP_MEAN:
-        nc_store_double(c->out->buf, c->out->dtype, c->out->offset + o, c->rlen ? acc.v / (double)c->rlen : NAN);
+        nc_store_double(out->buf, out->dtype, out->offset + o, (c->isint ? (double)acc.iv : acc.v) / (double)c->rlen);
         return;
     default:
-        if (int_sum(c)) nc_cpu_store_i64(c->out->buf, c->out->dtype, c->out->offset + o, acc.i);
-        else nc_store_double(c->out->buf, c->out->dtype, c->out->offset + o, acc.v);
-        if (c->idx) ((int64_t *)c->idx->buf)[c->idx->offset + o] = acc.i;
+        if (c->isint) nc_cpu_store_i64(out->buf, out->dtype, out->offset + o, acc.iv);
+        else nc_store_double(out->buf, out->dtype, out->offset + o, acc.v);
+        if (c->idx) ((int64_t *)c->idx->buf)[c->idx->offset + o] = acc.idx;
     }
 }
 
-/* many rows: each output element reduces its own row */
-typedef struct { red_ctx *c; int64_t o; } row_state;
+/* ---- many outputs -------------------------------------------------------------------
+ * Rows whose elements are strided (rstep != 1) are reduced BLK outputs at a
+ * time, walking the input row by row so reads are sequential; the per-output
+ * lane arithmetic is exactly that of reduce_span. */
+static void columns_sum(const red_ctx *c, const int64_t *off, const int64_t *step, int64_t m)
+{
+    int prod = c->op == NETCL_OP_PROD;
+    double lanes[LANES][BLK], total[BLK], t[BLK];
+    for (int64_t j = 0; j < m; j++) total[j] = prod ? 1.0 : 0.0;
+    for (int64_t s = 0; s < c->rlen; s += RBLK) {
+        int64_t e = s + RBLK < c->rlen ? s + RBLK : c->rlen;
+        for (int l = 0; l < LANES; l++)
+            for (int64_t j = 0; j < m; j++) lanes[l][j] = prod ? 1.0 : 0.0;
+        for (int64_t i = s; i < e; i++) {
+            double *ln = lanes[(i - s) % LANES];
+            gather_row_f64(c->a, off[1] + i * c->rstep, step[1], m, t);
+            if (prod) for (int64_t j = 0; j < m; j++) ln[j] *= t[j];
+            else for (int64_t j = 0; j < m; j++) ln[j] += t[j];
+        }
+        for (int64_t j = 0; j < m; j++) {
+            double l[LANES];
+            for (int k = 0; k < LANES; k++) l[k] = lanes[k][j];
+            total[j] = prod ? total[j] * combine_lanes(l, 1) : total[j] + combine_lanes(l, 0);
+        }
+    }
+    for (int64_t j = 0; j < m; j++) {
+        acc_t acc = {total[j], 0, -1};
+        store_result(c, off[0] + j * step[0] - c->out->offset, acc);
+    }
+}
 
 static void rows_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
 {
-    row_state *s = vctx;
-    red_ctx *c = s->c;
-    for (int64_t j = 0; j < n; j++) {
-        /* operand 0 is the output position, operand 1 the row start in a */
-        acc_t acc = reduce_span(c->op, c->a, off[1] + j * step[1], c->rstep, 0, c->rlen);
-        if (int_sum(c) && c->rlen == 0) acc.i = c->op == NETCL_OP_PROD ? 1 : 0;
-        store_result(c, off[0] + j * step[0] - c->out->offset, acc);
+    const red_ctx *c = vctx;
+    int columns = c->rstep != 1 && c->arith && !c->isint && n > 1;
+    for (int64_t j0 = 0; j0 < n; j0 += BLK) {
+        int64_t m = n - j0 < BLK ? n - j0 : BLK;
+        int64_t o[2] = {off[0] + j0 * step[0], off[1] + j0 * step[1]};
+        if (columns) { columns_sum(c, o, step, m); continue; }
+        for (int64_t j = 0; j < m; j++)
+            store_result(c, o[0] + j * step[0] - c->out->offset, reduce_row(c, o[1] + j * step[1]));
     }
 }
 
 static void rows_range(void *vctx, int64_t start, int64_t end)
 {
-    row_state s = {vctx, 0};
-    nc_iter_range(&((red_ctx *)vctx)->it, start, end, rows_row, &s);
+    nc_iter_range(&((red_ctx *)vctx)->it, start, end, rows_row, vctx);
 }
 
-/* one long row: fixed blocks reduced in parallel, merged in order */
-static void blocks_range(void *vctx, int64_t start, int64_t end)
+/* ---- few outputs, long rows: spans in parallel, merged in order ------------------- */
+static void spans_range(void *vctx, int64_t start, int64_t end)
 {
     red_ctx *c = vctx;
     for (int64_t b = start; b < end; b++) {
         int64_t from = b * RBLK, to = from + RBLK < c->rlen ? from + RBLK : c->rlen;
-        c->partials[b] = reduce_span(c->op, c->a, c->a->offset, c->rstep, from, to);
+        c->partials[b] = reduce_span(c, c->row_off, from, to);
     }
+}
+
+static netcl_status reduce_long_rows(red_ctx *c, const nc_desc *outer, int64_t nout)
+{
+    int64_t nspans = (c->rlen + RBLK - 1) / RBLK;
+    c->partials = malloc(sizeof(acc_t) * (size_t)nspans);
+    if (!c->partials) return nc_fail(NETCL_ERR_OOM, "cpu reduce: out of host memory");
+    for (int64_t o = 0; o < nout; o++) {
+        /* row start of output o: unravel o over a's outer dims */
+        int64_t rem = o;
+        c->row_off = c->a->offset;
+        for (int d = outer->ndim - 1; d >= 0; d--) {
+            c->row_off += (rem % outer->sizes[d]) * outer->strides[d];
+            rem /= outer->sizes[d];
+        }
+        nc_parallel_for(nspans, 1, spans_range, c);
+        acc_t acc = acc_init(c);
+        for (int64_t b = 0; b < nspans; b++) acc_merge(c, &acc, c->partials[b]);
+        store_result(c, o, acc);
+    }
+    free(c->partials);
+    return NETCL_OK;
 }
 
 netcl_status nc_cpu_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a)
 {
     (void)dev;
-    red_ctx c = {op, out, idx, a, {0}, a->sizes[a->ndim - 1], a->strides[a->ndim - 1], NULL, 0};
+    if (op < NETCL_OP_SUM || op >= NETCL_OP_REDUCE_END || a->ndim < 1)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "cpu reduce: %s over a %d-d input", netcl_op_name(op), a->ndim);
+    red_ctx c = {op, out, idx, a, !nc_dtype_is_float(a->dtype),
+                 op == NETCL_OP_SUM || op == NETCL_OP_MEAN || op == NETCL_OP_PROD,
+                 a->sizes[a->ndim - 1], a->strides[a->ndim - 1], {0}, NULL, 0};
     int64_t nout = nc_numel(out->ndim, out->sizes);
-    if (nout == 1 && c.rlen > 2 * RBLK) {
-        c.nblocks = (c.rlen + RBLK - 1) / RBLK;
-        c.partials = malloc(sizeof(acc_t) * (size_t)c.nblocks);
-        if (!c.partials) return nc_fail(NETCL_ERR_OOM, "cpu reduce: out of host memory");
-        nc_parallel_for(c.nblocks, 1, blocks_range, &c);
-        acc_t acc = c.partials[0];
-        for (int64_t b = 1; b < c.nblocks; b++) {
-            if (int_sum(&c)) acc.i = op == NETCL_OP_PROD ? (int64_t)((uint64_t)acc.i * (uint64_t)c.partials[b].i)
-                                                         : (int64_t)((uint64_t)acc.i + (uint64_t)c.partials[b].i);
-            else acc_merge(op, &acc, c.partials[b]);
-        }
-        free(c.partials);
-        store_result(&c, 0, acc);
-        return NETCL_OK;
-    }
-    /* iterate over the output shape; operand 1 is `a` without its last dim */
-    nc_desc outer = *a;
+    if (nout == 0) return NETCL_OK;
+    if (c.rlen == 0 && op != NETCL_OP_SUM && op != NETCL_OP_PROD)
+        return nc_fail(NETCL_ERR_ARGUMENT, "cpu reduce: %s over an empty dimension", netcl_op_name(op));
+    nc_desc outer = *a, o = *out;
     outer.ndim = a->ndim - 1;
-    nc_desc o = *out;
+    o.ndim = outer.ndim;
     for (int d = 0; d < outer.ndim; d++) o.sizes[d] = outer.sizes[d];
-    const nc_desc *ops[2] = {&o, &outer};
-    if (outer.ndim == 0) {
-        row_state s = {&c, 0};
-        int64_t off[2] = {out->offset, a->offset}, step[2] = {1, 1};
-        rows_row(&s, off, step, 1);
+    if (nout < 4 && c.rlen >= 2 * RBLK) return reduce_long_rows(&c, &outer, nout);
+    if (outer.ndim == 0) { /* a 0-d output: one row */
+        store_result(&c, 0, reduce_row(&c, a->offset));
         return NETCL_OK;
     }
+    const nc_desc *ops[2] = {&o, &outer};
     nc_iter_init(&c.it, 2, ops);
     int64_t grain = c.rlen > 0 ? 32768 / c.rlen + 1 : 32768;
     nc_parallel_for(nc_iter_numel(&c.it), grain, rows_range, &c);
