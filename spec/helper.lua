@@ -76,6 +76,15 @@ function H.assert_error(fn, ...)
   return err
 end
 
+-- Runs a shell command; returns its output (stdout and stderr) and exit code.
+function H.run(cmd)
+  local p = io.popen(cmd .. ' 2>&1; echo "__exit=$?"')
+  local out = p:read("*a")
+  p:close()
+  local body, code = out:match("^(.*)__exit=(%d+)%s*$")
+  return body or out, tonumber(code)
+end
+
 function H.device_info()
   for _, d in ipairs(netcl.devices()) do
     if d.name == H.device then return d end

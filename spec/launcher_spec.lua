@@ -6,10 +6,8 @@ local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
 local launcher = root .. "/build/netcl"
 
 local function run(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("*a")
-  local ok, _, code = p:close()
-  return out, ok, code
+  local out, code = H.run(cmd)
+  return out, code == 0, code
 end
 
 TestLauncher = {}

@@ -1,0 +1,78 @@
+-- netcl/cli.lua — the `netcl` command: run a script with arguments, run
+-- code with -e, open the REPL, print the version or the device table.
+local usage = [==[
+usage: netcl [options] [script.lua [args...]]
+  script.lua args   run a script (arg[0] = script, arg[1..] = args)
+  -e 'code'         run code (netcl is preloaded as a global)
+  -i                open the REPL after -e or a script; bare `netcl` opens it too
+  --devices         list the devices and their profiles
+  --version         print the version
+  --help            this text
+]==]
+
+local function report(err)
+  io.stderr:write(tostring(err), "\n")
+  os.exit(1)
+end
+
+local function run_chunk(chunk, ...)
+  local ok, err = xpcall(chunk, debug.traceback, ...)
+  if not ok then report(err) end
+end
+
+local function devices()
+  local netcl = require("netcl")
+  local fmt = "%-10s %-12s %-40s %6s %9s %9s %5s %5s %4s  %s\n"
+  io.write(fmt:format("name", "type", "hardware", "units", "mem MiB", "local KiB", "fp16", "fp64", "cc", "driver"))
+  for _, d in ipairs(netcl.devices()) do
+    io.write(fmt:format(d.name, d.type, d.hw_name:sub(1, 40), d.compute_units, math.floor(d.global_mem / 2 ^ 20),
+      math.floor(d.local_mem / 1024), tostring(d.fp16), tostring(d.fp64), d.compute_capability, d.driver))
+  end
+  io.write("default: ", netcl.default_device(), "\n")
+end
+
+local function main(...)
+  local args = { ... }
+  local interactive, ran = false, false
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "--version" then
+      print("netcl " .. require("netcl").version)
+      return
+    elseif a == "--help" or a == "-h" then
+      io.write(usage)
+      return
+    elseif a == "--devices" then
+      devices()
+      return
+    elseif a == "-i" then
+      interactive = true
+    elseif a == "-e" then
+      local code = args[i + 1] or report("netcl: -e needs code")
+      rawset(_G, "netcl", require("netcl"))
+      local chunk, err = loadstring(code, "=(command line)")
+      if not chunk then report(err) end
+      run_chunk(chunk)
+      ran = true
+      i = i + 1
+    elseif a:sub(1, 1) == "-" then
+      report("netcl: unknown option " .. a .. "\n" .. usage)
+    else
+      local script_args = {}
+      for j = i + 1, #args do script_args[#script_args + 1] = args[j] end
+      local argt = { [0] = a }
+      for j, v in ipairs(script_args) do argt[j] = v end
+      rawset(_G, "arg", argt)
+      local chunk, err = loadfile(a)
+      if not chunk then report(err) end
+      run_chunk(chunk, unpack(script_args))
+      ran = true
+      break
+    end
+    i = i + 1
+  end
+  if interactive or not ran then require("netcl.repl").run() end
+end
+
+main(...)

@@ -1,0 +1,272 @@
+-- netcl/init.lua — the netcl module: devices, creation functions, module
+-- forms of the tensor ops, memory and runtime statistics, RNG, autograd
+-- switches. Tensors themselves live in netcl/tensor.lua.
+local ffi = require("ffi")
+local lib = require("netcl.lib")
+local tensor = require("netcl.tensor")
+local C = lib.C
+local H, call1, check, split_opts = tensor.handle, tensor.call1, tensor.check, tensor.split_opts
+local dtype_code, parse_sizes = tensor.dtype_code, tensor.parse_sizes
+
+local netcl = {}
+netcl.C = C
+netcl.ABI_VERSION = lib.ABI_VERSION
+netcl.version = ffi.string(C.netcl_version())
+netcl.Tensor = tensor.methods
+netcl.is_tensor = tensor.is_tensor
+
+-- ---- devices -----------------------------------------------------------------
+
+local TYPES = { [0] = "cpu", "opencl_gpu", "opencl_cpu", "opencl_other" }
+local device_cache = {}
+local default_name
+
+local Device = {}
+Device.__index = Device
+Device.__tostring = function(d) return "netcl.device(" .. d.name .. ")" end
+
+local function device_object(h)
+  local name = ffi.string(C.netcl_device_name(h))
+  local d = device_cache[name]
+  if not d then
+    d = setmetatable({ name = name, handle = h }, Device)
+    device_cache[name] = d
+  end
+  return d
+end
+
+-- name string, device object or nil (default) -> device object
+local function resolve(dev, level)
+  if type(dev) == "table" and dev.handle then return dev end
+  if dev == nil then dev = netcl.default_device() end
+  if type(dev) ~= "string" then error("device must be a name like \"cpu\" or \"opencl:0\", got " .. type(dev), (level or 2) + 1) end
+  local cached = device_cache[dev]
+  if cached then return cached end
+  local out = ffi.new("netcl_device *[1]")
+  check(C.netcl_device_get(out, dev), (level or 2) + 1)
+  return device_object(out[0])
+end
+
+function netcl.device(name) return resolve(name, 2) end
+
+function netcl.devices()
+  local list = {}
+  for i = 0, C.netcl_device_count() - 1 do
+    local h = C.netcl_device_at(i)
+    list[#list + 1] = {
+      name = ffi.string(C.netcl_device_name(h)),
+      type = TYPES[tonumber(C.netcl_device_type_of(h))],
+      hw_name = ffi.string(C.netcl_device_hw_name(h)),
+      vendor = ffi.string(C.netcl_device_vendor(h)),
+      driver = ffi.string(C.netcl_device_driver(h)),
+      platform = ffi.string(C.netcl_device_platform(h)),
+      compute_units = C.netcl_device_compute_units(h),
+      global_mem = tonumber(C.netcl_device_global_mem(h)),
+      local_mem = tonumber(C.netcl_device_local_mem(h)),
+      max_work_group = tonumber(C.netcl_device_max_work_group(h)),
+      fp16 = C.netcl_device_has_fp16(h) ~= 0,
+      fp64 = C.netcl_device_has_fp64(h) ~= 0,
+      compute_capability = C.netcl_device_compute_capability(h),
+    }
+  end
+  return list
+end
+
+function netcl.default_device()
+  if not default_name then
+    local out = ffi.new("netcl_device *[1]")
+    check(C.netcl_device_default(out), 2)
+    default_name = ffi.string(C.netcl_device_name(out[0]))
+  end
+  return default_name
+end
+
+function netcl.set_default_device(dev) default_name = resolve(dev, 2).name end
+
+function netcl.synchronize(dev) check(C.netcl_device_synchronize(resolve(dev, 2).handle), 2) end
+
+function netcl.memory_stats(dev)
+  local h = resolve(dev, 2).handle
+  return {
+    allocations = tonumber(C.netcl_memory_allocations(h)),
+    pool_hits = tonumber(C.netcl_memory_pool_hits(h)),
+    pool_misses = tonumber(C.netcl_memory_pool_misses(h)),
+    bytes_in_use = tonumber(C.netcl_memory_bytes_in_use(h)),
+    bytes_cached = tonumber(C.netcl_memory_bytes_cached(h)),
+    peak_bytes = tonumber(C.netcl_memory_peak_bytes(h)),
+  }
+end
+
+function netcl.empty_cache(dev) C.netcl_memory_empty_cache(resolve(dev, 2).handle) end
+function netcl.reset_peak_memory(dev) C.netcl_memory_reset_peak(resolve(dev, 2).handle) end
+
+function netcl.runtime_stats()
+  return {
+    programs_compiled = tonumber(C.netcl_runtime_programs_compiled()),
+    programs_loaded = tonumber(C.netcl_runtime_programs_loaded()),
+    kernels_launched = tonumber(C.netcl_runtime_kernels_launched()),
+  }
+end
+
+function netcl.manual_seed(seed) C.netcl_rng_seed(seed) end
+function netcl.shutdown() C.netcl_shutdown() end
+
+-- ---- creation ------------------------------------------------------------------
+
+-- (opts) -> device handle, dtype code, requires_grad
+local function target(opts, default_dtype, level)
+  opts = opts or {}
+  local dev = resolve(opts.device, level + 1).handle
+  return dev, dtype_code(opts.dtype or default_dtype, level + 1), opts.requires_grad
+end
+
+local function finish(t, requires_grad)
+  if requires_grad then t:requires_grad_(true) end
+  return t
+end
+
+local function sized(f, extra)
+  return function(...)
+    local opts, n = split_opts(...)
+    local args = { ... }
+    local nd, sizes = parse_sizes(2, unpack(args, 1, n))
+    local dev, dt, rg = target(opts, nil, 2)
+    return finish(extra(dev, dt, nd, sizes), rg)
+  end
+end
+
+netcl.empty = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_empty, dev, dt, nd, s) end)
+netcl.zeros = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_full, dev, dt, nd, s, 0) end)
+netcl.ones = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_full, dev, dt, nd, s, 1) end)
+netcl.rand = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_rand, dev, dt, nd, s, 0, 0, 1) end)
+netcl.randn = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_rand, dev, dt, nd, s, 1, 0, 1) end)
+
+-- full(size, value, opts): size is a number or a table of sizes
+function netcl.full(size, value, opts)
+  local nd, s = parse_sizes(2, size)
+  local dev, dt, rg = target(opts, nil, 2)
+  return finish(call1(2, C.netcl_tensor_full, dev, dt, nd, s, value), rg)
+end
+
+-- randint(low, high, size, opts): integers in [low, high), int64 by default
+function netcl.randint(low, high, size, opts)
+  local nd, s = parse_sizes(2, size)
+  local dev, dt = target(opts, "int64", 2)
+  return call1(2, C.netcl_tensor_rand, dev, dt, nd, s, 2, low, high)
+end
+
+function netcl.arange(a, b, c, opts)
+  if type(b) == "table" then opts, b = b, nil end
+  if type(c) == "table" then opts, c = c, nil end
+  local start, stop, step = 0, a, 1
+  if b ~= nil then start, stop, step = a, b, c or 1 end
+  local dev, dt, rg = target(opts, nil, 2)
+  return finish(call1(2, C.netcl_tensor_arange, dev, dt, start, stop, step), rg)
+end
+
+function netcl.linspace(a, b, n, opts)
+  local dev, dt, rg = target(opts, nil, 2)
+  return finish(call1(2, C.netcl_tensor_linspace, dev, dt, a, b, n), rg)
+end
+
+function netcl.eye(n, m, opts)
+  if type(m) == "table" then opts, m = m, nil end
+  local dev, dt, rg = target(opts, nil, 2)
+  return finish(call1(2, C.netcl_tensor_eye, dev, dt, n, m or n), rg)
+end
+
+-- nested Lua table (or a number) -> tensor; booleans give a bool tensor
+function netcl.tensor(value, opts)
+  local sizes, flat = {}, {}
+  local function shape_of(v, d)
+    if type(v) == "table" then
+      sizes[d] = #v
+      if type(v[1]) == "table" then shape_of(v[1], d + 1) end
+    end
+  end
+  shape_of(value, 1)
+  local first_leaf
+  local function walk(v, d)
+    if type(v) == "table" then
+      if #v ~= sizes[d] then error(("tensor: ragged table: %d entries where %d expected at depth %d"):format(#v, sizes[d], d), 4) end
+      for i = 1, #v do walk(v[i], d + 1) end
+    else
+      if d <= #sizes then error("tensor: ragged table: a number where a table was expected", 4) end
+      if type(v) == "boolean" then v = v and 1 or 0; first_leaf = first_leaf or "bool"
+      elseif type(v) ~= "number" then error("tensor: entries must be numbers or booleans, got " .. type(v), 4)
+      else first_leaf = first_leaf or "number" end
+      flat[#flat + 1] = v
+    end
+  end
+  walk(value, 1)
+  local buf = ffi.new("double[?]", math.max(#flat, 1), flat)
+  local nd, s = parse_sizes(2, sizes)
+  local dev, dt, rg = target(opts, first_leaf == "bool" and "bool" or nil, 2)
+  return finish(call1(2, C.netcl_tensor_from_doubles, dev, dt, nd, s, buf), rg)
+end
+
+-- copies `numel(sizes)` elements of dtype from a raw pointer
+function netcl.from_pointer(ptr, dtype, sizes, opts)
+  local nd, s = parse_sizes(2, sizes)
+  local dev = resolve(opts and opts.device, 2).handle
+  return call1(2, C.netcl_tensor_from_host, dev, dtype_code(dtype, 2), nd, s, ffi.cast("const void *", ptr))
+end
+
+local function like(f)
+  return function(t, a, b)
+    local opts = type(a) == "table" and a or b or {}
+    local o = { dtype = opts.dtype or t:type(), device = opts.device or t.device, requires_grad = opts.requires_grad }
+    if type(a) == "number" then return f(t:size(), a, o) end
+    return f(t:size(), o)
+  end
+end
+netcl.zeros_like = like(function(s, o) return netcl.zeros(s, o) end)
+netcl.ones_like = like(function(s, o) return netcl.ones(s, o) end)
+netcl.rand_like = like(function(s, o) return netcl.rand(s, o) end)
+netcl.randn_like = like(function(s, o) return netcl.randn(s, o) end)
+netcl.empty_like = like(function(s, o) return netcl.empty(s, o) end)
+netcl.full_like = like(function(s, v, o) return netcl.full(s, v, o) end)
+
+-- ---- tensor methods that need the module ---------------------------------------
+
+local methods = tensor.methods
+
+-- to(device name | device | dtype name)
+function methods.to(t, target_)
+  if type(target_) == "string" and C.netcl_dtype_from_name(target_) ~= 8 then
+    if t:type() == target_ then return t end
+    return t:cast(target_)
+  end
+  local dev = resolve(target_, 2)
+  if t.device == dev.name then return t end
+  return call1(2, C.netcl_tensor_to_device, H(t), dev.handle)
+end
+
+function methods.cpu(t) return methods.to(t, "cpu") end
+
+-- module-level forms of the tensor methods: netcl.add(a, b), netcl.exp(x), ...
+for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                        "neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "sum", "mean", "prod", "max",
+                        "min", "argmax", "argmin", "matmul", "view", "reshape", "transpose", "permute", "narrow",
+                        "select", "expand", "squeeze", "unsqueeze", "contiguous", "flatten", "clone", "detach" }) do
+  netcl[name] = methods[name]
+end
+
+-- ---- autograd switches ---------------------------------------------------------------
+
+function netcl.is_grad_enabled() return C.netcl_grad_enabled() ~= 0 end
+function netcl.set_grad_enabled(flag) C.netcl_set_grad_enabled(flag and 1 or 0) end
+
+-- Runs fn(...) with gradient recording off; restores the mode after, also on error.
+function netcl.no_grad(fn, ...)
+  local prev = C.netcl_grad_enabled()
+  C.netcl_set_grad_enabled(0)
+  local res = { pcall(fn, ...) }
+  C.netcl_set_grad_enabled(prev)
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2)
+end
+
+netcl.autograd = require("netcl.autograd")
+
+return netcl
