@@ -99,6 +99,19 @@ typedef struct nc_backend {
     void (*shutdown)(netcl_device *dev);
 } nc_backend;
 
+/* ---- strided iteration (strided.c) -------------------------------------------
+ * Operands share the shape of op 0; dims are collapsed where every operand
+ * is contiguous across them, so the inner row is as long as possible. */
+#define NC_ITER_OPS 4
+typedef struct nc_iter {
+    int ndim, nops;
+    int64_t sizes[NC_MAX_DIMS];
+    int64_t strides[NC_ITER_OPS][NC_MAX_DIMS];
+    int64_t offsets[NC_ITER_OPS];
+} nc_iter;
+
+void nc_iter_init(nc_iter *it, int nops, const nc_desc *const *ops);
+int64_t nc_iter_numel(const nc_iter *it);
 /* ---- devices (device.c) -------------------------------------------------- */
 typedef struct nc_pool nc_pool;
 

@@ -13,19 +13,7 @@ typedef void (*nc_range_fn)(void *ctx, int64_t start, int64_t end);
 void nc_parallel_for(int64_t n, int64_t grain, nc_range_fn fn, void *ctx);
 int nc_cpu_threads(void);
 
-/* ---- strided iteration (iter.c) ------------------------------------------------
- * Operands share the shape of op 0; dims are collapsed where every operand
- * is contiguous across them, so the inner row is as long as possible. */
-#define NC_ITER_OPS 4
-typedef struct nc_iter {
-    int ndim, nops;
-    int64_t sizes[NC_MAX_DIMS];
-    int64_t strides[NC_ITER_OPS][NC_MAX_DIMS];
-    int64_t offsets[NC_ITER_OPS];
-} nc_iter;
-
-void nc_iter_init(nc_iter *it, int nops, const nc_desc *const *ops);
-int64_t nc_iter_numel(const nc_iter *it);
+/* ---- strided iteration (iter.c; nc_iter_init is in the core) ---------------- */
 /* Calls row(ctx, off, step, count) for each row piece of the linear index
  * range [start, end): off[k] is operand k's element offset, step[k] its
  * stride along the row. */

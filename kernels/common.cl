@@ -1,0 +1,103 @@
+/* common.cl — prepended to every program. Dtype slots: the host passes
+ * -DTA=<code> (input) and -DTO=<code> (output) with netcl's dtype codes
+ * (0 f32, 1 f16, 2 bf16, 3 f64, 4 i32, 5 i64, 6 u8, 7 bool). For a slot X:
+ * X_T storage type, X_CT compute type (float, double or long), X_LOAD(p,i)
+ * and X_STORE(p,i,v), X_FLOAT (1 for floating dtypes). float16/bfloat16 are
+ * storage only: loaded to float, rounded to nearest even on store. */
+#ifdef NEED_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+inline float bf16_load(ushort b) { return as_float((uint)b << 16); }
+inline ushort bf16_store(float f)
+{
+    uint x = as_uint(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (ushort)(x >> 16);
+}
+
+#define T_0 float
+#define T_1 half
+#define T_2 ushort
+#define T_3 double
+#define T_4 int
+#define T_5 long
+#define T_6 uchar
+#define T_7 uchar
+#define CT_0 float
+#define CT_1 float
+#define CT_2 float
+#define CT_3 double
+#define CT_4 long
+#define CT_5 long
+#define CT_6 long
+#define CT_7 long
+#define FL_0 1
+#define FL_1 1
+#define FL_2 1
+#define FL_3 1
+#define FL_4 0
+#define FL_5 0
+#define FL_6 0
+#define FL_7 0
+#define LD_0(p, i) ((p)[i])
+#define LD_1(p, i) vload_half((i), (p))
+#define LD_2(p, i) bf16_load((p)[i])
+#define LD_3(p, i) ((p)[i])
+#define LD_4(p, i) ((long)(p)[i])
+#define LD_5(p, i) ((p)[i])
+#define LD_6(p, i) ((long)(p)[i])
+#define LD_7(p, i) ((long)((p)[i] != 0))
+#define ST_0(p, i, v) ((p)[i] = (float)(v))
+#define ST_1(p, i, v) vstore_half_rte((float)(v), (i), (p))
+#define ST_2(p, i, v) ((p)[i] = bf16_store((float)(v)))
+#define ST_3(p, i, v) ((p)[i] = (double)(v))
+#define ST_4(p, i, v) ((p)[i] = (int)(v))
+#define ST_5(p, i, v) ((p)[i] = (long)(v))
+#define ST_6(p, i, v) ((p)[i] = (uchar)(v))
+#define ST_7(p, i, v) ((p)[i] = (uchar)((v) != 0))
+/* float -> integer: truncate toward zero and saturate, NaN -> 0 */
+#define SAT_4(v) convert_int_sat_rtz(v)
+#define SAT_5(v) convert_long_sat_rtz(v)
+#define SAT_6(v) convert_uchar_sat_rtz(v)
+#define SAT_7(v) ((v) != 0)
+
+#ifdef TA
+#define A_T CAT(T_, TA)
+#define A_CT CAT(CT_, TA)
+#define A_FLOAT CAT(FL_, TA)
+#define A_LOAD(p, i) CAT(LD_, TA)(p, i)
+#endif
+#ifdef TO
+#define O_T CAT(T_, TO)
+#define O_CT CAT(CT_, TO)
+#define O_FLOAT CAT(FL_, TO)
+#define O_STORE(p, i, v) CAT(ST_, TO)(p, i, v)
+#endif
+
+/* Strided geometry (host struct nc_cl_meta): collapsed sizes, per-operand
+ * strides and offsets, all 64-bit. */
+typedef struct {
+    long sizes[8];
+    long strides[4][8];
+    long offsets[4];
+    long ndim, n;
+} meta_t;
+
+/* Element offset of operand k for linear index i (row-major over sizes). */
+inline long meta_offset(const meta_t *m, int k, long i)
+{
+    long off = m->offsets[k];
+    for (int d = (int)m->ndim - 1; d >= 0; d--) {
+        long s = m->sizes[d];
+        off += (i % s) * m->strides[k][d];
+        i /= s;
+    }
+    return off;
+}
+
+#define GRID_LOOP(i, n) for (long i = get_global_id(0); i < (n); i += get_global_size(0))

@@ -1,0 +1,114 @@
+/* reduce.cl — reductions over the last dim of a strided input. -DROP=<op>
+ * (netcl_op code). reduce_part: work-group g handles row g / nparts, part
+ * g % nparts, a contiguous slice of the row; lanes accumulate with a stride
+ * of the group size, then a tree in local memory. With nparts == 1 it
+ * writes the result; otherwise partials (value, index) for reduce_final.
+ * Extremum ties keep the lower index; NaN beats numbers (first NaN wins). */
+#define RSUM 32
+#define RMEAN 33
+#define RMAX 34
+#define RMIN 35
+#define RARGMAX 36
+#define RARGMIN 37
+#define RPROD 38
+#define LOCAL_MAX 256
+
+#if A_FLOAT
+#define ISNAN(x) isnan(x)
+#else
+#define ISNAN(x) 0
+#endif
+
+#if ROP == RSUM || ROP == RMEAN
+#define IDENT ((A_CT)0)
+#elif ROP == RPROD
+#define IDENT ((A_CT)1)
+#else
+#define IDENT ((A_CT)0)
+#define EXTREMUM 1
+#if ROP == RMAX || ROP == RARGMAX
+#define BEATS(b, a) ((b) > (a))
+#else
+#define BEATS(b, a) ((b) < (a))
+#endif
+#endif
+
+/* folds (bv, bi) into (*av, *ai) */
+inline void combine(A_CT *av, long *ai, A_CT bv, long bi)
+{
+#ifdef EXTREMUM
+    if (bi < 0) return;
+    if (*ai >= 0) {
+        int na = ISNAN(*av), nb = ISNAN(bv);
+        int take = (na && nb) ? bi < *ai : na ? 0 : nb ? 1 : (BEATS(bv, *av) || (bv == *av && bi < *ai));
+        if (!take) return;
+    }
+    *av = bv;
+    *ai = bi;
+#elif ROP == RPROD
+    *av = *av * bv;
+#else
+    *av = *av + bv;
+#endif
+}
+
+inline void group_reduce(__local A_CT *lv, __local long *li, A_CT v, long idx)
+{
+    int lid = get_local_id(0), n = get_local_size(0);
+    lv[lid] = v;
+    li[lid] = idx;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = n / 2; s > 0; s /= 2) {
+        if (lid < s) {
+            A_CT a = lv[lid];
+            long ai = li[lid];
+            combine(&a, &ai, lv[lid + s], li[lid + s]);
+            lv[lid] = a;
+            li[lid] = ai;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+inline void write_result(__global O_T *out, __global long *oidx, int has_idx, long o, A_CT v, long idx, long R)
+{
+#if ROP == RARGMAX || ROP == RARGMIN
+    O_STORE(out, o, idx);
+#elif ROP == RMEAN
+    O_STORE(out, o, R > 0 ? v / (A_CT)R : (A_CT)NAN);
+#else
+    O_STORE(out, o, v);
+    if (has_idx) oidx[o] = idx;
+#endif
+}
+
+__kernel void reduce_part(__global O_T *out, __global long *oidx, int has_idx, __global const A_T *a, meta_t m,
+                          long R, long rstride, long nparts, __global A_CT *pval, __global long *pidx)
+{
+    __local A_CT lv[LOCAL_MAX];
+    __local long li[LOCAL_MAX];
+    long g = get_group_id(0), row = g / nparts, part = g % nparts;
+    long chunk = (R + nparts - 1) / nparts, from = part * chunk, to = min(R, from + chunk);
+    long base = meta_offset(&m, 1, row);
+    A_CT v = IDENT;
+    long vi = -1;
+    for (long j = from + get_local_id(0); j < to; j += get_local_size(0)) combine(&v, &vi, A_LOAD(a, base + j * rstride), j);
+    group_reduce(lv, li, v, vi);
+    if (get_local_id(0) != 0) return;
+    if (nparts == 1) write_result(out, oidx, has_idx, meta_offset(&m, 0, row), lv[0], li[0], R);
+    else { pval[g] = lv[0]; pidx[g] = li[0]; }
+}
+
+__kernel void reduce_final(__global O_T *out, __global long *oidx, int has_idx, long ooff, long nparts,
+                           __global const A_CT *pval, __global const long *pidx, long R)
+{
+    __local A_CT lv[LOCAL_MAX];
+    __local long li[LOCAL_MAX];
+    long row = get_group_id(0);
+    A_CT v = IDENT;
+    long vi = -1;
+    /* partials are combined in part order within each lane: deterministic */
+    for (long p = get_local_id(0); p < nparts; p += get_local_size(0)) combine(&v, &vi, pval[row * nparts + p], pidx[row * nparts + p]);
+    group_reduce(lv, li, v, vi);
+    if (get_local_id(0) == 0) write_result(out, oidx, has_idx, ooff + row, lv[0], li[0], R);
+}

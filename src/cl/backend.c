@@ -1,0 +1,206 @@
+/* backend.c — the OpenCL backend: device discovery and profiles, one
+ * context and in-order queue per device, buffers, host transfers (async
+ * writes keep their host tensor alive until done), fork safety, teardown. */
+#include "cl.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pid_t init_pid;
+
+netcl_status nc_check_fork(const char *what)
+{
+    if (init_pid && getpid() != init_pid)
+        return nc_fail(NETCL_ERR_FORK,
+                       "%s: OpenCL used in a forked child process (pid %d; OpenCL was initialised in pid %d); "
+                       "OpenCL is not fork-safe: do device work in the parent", what, (int)getpid(), (int)init_pid);
+    return NETCL_OK;
+}
+
+#define FORK_GUARD(what) NC_TRY(nc_check_fork(what))
+
+static netcl_status cl_alloc(netcl_device *dev, size_t nbytes, void **buf)
+{
+    FORK_GUARD("alloc");
+    nc_cl_device *cd = nc_cl_dev(dev);
+    if ((int64_t)nbytes > cd->max_alloc) return NETCL_ERR_OOM;
+    cl_int err;
+    cl_mem m = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE, nbytes ? nbytes : 1, NULL, &err);
+    if (err != CL_SUCCESS) return nc_cl_fail(err, "clCreateBuffer", __FILE__, __LINE__);
+    *buf = m;
+    return NETCL_OK;
+}
+
+static void cl_free(netcl_device *dev, void *buf)
+{
+    (void)dev;
+    if (nc_check_fork("free") == NETCL_OK) nc_cl.clReleaseMemObject((cl_mem)buf);
+}
+
+void nc_cl_poll_pending(nc_cl_device *cd, int wait)
+{
+    nc_cl_pending **pp = &cd->pending;
+    while (*pp) {
+        nc_cl_pending *p = *pp;
+        cl_int status = CL_COMPLETE;
+        if (!wait) nc_cl.clGetEventInfo(p->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+        if (status == CL_COMPLETE || status < 0) {
+            *pp = p->next;
+            nc_cl.clReleaseEvent(p->event);
+            netcl_tensor_release(p->keep);
+            free(p);
+        } else {
+            pp = &p->next;
+        }
+    }
+}
+
+static netcl_status cl_write(netcl_device *dev, void *buf, size_t off, const void *src, size_t n, netcl_tensor *keep)
+{
+    FORK_GUARD("write");
+    nc_cl_device *cd = nc_cl_dev(dev);
+    nc_cl_poll_pending(cd, 0);
+    nc_cl_pending *p = keep ? malloc(sizeof *p) : NULL;
+    if (!p) { /* blocking: the caller's memory may go away right after */
+        NETCL_CL_CHECK(nc_cl.clEnqueueWriteBuffer(cd->queue, (cl_mem)buf, CL_TRUE, off, n, src, 0, NULL, NULL));
+        return NETCL_OK;
+    }
+    cl_int err = nc_cl.clEnqueueWriteBuffer(cd->queue, (cl_mem)buf, CL_FALSE, off, n, src, 0, NULL, &p->event);
+    if (err != CL_SUCCESS) { free(p); return nc_cl_fail(err, "clEnqueueWriteBuffer", __FILE__, __LINE__); }
+    netcl_tensor_retain(keep);
+    p->keep = keep;
+    p->next = cd->pending;
+    cd->pending = p;
+    nc_cl.clFlush(cd->queue);
+    return NETCL_OK;
+}
+
+static netcl_status cl_read(netcl_device *dev, void *buf, size_t off, void *dst, size_t n)
+{
+    FORK_GUARD("read");
+    nc_cl_device *cd = nc_cl_dev(dev);
+    NETCL_CL_CHECK(nc_cl.clEnqueueReadBuffer(cd->queue, (cl_mem)buf, CL_TRUE, off, n, dst, 0, NULL, NULL));
+    nc_cl_poll_pending(cd, 0);
+    return NETCL_OK;
+}
+
+static netcl_status cl_sync(netcl_device *dev)
+{
+    FORK_GUARD("synchronize");
+    nc_cl_device *cd = nc_cl_dev(dev);
+    NETCL_CL_CHECK(nc_cl.clFinish(cd->queue));
+    nc_cl_poll_pending(cd, 1);
+    return NETCL_OK;
+}
+
+static void cl_shutdown(netcl_device *dev)
+{
+    nc_cl_device *cd = nc_cl_dev(dev);
+    if (!cd || nc_check_fork("shutdown") != NETCL_OK) return;
+    nc_cl.clFinish(cd->queue);
+    nc_cl_poll_pending(cd, 1);
+    nc_cl_release_programs(cd);
+    nc_cl.clReleaseCommandQueue(cd->queue);
+    nc_cl.clReleaseContext(cd->ctx);
+    free(cd);
+    dev->impl = NULL;
+}
+
+static const nc_backend opencl_backend = {
+    .name = "opencl",
+    .alloc = cl_alloc,
+    .free = cl_free,
+    .write = cl_write,
+    .read = cl_read,
+    .synchronize = cl_sync,
+    .copy = nc_cl_copy,
+    .fill = nc_cl_fill,
+    .range = nc_cl_range,
+    .unary = nc_cl_unary,
+    .binary = nc_cl_binary,
+    .reduce = nc_cl_reduce,
+    .matmul = nc_cl_matmul,
+    .rng = nc_cl_rng,
+    .shutdown = cl_shutdown,
+};
+
+static void info_str(cl_device_id id, cl_device_info what, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (nc_cl.clGetDeviceInfo(id, what, len - 1, buf, NULL) != CL_SUCCESS) buf[0] = 0;
+    buf[len - 1] = 0;
+}
+
+static void fill_profile(netcl_device *d, cl_platform_id plat, cl_device_id id)
+{
+    cl_uint cu = 0;
+    cl_ulong gmem = 0, lmem = 0, maxalloc = 0;
+    size_t wg = 0;
+    char ext[8192];
+    info_str(id, CL_DEVICE_NAME, d->hw_name, sizeof d->hw_name);
+    info_str(id, CL_DEVICE_VENDOR, d->vendor, sizeof d->vendor);
+    info_str(id, CL_DRIVER_VERSION, d->driver, sizeof d->driver);
+    nc_cl.clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof d->platform - 1, d->platform, NULL);
+    nc_cl.clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+    nc_cl.clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL);
+    nc_cl.clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL);
+    nc_cl.clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    nc_cl.clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxalloc, &maxalloc, NULL);
+    info_str(id, CL_DEVICE_EXTENSIONS, ext, sizeof ext);
+    d->compute_units = (int)cu;
+    d->global_mem = (int64_t)gmem;
+    d->local_mem = (int64_t)lmem;
+    d->max_work_group = (int64_t)wg;
+    d->has_fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+    d->has_fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+    if (strstr(ext, "cl_nv_device_attribute_query")) {
+        cl_uint major = 0, minor = 0;
+        nc_cl.clGetDeviceInfo(id, 0x4000, sizeof major, &major, NULL);
+        nc_cl.clGetDeviceInfo(id, 0x4001, sizeof minor, &minor, NULL);
+        d->compute_capability = (int)(major * 10 + minor);
+    }
+    nc_cl_dev(d)->max_wg = wg ? wg : 1;
+    nc_cl_dev(d)->max_alloc = (int64_t)(maxalloc ? maxalloc : gmem);
+}
+
+static void add_device(cl_platform_id plat, cl_device_id id)
+{
+    cl_int err;
+    cl_device_type type = 0;
+    nc_cl.clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    nc_cl_device *cd = calloc(1, sizeof *cd);
+    if (!cd) return;
+    cd->id = id;
+    cd->ctx = nc_cl.clCreateContext(NULL, 1, &id, NULL, NULL, &err);
+    if (err == CL_SUCCESS) cd->queue = nc_cl.clCreateCommandQueue(cd->ctx, id, 0, &err);
+    if (err != CL_SUCCESS) {
+        if (getenv("NETCL_DEBUG")) fprintf(stderr, "netcl: skipping an OpenCL device: %s\n", nc_cl_error_name(err));
+        if (cd->ctx) nc_cl.clReleaseContext(cd->ctx);
+        free(cd);
+        return;
+    }
+    netcl_device_type t = (type & CL_DEVICE_TYPE_GPU) ? NETCL_DEVICE_OPENCL_GPU
+                        : (type & CL_DEVICE_TYPE_CPU) ? NETCL_DEVICE_OPENCL_CPU : NETCL_DEVICE_OPENCL_OTHER;
+    netcl_device *d = nc_device_add(t, &opencl_backend, cd);
+    if (!d) { nc_cl.clReleaseCommandQueue(cd->queue); nc_cl.clReleaseContext(cd->ctx); free(cd); return; }
+    cd->dev = d;
+    fill_profile(d, plat, id);
+}
+
+void nc_opencl_register(void)
+{
+    if (!nc_cl_load()) return;
+    cl_uint np = 0;
+    if (nc_cl.clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return;
+    cl_platform_id plats[16];
+    if (np > 16) np = 16;
+    if (nc_cl.clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) return;
+    init_pid = getpid();
+    for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        cl_device_id ids[32];
+        if (nc_cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 32, ids, &nd) != CL_SUCCESS) continue;
+        for (cl_uint i = 0; i < nd && i < 32; i++) add_device(plats[p], ids[i]);
+    }
+}

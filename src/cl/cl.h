@@ -1,0 +1,75 @@
+/* cl.h — state shared by the OpenCL backend's files: the per-device
+ * context/queue, the program and kernel caches, and launch helpers. */
+#ifndef NETCL_CL_H
+#define NETCL_CL_H
+
+#include "loader.h"
+
+typedef struct nc_cl_program {
+    char key[256];              /* family + options */
+    cl_program program;
+    int nkernels;
+    struct { char name[48]; cl_kernel kernel; size_t wg; } kernels[48];
+    struct nc_cl_program *next;
+} nc_cl_program;
+
+typedef struct nc_cl_pending {   /* an async write whose host tensor must live until done */
+    cl_event event;
+    netcl_tensor *keep;
+    struct nc_cl_pending *next;
+} nc_cl_pending;
+
+typedef struct nc_cl_device {
+    cl_device_id id;
+    cl_context ctx;
+    cl_command_queue queue;
+    netcl_device *dev;
+    nc_cl_program *programs;
+    nc_cl_pending *pending;
+    size_t max_wg;
+    int64_t max_alloc;
+} nc_cl_device;
+
+/* Strided geometry passed by value to kernels; the layout matches the
+ * `meta_t` struct in kernels/common.cl (all 64-bit fields). */
+typedef struct nc_cl_meta {
+    cl_long sizes[NC_MAX_DIMS];
+    cl_long strides[NC_ITER_OPS][NC_MAX_DIMS];
+    cl_long offsets[NC_ITER_OPS];
+    cl_long ndim, n;
+} nc_cl_meta;
+
+static inline nc_cl_device *nc_cl_dev(netcl_device *d) { return (nc_cl_device *)d->impl; }
+
+/* Kernel `name` of program `family` built with `options` (cached). */
+netcl_status nc_cl_kernel(nc_cl_device *cd, const char *family, const char *options, const char *name,
+                          cl_kernel *kernel, size_t *wg);
+/* Enqueues a 1-D launch of at least `n` work items (rounded to the
+ * work-group size, capped: kernels loop with a grid stride). */
+netcl_status nc_cl_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int64_t n);
+/* Enqueues an N-D launch with explicit sizes. */
+netcl_status nc_cl_launch_nd(nc_cl_device *cd, cl_kernel k, int dims, const size_t *global, const size_t *local);
+/* -DTA=<code> style dtype options for a slot */
+void nc_cl_dtype_opts(char *buf, size_t len, netcl_dtype a, netcl_dtype o);
+/* Collapsed geometry of nops descriptors. */
+void nc_cl_meta_of(nc_cl_meta *m, int nops, const nc_desc *const *ops);
+int nc_cl_meta_contiguous(const nc_cl_meta *m, int nops);
+void nc_cl_release_programs(nc_cl_device *cd);
+void nc_cl_poll_pending(nc_cl_device *cd, int wait);
+
+/* Backend entry points implemented per family file. */
+netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *src);
+netcl_status nc_cl_fill(netcl_device *dev, const nc_desc *dst, double value);
+netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, double step);
+netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
+netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
+netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
+netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
+netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
+
+/* Sets kernel argument i from a value of the kernel's compute type for
+ * dtype dt (float, double or long): scalars cross as that type. */
+netcl_status nc_cl_set_scalar(cl_kernel k, int i, netcl_dtype dt, double v);
+#define NC_ARG(k, i, v) NETCL_CL_CHECK(nc_cl.clSetKernelArg((k), (i), sizeof(v), &(v)))
+
+#endif

@@ -1,0 +1,126 @@
+/* compute.c — host side of kernels/reduce.cl, matmul.cl and rng.cl. */
+#include "cl.h"
+#include <stdio.h>
+#include <string.h>
+
+static netcl_status fp64_ok(netcl_device *dev, netcl_dtype dt, const char *op)
+{
+    if (dt == NETCL_DTYPE_FLOAT64 && !dev->has_fp64)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "%s: %s (%s) has no float64 support (cl_khr_fp64)", op, dev->name, dev->hw_name);
+    return NETCL_OK;
+}
+
+static size_t acc_size(netcl_dtype dt)
+{
+    return dt == NETCL_DTYPE_FLOAT64 ? 8 : nc_dtype_is_float(dt) ? 4 : 8;
+}
+
+/* Parts per row: split long rows when there are too few rows to fill the device. */
+static cl_long parts_for(netcl_device *dev, int64_t rows, int64_t R, size_t wg)
+{
+    int64_t want_groups = (int64_t)(dev->compute_units > 0 ? dev->compute_units : 1) * 8;
+    if (rows >= want_groups || R <= (int64_t)wg * 8) return 1;
+    int64_t p = want_groups / rows, max_p = (R + (int64_t)wg * 4 - 1) / ((int64_t)wg * 4);
+    if (p > max_p) p = max_p;
+    if (p > 1024) p = 1024;
+    return p < 1 ? 1 : p;
+}
+
+netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a)
+{
+    NC_TRY(nc_check_fork(netcl_op_name(op)));
+    NC_TRY(fp64_ok(dev, a->dtype, netcl_op_name(op)));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[128];
+    nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);
+    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DROP=%d", (int)op);
+    /* geometry of the rows: operand 0 the output position, 1 the row start */
+    nc_desc outer = *a, o = *out;
+    outer.ndim = a->ndim - 1;
+    for (int d = 0; d < outer.ndim; d++) o.sizes[d] = outer.sizes[d];
+    nc_cl_meta m;
+    const nc_desc *ops[2] = {&o, &outer};
+    nc_cl_meta_of(&m, 2, ops);
+    cl_long R = a->sizes[a->ndim - 1], rstride = a->strides[a->ndim - 1], rows = m.n;
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "reduce", opts, "reduce_part", &k, &wg));
+    cl_long nparts = parts_for(dev, rows, R, wg);
+    cl_mem pval = NULL, pidx = NULL, ob = out->buf, xb = a->buf;
+    cl_mem ib = idx ? (cl_mem)idx->buf : ob;
+    cl_int has_idx = idx != NULL, err = CL_SUCCESS;
+    if (nparts > 1) {
+        pval = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE, acc_size(a->dtype) * (size_t)(rows * nparts), NULL, &err);
+        if (err == CL_SUCCESS) pidx = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE, 8 * (size_t)(rows * nparts), NULL, &err);
+        if (err != CL_SUCCESS) { if (pval) nc_cl.clReleaseMemObject(pval); return nc_cl_fail(err, "clCreateBuffer (partials)", __FILE__, __LINE__); }
+    }
+    cl_mem pv = pval ? pval : ob, pi = pidx ? pidx : ob;
+    netcl_status st = NETCL_OK;
+#define SET(i, v) if (st == NETCL_OK && (err = nc_cl.clSetKernelArg(k, i, sizeof(v), &(v))) != CL_SUCCESS) st = nc_cl_fail(err, "clSetKernelArg", __FILE__, __LINE__)
+    SET(0, ob); SET(1, ib); SET(2, has_idx); SET(3, xb); SET(4, m); SET(5, R); SET(6, rstride); SET(7, nparts); SET(8, pv); SET(9, pi);
+    size_t global = (size_t)(rows * nparts) * wg;
+    if (st == NETCL_OK) st = nc_cl_launch_nd(cd, k, 1, &global, &wg);
+    if (st == NETCL_OK && nparts > 1) {
+        cl_long ooff = out->offset;
+        st = nc_cl_kernel(cd, "reduce", opts, "reduce_final", &k, &wg);
+        SET(0, ob); SET(1, ib); SET(2, has_idx); SET(3, ooff); SET(4, nparts); SET(5, pval); SET(6, pidx); SET(7, R);
+        global = (size_t)rows * wg;
+        if (st == NETCL_OK) st = nc_cl_launch_nd(cd, k, 1, &global, &wg);
+    }
+#undef SET
+    /* released now, freed by the driver once the queued kernels are done */
+    if (pval) nc_cl.clReleaseMemObject(pval);
+    if (pidx) nc_cl.clReleaseMemObject(pidx);
+    return st;
+}
+
+netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w)
+{
+    NC_TRY(nc_check_fork("matmul"));
+    NC_TRY(fp64_ok(dev, a->dtype, "matmul"));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96];
+    nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "matmul", opts, "matmul_tiled", &k, &wg));
+    cl_mem ob = out->buf, ab = a->buf, wb = w->buf;
+    cl_long ooff = out->offset, aoff = a->offset, woff = w->offset;
+    cl_long as0 = a->strides[0], as1 = a->strides[1], as2 = a->strides[2];
+    cl_long ws0 = w->strides[0], ws1 = w->strides[1], ws2 = w->strides[2];
+    cl_long M = a->sizes[1], K = a->sizes[2], N = w->sizes[2], B = out->sizes[0];
+    NC_ARG(k, 0, ob); NC_ARG(k, 1, ooff); NC_ARG(k, 2, ab); NC_ARG(k, 3, aoff); NC_ARG(k, 4, as0); NC_ARG(k, 5, as1);
+    NC_ARG(k, 6, as2); NC_ARG(k, 7, wb); NC_ARG(k, 8, woff); NC_ARG(k, 9, ws0); NC_ARG(k, 10, ws1); NC_ARG(k, 11, ws2);
+    NC_ARG(k, 12, M); NC_ARG(k, 13, K); NC_ARG(k, 14, N);
+    const size_t ts = 32, rts = 8;
+    size_t global[3] = {(size_t)((N + 31) / 32) * rts, (size_t)((M + 31) / 32) * rts, (size_t)B};
+    size_t local[3] = {rts, rts, 1};
+    (void)ts;
+    return nc_cl_launch_nd(cd, k, 3, global, local);
+}
+
+netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset,
+                       double p1, double p2)
+{
+    NC_TRY(nc_check_fork("rng"));
+    NC_TRY(fp64_ok(dev, out->dtype, "rng"));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[128];
+    nc_cl_dtype_opts(opts, sizeof opts, out->dtype, out->dtype);
+    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DKIND=%d", (int)kind);
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "rng", opts, "rng_fill", &k, &wg));
+    cl_mem ob = out->buf;
+    cl_long off = out->offset, n = nc_numel(out->ndim, out->sizes);
+    cl_ulong s = seed, o = offset;
+    NC_ARG(k, 0, ob); NC_ARG(k, 1, off); NC_ARG(k, 2, n); NC_ARG(k, 3, s); NC_ARG(k, 4, o);
+    if (kind == NETCL_RNG_RANDINT) {
+        cl_long lo = (cl_long)p1, hi = (cl_long)p2;
+        NC_ARG(k, 5, lo); NC_ARG(k, 6, hi);
+    } else {
+        cl_float a = (cl_float)p1, b = (cl_float)p2;
+        NC_ARG(k, 5, a); NC_ARG(k, 6, b);
+    }
+    return nc_cl_launch(cd, k, wg, n);
+}

@@ -1,0 +1,148 @@
+/* elementwise.c — host side of kernels/copy.cl and kernels/elementwise.cl:
+ * picks the contiguous or strided kernel, sets arguments, launches. */
+#include "cl.h"
+#include <stdio.h>
+#include <string.h>
+
+static netcl_status need_fp64(netcl_device *dev, netcl_dtype a, netcl_dtype b, const char *op)
+{
+    if ((a == NETCL_DTYPE_FLOAT64 || b == NETCL_DTYPE_FLOAT64) && !dev->has_fp64)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "%s: %s (%s) has no float64 support (cl_khr_fp64)", op, dev->name, dev->hw_name);
+    return NETCL_OK;
+}
+
+static cl_long byte_free_offset(const nc_desc *d) { return (cl_long)d->offset; }
+
+netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *src)
+{
+    NC_TRY(nc_check_fork("copy"));
+    NC_TRY(need_fp64(dev, dst->dtype, src->dtype, "copy"));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96];
+    nc_cl_dtype_opts(opts, sizeof opts, src->dtype, dst->dtype);
+    nc_cl_meta m;
+    const nc_desc *ops[2] = {dst, src};
+    nc_cl_meta_of(&m, 2, ops);
+    cl_kernel k;
+    size_t wg;
+    cl_mem d = dst->buf, s = src->buf;
+    if (nc_cl_meta_contiguous(&m, 2)) {
+        NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_contig", &k, &wg));
+        cl_long doff = m.offsets[0], soff = m.offsets[1], n = m.n;
+        NC_ARG(k, 0, d); NC_ARG(k, 1, doff); NC_ARG(k, 2, s); NC_ARG(k, 3, soff); NC_ARG(k, 4, n);
+    } else {
+        NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_strided", &k, &wg));
+        NC_ARG(k, 0, d); NC_ARG(k, 1, s); NC_ARG(k, 2, m);
+    }
+    return nc_cl_launch(cd, k, wg, m.n);
+}
+
+netcl_status nc_cl_fill(netcl_device *dev, const nc_desc *dst, double value)
+{
+    NC_TRY(nc_check_fork("fill"));
+    NC_TRY(need_fp64(dev, dst->dtype, dst->dtype, "fill"));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96];
+    nc_cl_dtype_opts(opts, sizeof opts, dst->dtype, dst->dtype);
+    nc_cl_meta m;
+    const nc_desc *ops[1] = {dst};
+    nc_cl_meta_of(&m, 1, ops);
+    cl_kernel k;
+    size_t wg;
+    cl_mem d = dst->buf;
+    if (nc_cl_meta_contiguous(&m, 1)) {
+        NC_TRY(nc_cl_kernel(cd, "copy", opts, "fill_contig", &k, &wg));
+        cl_long off = m.offsets[0], n = m.n;
+        NC_ARG(k, 0, d); NC_ARG(k, 1, off); NC_ARG(k, 2, n);
+        NC_TRY(nc_cl_set_scalar(k, 3, dst->dtype, value));
+    } else {
+        NC_TRY(nc_cl_kernel(cd, "copy", opts, "fill_strided", &k, &wg));
+        NC_ARG(k, 0, d); NC_ARG(k, 1, m);
+        NC_TRY(nc_cl_set_scalar(k, 2, dst->dtype, value));
+    }
+    return nc_cl_launch(cd, k, wg, m.n);
+}
+
+netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, double step)
+{
+    NC_TRY(nc_check_fork("range"));
+    NC_TRY(need_fp64(dev, dst->dtype, dst->dtype, "range"));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96];
+    nc_cl_dtype_opts(opts, sizeof opts, dst->dtype, dst->dtype);
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "copy", opts, "range_contig", &k, &wg));
+    cl_mem d = dst->buf;
+    cl_long off = byte_free_offset(dst), n = dst->sizes[0];
+    NC_ARG(k, 0, d); NC_ARG(k, 1, off); NC_ARG(k, 2, n);
+    NC_TRY(nc_cl_set_scalar(k, 3, dst->dtype, start));
+    NC_TRY(nc_cl_set_scalar(k, 4, dst->dtype, step));
+    return nc_cl_launch(cd, k, wg, n);
+}
+
+static int is_compare(netcl_op op) { return op >= NETCL_OP_EQ && op <= NETCL_OP_GE; }
+
+netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2)
+{
+    (void)p1; (void)p2;
+    NC_TRY(nc_check_fork(netcl_op_name(op)));
+    NC_TRY(need_fp64(dev, a->dtype, out->dtype, netcl_op_name(op)));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96], name[64];
+    nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);
+    nc_cl_meta m;
+    const nc_desc *ops[2] = {out, a};
+    nc_cl_meta_of(&m, 2, ops);
+    int contig = nc_cl_meta_contiguous(&m, 2);
+    snprintf(name, sizeof name, "unary_%s%s", netcl_op_name(op), contig ? "_c" : "");
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "elementwise", opts, name, &k, &wg));
+    cl_mem o = out->buf, x = a->buf;
+    if (contig) {
+        cl_long oo = m.offsets[0], ao = m.offsets[1], n = m.n;
+        NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, x); NC_ARG(k, 3, ao); NC_ARG(k, 4, n);
+    } else {
+        NC_ARG(k, 0, o); NC_ARG(k, 1, x); NC_ARG(k, 2, m);
+    }
+    return nc_cl_launch(cd, k, wg, m.n);
+}
+
+netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b,
+                          double s, int reversed)
+{
+    NC_TRY(nc_check_fork(netcl_op_name(op)));
+    NC_TRY(need_fp64(dev, a->dtype, out->dtype, netcl_op_name(op)));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96], name[64];
+    nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);
+    if (is_compare(op)) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DCOMPARE");
+    nc_cl_meta m;
+    const nc_desc *ops[3] = {out, a, b};
+    int nops = b ? 3 : 2;
+    nc_cl_meta_of(&m, nops, ops);
+    int contig = nc_cl_meta_contiguous(&m, nops);
+    snprintf(name, sizeof name, "binary_%s%s", netcl_op_name(op), b ? (contig ? "_c" : "") : (contig ? "_sc" : "_s"));
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "elementwise", opts, name, &k, &wg));
+    cl_mem o = out->buf, x = a->buf;
+    cl_long oo = m.offsets[0], ao = m.offsets[1], n = m.n;
+    cl_int rev = reversed;
+    if (b) {
+        cl_mem y = b->buf;
+        cl_long bo = m.offsets[2];
+        if (contig) { NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, x); NC_ARG(k, 3, ao); NC_ARG(k, 4, y); NC_ARG(k, 5, bo); NC_ARG(k, 6, n); }
+        else { NC_ARG(k, 0, o); NC_ARG(k, 1, x); NC_ARG(k, 2, y); NC_ARG(k, 3, m); }
+    } else if (contig) {
+        NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, x); NC_ARG(k, 3, ao);
+        NC_TRY(nc_cl_set_scalar(k, 4, a->dtype, s));
+        NC_ARG(k, 5, rev); NC_ARG(k, 6, n);
+    } else {
+        NC_ARG(k, 0, o); NC_ARG(k, 1, x);
+        NC_TRY(nc_cl_set_scalar(k, 2, a->dtype, s));
+        NC_ARG(k, 3, rev); NC_ARG(k, 4, m);
+    }
+    return nc_cl_launch(cd, k, wg, m.n);
+}

@@ -1,0 +1,279 @@
+/* program.c — OpenCL programs: source assembly (kernels/common.cl is
+ * prepended to every family), builds with the build log in errors, an
+ * in-memory cache per device and a disk cache of program binaries keyed by
+ * source, options, device, driver and netcl version (written atomically). */
+#include "cl.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+extern const char *const nc_embedded_kernels[][2];
+
+static int64_t compiled, loaded, launched;
+int64_t netcl_runtime_programs_compiled(void) { return compiled; }
+int64_t netcl_runtime_programs_loaded(void) { return loaded; }
+int64_t netcl_runtime_kernels_launched(void) { return launched; }
+
+static int debug_level(void)
+{
+    static int level = -1;
+    if (level < 0) { const char *e = getenv("NETCL_DEBUG"); level = e ? atoi(e) : 0; }
+    return level;
+}
+
+/* Source of kernels/<name>.cl: $NETCL_KERNEL_DIR first, else embedded.
+ * Returns a malloc'd string. */
+static char *kernel_source(const char *name)
+{
+    const char *dir = getenv("NETCL_KERNEL_DIR");
+    if (dir && *dir) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.cl", dir, name);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fseek(f, 0, SEEK_END);
+            long n = ftell(f);
+            fseek(f, 0, SEEK_SET);
+            char *s = malloc((size_t)n + 1);
+            if (s && fread(s, 1, (size_t)n, f) == (size_t)n) { s[n] = 0; fclose(f); return s; }
+            free(s);
+            fclose(f);
+        }
+    }
+    for (int i = 0; nc_embedded_kernels[i][0]; i++)
+        if (strcmp(nc_embedded_kernels[i][0], name) == 0) return strdup(nc_embedded_kernels[i][1]);
+    return NULL;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 0x100000001b3ULL; }
+    return h ^ 0xff;   /* separator so ("ab","c") and ("a","bc") differ */
+}
+
+static int cache_dir(char *buf, size_t len)
+{
+    const char *d = getenv("NETCL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (d && *d) snprintf(buf, len, "%s", d);
+    else if (x && *x) snprintf(buf, len, "%s/netcl", x);
+    else if (home && *home) snprintf(buf, len, "%s/.cache/netcl", home);
+    else return 0;
+    /* create each level; an existing directory is fine */
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        mkdir(buf, 0755);
+        *p = '/';
+    }
+    return mkdir(buf, 0755) == 0 || errno == EEXIST;
+}
+
+static cl_program load_binary(nc_cl_device *cd, const char *path, const char *options)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *bin = n > 0 ? malloc((size_t)n) : NULL;
+    cl_program prog = NULL;
+    if (bin && fread(bin, 1, (size_t)n, f) == (size_t)n) {
+        size_t len = (size_t)n;
+        cl_int err, status;
+        const unsigned char *bins[1] = {bin};
+        prog = nc_cl.clCreateProgramWithBinary(cd->ctx, 1, &cd->id, &len, bins, &status, &err);
+        if (prog && (err != CL_SUCCESS || status != CL_SUCCESS ||
+                     nc_cl.clBuildProgram(prog, 1, &cd->id, options, NULL, NULL) != CL_SUCCESS)) {
+            nc_cl.clReleaseProgram(prog);
+            prog = NULL;
+        }
+    }
+    free(bin);
+    fclose(f);
+    return prog;
+}
+
+static void save_binary(nc_cl_device *cd, cl_program prog, const char *path)
+{
+    size_t len = 0;
+    if (nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS || len == 0) return;
+    unsigned char *bin = malloc(len);
+    unsigned char *bins[1] = {bin};
+    if (bin && nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
+        char tmp[1100];
+        snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+        FILE *f = fopen(tmp, "wb");
+        if (f) {
+            int ok = fwrite(bin, 1, len, f) == len;
+            ok = (fflush(f) == 0) && ok;
+            fclose(f);
+            if (!ok || rename(tmp, path) != 0) unlink(tmp);
+        }
+    }
+    (void)cd;
+    free(bin);
+}
+
+static netcl_status build(nc_cl_device *cd, const char *family, const char *options, cl_program *out)
+{
+    char *common = kernel_source("common"), *body = kernel_source(family);
+    if (!common || !body) {
+        free(common);
+        free(body);
+        return nc_fail(NETCL_ERR_BACKEND, "OpenCL: kernel source '%s' not found (embedded or in NETCL_KERNEL_DIR)", family);
+    }
+    char opts[600];
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s", options);
+    const char *srcs[2] = {common, body};
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv1a(h, common); h = fnv1a(h, body); h = fnv1a(h, opts);
+    h = fnv1a(h, cd->dev->hw_name); h = fnv1a(h, cd->dev->driver); h = fnv1a(h, cd->dev->platform); h = fnv1a(h, NC_VERSION);
+    char dir[900], path[1000];
+    int have_dir = cache_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%016llx.bin", dir, (unsigned long long)h);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cl_program prog = have_dir ? load_binary(cd, path, opts) : NULL;
+    int from_disk = prog != NULL;
+    netcl_status st = NETCL_OK;
+    if (!prog) {
+        cl_int err;
+        prog = nc_cl.clCreateProgramWithSource(cd->ctx, 2, srcs, NULL, &err);
+        if (err != CL_SUCCESS) st = nc_cl_fail(err, "clCreateProgramWithSource", __FILE__, __LINE__);
+        else if ((err = nc_cl.clBuildProgram(prog, 1, &cd->id, opts, NULL, NULL)) != CL_SUCCESS) {
+            size_t loglen = 0;
+            nc_cl.clGetProgramBuildInfo(prog, cd->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
+            char *log = malloc(loglen + 1);
+            if (log) { nc_cl.clGetProgramBuildInfo(prog, cd->id, CL_PROGRAM_BUILD_LOG, loglen, log, NULL); log[loglen] = 0; }
+            st = nc_fail(NETCL_ERR_BACKEND, "OpenCL: building kernels/%s.cl with options '%s' on %s failed (%s):\n%.3000s",
+                         family, opts, cd->dev->name, nc_cl_error_name(err), log ? log : "(no build log)");
+            free(log);
+            nc_cl.clReleaseProgram(prog);
+            prog = NULL;
+        } else {
+            compiled++;
+            if (have_dir) save_binary(cd, prog, path);
+        }
+    } else {
+        loaded++;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (st == NETCL_OK && debug_level() >= 1)
+        fprintf(stderr, "netcl: %s program %s [%s] on %s in %.1f ms\n", from_disk ? "loaded" : "built", family, options,
+                cd->dev->name, (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    free(common);
+    free(body);
+    *out = prog;
+    return st;
+}
+
+netcl_status nc_cl_kernel(nc_cl_device *cd, const char *family, const char *options, const char *name,
+                          cl_kernel *kernel, size_t *wg)
+{
+    char key[256];
+    snprintf(key, sizeof key, "%s|%s", family, options);
+    nc_cl_program *p = cd->programs;
+    while (p && strcmp(p->key, key) != 0) p = p->next;
+    if (!p) {
+        p = calloc(1, sizeof *p);
+        if (!p) return nc_fail(NETCL_ERR_OOM, "OpenCL: out of host memory");
+        snprintf(p->key, sizeof p->key, "%s", key);
+        netcl_status st = build(cd, family, options, &p->program);
+        if (st != NETCL_OK) { free(p); return st; }
+        p->next = cd->programs;
+        cd->programs = p;
+    }
+    for (int i = 0; i < p->nkernels; i++)
+        if (strcmp(p->kernels[i].name, name) == 0) { *kernel = p->kernels[i].kernel; *wg = p->kernels[i].wg; return NETCL_OK; }
+    if (p->nkernels == (int)(sizeof p->kernels / sizeof p->kernels[0]))
+        return nc_fail(NETCL_ERR_BACKEND, "OpenCL: too many kernels in program %s", family);
+    cl_int err;
+    cl_kernel k = nc_cl.clCreateKernel(p->program, name, &err);
+    if (err != CL_SUCCESS)
+        return nc_fail(NETCL_ERR_BACKEND, "OpenCL: kernel %s not found in kernels/%s.cl [%s]: %s", name, family, options, nc_cl_error_name(err));
+    size_t kwg = 0;
+    nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL);
+    if (kwg == 0 || kwg > cd->max_wg) kwg = cd->max_wg;
+    if (kwg > 256) kwg = 256;
+    size_t pow2 = 1;
+    while (pow2 * 2 <= kwg) pow2 *= 2;   /* reductions want a power of two */
+    snprintf(p->kernels[p->nkernels].name, sizeof p->kernels[0].name, "%s", name);
+    p->kernels[p->nkernels].kernel = k;
+    p->kernels[p->nkernels].wg = pow2;
+    p->nkernels++;
+    *kernel = k;
+    *wg = pow2;
+    return NETCL_OK;
+}
+
+netcl_status nc_cl_launch_nd(nc_cl_device *cd, cl_kernel k, int dims, const size_t *global, const size_t *local)
+{
+    if (debug_level() >= 2) fprintf(stderr, "netcl: launch on %s global %zu\n", cd->dev->name, global[0]);
+    launched++;
+    NETCL_CL_CHECK(nc_cl.clEnqueueNDRangeKernel(cd->queue, k, (cl_uint)dims, NULL, global, local, 0, NULL, NULL));
+    return NETCL_OK;
+}
+
+netcl_status nc_cl_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int64_t n)
+{
+    /* enough groups to fill the device; kernels loop with a grid stride */
+    int64_t cap = (int64_t)wg * 1024 * (cd->dev->compute_units > 0 ? cd->dev->compute_units : 1);
+    int64_t items = n < cap ? n : cap;
+    size_t global = (size_t)((items + (int64_t)wg - 1) / (int64_t)wg) * wg;
+    if (global == 0) global = wg;
+    return nc_cl_launch_nd(cd, k, 1, &global, &wg);
+}
+
+void nc_cl_dtype_opts(char *buf, size_t len, netcl_dtype a, netcl_dtype o)
+{
+    snprintf(buf, len, "-DTA=%d -DTO=%d%s", (int)a, (int)o,
+             (a == NETCL_DTYPE_FLOAT64 || o == NETCL_DTYPE_FLOAT64) ? " -DNEED_FP64" : "");
+}
+
+void nc_cl_meta_of(nc_cl_meta *m, int nops, const nc_desc *const *ops)
+{
+    nc_iter it;
+    nc_iter_init(&it, nops, ops);
+    memset(m, 0, sizeof *m);
+    m->ndim = it.ndim;
+    m->n = nc_iter_numel(&it);
+    for (int d = 0; d < it.ndim; d++) m->sizes[d] = it.sizes[d];
+    for (int k = 0; k < nops; k++) {
+        m->offsets[k] = it.offsets[k];
+        for (int d = 0; d < it.ndim; d++) m->strides[k][d] = it.strides[k][d];
+    }
+}
+
+int nc_cl_meta_contiguous(const nc_cl_meta *m, int nops)
+{
+    if (m->ndim != 1) return 0;
+    for (int k = 0; k < nops; k++)
+        if (m->strides[k][0] != 1) return 0;
+    return 1;
+}
+
+netcl_status nc_cl_set_scalar(cl_kernel k, int i, netcl_dtype dt, double v)
+{
+    if (dt == NETCL_DTYPE_FLOAT64) { cl_double d = v; NC_ARG(k, i, d); }
+    else if (nc_dtype_is_float(dt)) { cl_float f = (cl_float)v; NC_ARG(k, i, f); }
+    else {
+        cl_long l = v != v ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (cl_long)v;
+        NC_ARG(k, i, l);
+    }
+    return NETCL_OK;
+}
+
+void nc_cl_release_programs(nc_cl_device *cd)
+{
+    while (cd->programs) {
+        nc_cl_program *p = cd->programs;
+        cd->programs = p->next;
+        for (int i = 0; i < p->nkernels; i++) nc_cl.clReleaseKernel(p->kernels[i].kernel);
+        nc_cl.clReleaseProgram(p->program);
+        free(p);
+    }
+}
