@@ -1,6 +1,6 @@
 /* device.c — the device registry: "cpu" first, then every OpenCL device as
  * "opencl:N". Discovery runs once (pthread_once); devices live until
- * netcl_shutdown, which also runs at exit. */
+ * netcl_shutdown (explicit) or process exit. */
 #include "core.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -33,7 +33,10 @@ static void discover(void)
 {
     nc_cpu_register();
     if (!getenv("NETCL_NO_OPENCL")) nc_opencl_register();
-    atexit(netcl_shutdown);
+    /* No atexit teardown: exit handlers of a shared library run under the
+     * dynamic loader's lock, and an OpenCL driver that loads kernel code on
+     * its worker threads (PoCL) then deadlocks on clFinish. Process exit
+     * reclaims device memory; netcl_shutdown() is the explicit teardown. */
 }
 
 void nc_devices_init(void) { pthread_once(&init_once, discover); }
