@@ -52,7 +52,8 @@ local t0 = os.time()
 for _, dev in ipairs(list_devices()) do
   for _, file in ipairs(list_specs()) do
     local name = file:match("([^/]+)_spec%.lua$")
-    local cmd = "NETCL_TEST_DEVICE=" .. dev .. " luajit " .. shell_quote(root .. "/spec/run_one.lua") ..
+    local no_cl = os.getenv("NETCL_TEST_OPENCL") == "0" and "NETCL_NO_OPENCL=1 " or ""
+    local cmd = no_cl .. "NETCL_TEST_DEVICE=" .. dev .. " luajit " .. shell_quote(root .. "/spec/run_one.lua") ..
                 " " .. shell_quote(file) .. " 2>&1"
     local p = io.popen(cmd)
     local out = p:read("*a")
