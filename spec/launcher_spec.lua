@@ -65,3 +65,19 @@ function TestLauncher:test_repl_prints_expressions_and_survives_errors()
   lu.assertStrContains(out, "boom")
   lu.assertStrContains(out, "42")
 end
+
+function TestLauncher:test_sigint_interrupts_cleanly()
+  -- exit status of netcl itself; 137 if it had to be killed after ignoring SIGINT
+  local out, ok, code = run("timeout --preserve-status -k 10 -s INT 3 " .. launcher ..
+    " -e 'local x = netcl.ones(1000); while true do x = (x + 1) * 0.5 end'")
+  lu.assertFalse(ok)
+  lu.assertNotEquals(code, 137, "did not stop on SIGINT")
+  lu.assertStrContains(out, "interrupted")
+end
+
+function TestLauncher:test_exit_with_queued_work()
+  local out, ok = run(launcher .. " -e 'for _, d in ipairs(netcl.devices()) do local x = netcl.rand(100000, {device = d.name}) " ..
+    "for i = 1, 20 do x = x * 1.0001 end end print(\"done\")'")
+  lu.assertTrue(ok, out)
+  lu.assertStrContains(out, "done")
+end

@@ -269,4 +269,9 @@ end
 
 netcl.autograd = require("netcl.autograd")
 
+-- Teardown when the Lua state closes (normal end of a script, an error, or
+-- Ctrl-C under the launcher): queued work finishes and devices are released
+-- before exit handlers run. netcl_shutdown is idempotent.
+netcl._teardown = ffi.gc(ffi.new("char[1]"), function() C.netcl_shutdown() end)
+
 return netcl
