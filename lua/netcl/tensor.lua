@@ -351,7 +351,8 @@ local function slice_view(t, spec, level)
   return cur
 end
 
-function methods.sub(t, ...) return slice_view(t, { ... }, 2) end
+-- Torch7's t:sub(...) slicing is spelled t[{...}] here: `sub` is subtraction.
+function methods.slice(t, ...) return slice_view(t, { ... }, 2) end
 
 local function assign(view, v, level)
   if type(v) == "number" then
