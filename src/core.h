@@ -46,18 +46,19 @@ typedef struct nc_desc {
     int64_t strides[NC_MAX_DIMS]; /* elements; 0 for broadcast dims */
 } nc_desc;
 
-/* True when the described elements are dense in row-major order (the fast
- * path every backend takes). */
-static inline int nc_desc_is_contiguous(const nc_desc *d)
+/* True when the elements are dense in row-major order (size-1 dims may
+ * have any stride): the fast path every backend takes. */
+static inline int nc_is_contiguous(int ndim, const int64_t *sizes, const int64_t *strides)
 {
     int64_t s = 1;
-    for (int i = d->ndim - 1; i >= 0; i--) {
-        if (d->sizes[i] == 1) continue;
-        if (d->strides[i] != s) return 0;
-        s *= d->sizes[i];
+    for (int i = ndim - 1; i >= 0; i--) {
+        if (sizes[i] == 1) continue;
+        if (strides[i] != s) return 0;
+        s *= sizes[i];
     }
     return 1;
 }
+static inline int nc_desc_is_contiguous(const nc_desc *d) { return nc_is_contiguous(d->ndim, d->sizes, d->strides); }
 
 typedef struct nc_backend {
     const char *name;

@@ -105,16 +105,7 @@ netcl_dtype netcl_tensor_dtype(const netcl_tensor *t) { return t->dtype; }
 netcl_device *netcl_tensor_device(const netcl_tensor *t) { return t->storage->dev; }
 int netcl_tensor_same_storage(const netcl_tensor *a, const netcl_tensor *b) { return a->storage == b->storage; }
 
-int netcl_tensor_is_contiguous(const netcl_tensor *t)
-{
-    int64_t s = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->sizes[i] == 1) continue;
-        if (t->strides[i] != s) return 0;
-        s *= t->sizes[i];
-    }
-    return 1;
-}
+int netcl_tensor_is_contiguous(const netcl_tensor *t) { return nc_is_contiguous(t->ndim, t->sizes, t->strides); }
 
 /* A small per-thread ring so one message can describe several tensors. */
 static char *scratch(void)

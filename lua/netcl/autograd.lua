@@ -9,17 +9,21 @@ local M = {}
 local Tape = {}
 Tape.__index = Tape
 
--- A tape records with grad mode on, whatever the surrounding mode is.
-function M.Tape() return setmetatable({}, Tape) end
-
-function Tape:record(fn, ...)
+-- Runs fn(...) with grad mode set to `enabled`, restoring it afterwards,
+-- also when fn raises.
+function M.with_grad_mode(enabled, fn, ...)
   local prev = C.netcl_grad_enabled()
-  C.netcl_set_grad_enabled(1)
+  C.netcl_set_grad_enabled(enabled and 1 or 0)
   local res = { pcall(fn, ...) }
   C.netcl_set_grad_enabled(prev)
   if not res[1] then error(res[2], 0) end
-  return unpack(res, 2)
+  return unpack(res, 2, table.maxn(res))
 end
+
+-- A tape records with grad mode on, whatever the surrounding mode is.
+function M.Tape() return setmetatable({}, Tape) end
+
+function Tape:record(fn, ...) return M.with_grad_mode(true, fn, ...) end
 
 function Tape:backward(loss, grad, retain_graph)
   loss:backward(grad, retain_graph)

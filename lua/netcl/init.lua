@@ -257,17 +257,10 @@ end
 function netcl.is_grad_enabled() return C.netcl_grad_enabled() ~= 0 end
 function netcl.set_grad_enabled(flag) C.netcl_set_grad_enabled(flag and 1 or 0) end
 
--- Runs fn(...) with gradient recording off; restores the mode after, also on error.
-function netcl.no_grad(fn, ...)
-  local prev = C.netcl_grad_enabled()
-  C.netcl_set_grad_enabled(0)
-  local res = { pcall(fn, ...) }
-  C.netcl_set_grad_enabled(prev)
-  if not res[1] then error(res[2], 0) end
-  return unpack(res, 2)
-end
-
 netcl.autograd = require("netcl.autograd")
+
+-- Runs fn(...) with gradient recording off; restores the mode after, also on error.
+function netcl.no_grad(fn, ...) return netcl.autograd.with_grad_mode(false, fn, ...) end
 
 -- Teardown when the Lua state closes (normal end of a script, an error, or
 -- Ctrl-C under the launcher): queued work finishes and devices are released
