@@ -227,6 +227,14 @@ netcl.randn_like = like(function(s, o) return netcl.randn(s, o) end)
 netcl.empty_like = like(function(s, o) return netcl.empty(s, o) end)
 netcl.full_like = like(function(s, v, o) return netcl.full(s, v, o) end)
 
+-- ---- data readers ----------------------------------------------------------------
+
+-- IDX file (MNIST / Fashion-MNIST; gzip or plain) -> cpu tensor (uint8 for images and labels)
+function netcl.read_idx(path)
+  if type(path) ~= "string" then error("read_idx: path must be a string", 2) end
+  return call1(2, C.netcl_read_idx, path)
+end
+
 -- ---- tensor methods that need the module ---------------------------------------
 
 local methods = tensor.methods
@@ -258,6 +266,7 @@ function netcl.is_grad_enabled() return C.netcl_grad_enabled() ~= 0 end
 function netcl.set_grad_enabled(flag) C.netcl_set_grad_enabled(flag and 1 or 0) end
 
 netcl.autograd = require("netcl.autograd")
+netcl.nn = { functional = require("netcl.nn.functional") }
 
 -- Runs fn(...) with gradient recording off; restores the mode after, also on error.
 function netcl.no_grad(fn, ...) return netcl.autograd.with_grad_mode(false, fn, ...) end
