@@ -48,8 +48,10 @@ $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(LIB): $(OBJS)
-	$(CC) -shared -o $@ $(OBJS) $(LDFLAGS) $(LDLIBS)
+# -z nodelete: the library owns worker threads, so a host that unloads it
+# (LuaJIT does at lua_close) must not unmap code those threads return into.
+$(LIB): $(OBJS) Makefile
+	$(CC) -shared -Wl,-z,nodelete -o $@ $(OBJS) $(LDFLAGS) $(LDLIBS)
 
 # The FFI declarations are the header's cdef section minus comments and
 # preprocessor lines; spec/cdef_spec.lua fails when they drift apart.
