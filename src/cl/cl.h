@@ -49,6 +49,9 @@ netcl_status nc_cl_kernel(nc_cl_device *cd, const char *family, const char *opti
 netcl_status nc_cl_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int64_t n);
 /* Enqueues an N-D launch with explicit sizes. */
 netcl_status nc_cl_launch_nd(nc_cl_device *cd, cl_kernel k, int dims, const size_t *global, const size_t *local);
+/* Entry check of every kernel family: not in a forked child, and float64
+ * only where the device has it (NETCL_ERR_UNSUPPORTED naming op and device). */
+netcl_status nc_cl_enter(netcl_device *dev, const char *op, netcl_dtype a, netcl_dtype b);
 /* -DTA=<code> style dtype options for a slot */
 void nc_cl_dtype_opts(char *buf, size_t len, netcl_dtype a, netcl_dtype o);
 /* Collapsed geometry of nops descriptors. */

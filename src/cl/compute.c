@@ -3,13 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static netcl_status fp64_ok(netcl_device *dev, netcl_dtype dt, const char *op)
-{
-    if (dt == NETCL_DTYPE_FLOAT64 && !dev->has_fp64)
-        return nc_fail(NETCL_ERR_UNSUPPORTED, "%s: %s (%s) has no float64 support (cl_khr_fp64)", op, dev->name, dev->hw_name);
-    return NETCL_OK;
-}
-
 static size_t acc_size(netcl_dtype dt)
 {
     return dt == NETCL_DTYPE_FLOAT64 ? 8 : nc_dtype_is_float(dt) ? 4 : 8;
@@ -28,8 +21,7 @@ static cl_long parts_for(netcl_device *dev, int64_t rows, int64_t R, size_t wg)
 
 netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a)
 {
-    NC_TRY(nc_check_fork(netcl_op_name(op)));
-    NC_TRY(fp64_ok(dev, a->dtype, netcl_op_name(op)));
+    NC_TRY(nc_cl_enter(dev, netcl_op_name(op), a->dtype, a->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[128];
     nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);
@@ -76,8 +68,7 @@ netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, co
 
 netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w)
 {
-    NC_TRY(nc_check_fork("matmul"));
-    NC_TRY(fp64_ok(dev, a->dtype, "matmul"));
+    NC_TRY(nc_cl_enter(dev, "matmul", a->dtype, a->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[96];
     nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);
@@ -102,8 +93,7 @@ netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *
 netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset,
                        double p1, double p2)
 {
-    NC_TRY(nc_check_fork("rng"));
-    NC_TRY(fp64_ok(dev, out->dtype, "rng"));
+    NC_TRY(nc_cl_enter(dev, "rng", out->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[128];
     nc_cl_dtype_opts(opts, sizeof opts, out->dtype, out->dtype);

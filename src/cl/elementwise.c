@@ -4,19 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-static netcl_status need_fp64(netcl_device *dev, netcl_dtype a, netcl_dtype b, const char *op)
-{
-    if ((a == NETCL_DTYPE_FLOAT64 || b == NETCL_DTYPE_FLOAT64) && !dev->has_fp64)
-        return nc_fail(NETCL_ERR_UNSUPPORTED, "%s: %s (%s) has no float64 support (cl_khr_fp64)", op, dev->name, dev->hw_name);
-    return NETCL_OK;
-}
-
-static cl_long byte_free_offset(const nc_desc *d) { return (cl_long)d->offset; }
 
 netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *src)
 {
-    NC_TRY(nc_check_fork("copy"));
-    NC_TRY(need_fp64(dev, dst->dtype, src->dtype, "copy"));
+    NC_TRY(nc_cl_enter(dev, "copy", dst->dtype, src->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[96];
     nc_cl_dtype_opts(opts, sizeof opts, src->dtype, dst->dtype);
@@ -39,8 +30,7 @@ netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *sr
 
 netcl_status nc_cl_fill(netcl_device *dev, const nc_desc *dst, double value)
 {
-    NC_TRY(nc_check_fork("fill"));
-    NC_TRY(need_fp64(dev, dst->dtype, dst->dtype, "fill"));
+    NC_TRY(nc_cl_enter(dev, "fill", dst->dtype, dst->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[96];
     nc_cl_dtype_opts(opts, sizeof opts, dst->dtype, dst->dtype);
@@ -65,8 +55,7 @@ netcl_status nc_cl_fill(netcl_device *dev, const nc_desc *dst, double value)
 
 netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, double step)
 {
-    NC_TRY(nc_check_fork("range"));
-    NC_TRY(need_fp64(dev, dst->dtype, dst->dtype, "range"));
+    NC_TRY(nc_cl_enter(dev, "range", dst->dtype, dst->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[96];
     nc_cl_dtype_opts(opts, sizeof opts, dst->dtype, dst->dtype);
@@ -74,7 +63,7 @@ netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, do
     size_t wg;
     NC_TRY(nc_cl_kernel(cd, "copy", opts, "range_contig", &k, &wg));
     cl_mem d = dst->buf;
-    cl_long off = byte_free_offset(dst), n = dst->sizes[0];
+    cl_long off = dst->offset, n = dst->sizes[0];
     NC_ARG(k, 0, d); NC_ARG(k, 1, off); NC_ARG(k, 2, n);
     NC_TRY(nc_cl_set_scalar(k, 3, dst->dtype, start));
     NC_TRY(nc_cl_set_scalar(k, 4, dst->dtype, step));
@@ -86,8 +75,7 @@ static int is_compare(netcl_op op) { return op >= NETCL_OP_EQ && op <= NETCL_OP_
 netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2)
 {
     (void)p1; (void)p2;
-    NC_TRY(nc_check_fork(netcl_op_name(op)));
-    NC_TRY(need_fp64(dev, a->dtype, out->dtype, netcl_op_name(op)));
+    NC_TRY(nc_cl_enter(dev, netcl_op_name(op), a->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[96], name[64];
     nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);
@@ -112,8 +100,7 @@ netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, con
 netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b,
                           double s, int reversed)
 {
-    NC_TRY(nc_check_fork(netcl_op_name(op)));
-    NC_TRY(need_fp64(dev, a->dtype, out->dtype, netcl_op_name(op)));
+    NC_TRY(nc_cl_enter(dev, netcl_op_name(op), a->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[96], name[64];
     nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);

@@ -277,3 +277,11 @@ void nc_cl_release_programs(nc_cl_device *cd)
         free(p);
     }
 }
+
+netcl_status nc_cl_enter(netcl_device *dev, const char *op, netcl_dtype a, netcl_dtype b)
+{
+    NC_TRY(nc_check_fork(op));
+    if ((a == NETCL_DTYPE_FLOAT64 || b == NETCL_DTYPE_FLOAT64) && !dev->has_fp64)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "%s: %s (%s) has no float64 support (cl_khr_fp64)", op, dev->name, dev->hw_name);
+    return NETCL_OK;
+}
