@@ -4,13 +4,13 @@
  * of the group size, then a tree in local memory. With nparts == 1 it
  * writes the result; otherwise partials (value, index) for reduce_final.
  * Extremum ties keep the lower index; NaN beats numbers (first NaN wins). */
-#define RSUM 32
-#define RMEAN 33
-#define RMAX 34
-#define RMIN 35
-#define RARGMAX 36
-#define RARGMIN 37
-#define RPROD 38
+#define RSUM 96
+#define RMEAN 97
+#define RMAX 98
+#define RMIN 99
+#define RARGMAX 100
+#define RARGMIN 101
+#define RPROD 102
 #define LOCAL_MAX 256
 
 #if A_FLOAT

@@ -39,6 +39,24 @@ function TestGradcheck:test_unary()
   check(function(a) return a:sqrt() end, { p })
 end
 
+function TestGradcheck:test_more_unary()
+  local x = leaf(50, 3, 5)
+  for _, name in ipairs({ "sign", "square", "expm1", "sin", "cos", "floor", "ceil", "round", "trunc", "silu", "gelu",
+                          "softplus", "relu6", "erf", "leaky_relu", "elu", "hardtanh" }) do
+    check(function(a) return a[name](a) end, { x })
+  end
+  check(function(a) return a:gelu("tanh") end, { x })
+  check(function(a) return a:leaky_relu(0.2) end, { x })
+  check(function(a) return a:elu(0.5) end, { x })
+  check(function(a) return a:clamp(-0.5, 0.7) end, { x })
+  check(function(a) return (a * 0.5):tan() end, { x })
+  check(function(a) return (a * 4):relu6() end, { x })
+  local p = positive(51, 4)
+  for _, name in ipairs({ "reciprocal", "rsqrt", "log1p", "log2" }) do
+    check(function(a) return a[name](a) end, { p })
+  end
+end
+
 function TestGradcheck:test_binary_with_broadcast()
   local a, b = leaf(3, 2, 3, 4), leaf(4, 3, 1)
   for _, name in ipairs({ "add", "sub", "mul", "maximum", "minimum" }) do

@@ -42,6 +42,66 @@ function TestElementwise:test_unary_against_lua()
   H.assert_close(x:tanh():totable(), map(function(v) local e = math.exp(2 * v) return (e - 1) / (e + 1) end))
 end
 
+function TestElementwise:test_more_unary_against_lua()
+  local xs = { -2.5, -0.5, 0.3, 1.5, 4 }
+  local x = netcl.tensor(xs, { device = dev })
+  local function map(f) local r = {} for i, v in ipairs(xs) do r[i] = f(v) end return r end
+  local function erf(v) -- Abramowitz-Stegun 7.1.26 is too coarse; integrate instead
+    local s, n = 0, 2000
+    for k = 0, n - 1 do local t = v * (k + 0.5) / n; s = s + math.exp(-t * t) end
+    return 2 / math.sqrt(math.pi) * s * v / n
+  end
+  local sig = function(v) return 1 / (1 + math.exp(-v)) end
+  H.assert_close(x:sign():totable(), map(function(v) return v > 0 and 1 or (v < 0 and -1 or 0) end))
+  H.assert_close(x:reciprocal():totable(), map(function(v) return 1 / v end))
+  H.assert_close(x:square():totable(), map(function(v) return v * v end))
+  H.assert_close(x:abs():rsqrt():totable(), map(function(v) return 1 / math.sqrt(math.abs(v)) end))
+  H.assert_close(x:expm1():totable(), map(function(v) return math.exp(v) - 1 end))
+  H.assert_close(x:abs():log1p():totable(), map(function(v) return math.log(1 + math.abs(v)) end))
+  H.assert_close(x:abs():log2():totable(), map(function(v) return math.log(math.abs(v)) / math.log(2) end))
+  H.assert_close(x:sin():totable(), map(math.sin))
+  H.assert_close(x:cos():totable(), map(math.cos))
+  H.assert_close(x:tan():totable(), map(math.tan))
+  H.assert_close(x:floor():totable(), map(math.floor))
+  H.assert_close(x:ceil():totable(), map(math.ceil))
+  H.assert_close(x:round():totable(), { -2, -0, 0, 2, 4 })          -- half to even
+  H.assert_close(x:trunc():totable(), { -2, -0, 0, 1, 4 })
+  H.assert_close(x:silu():totable(), map(function(v) return v * sig(v) end))
+  H.assert_close(x:gelu():totable(), map(function(v) return 0.5 * v * (1 + erf(v / math.sqrt(2))) end), 1e-4, 1e-5)
+  H.assert_close(x:gelu("tanh"):totable(), map(function(v)
+    local u = math.sqrt(2 / math.pi) * (v + 0.044715 * v ^ 3)
+    return 0.5 * v * (1 + (math.exp(2 * u) - 1) / (math.exp(2 * u) + 1)) end))
+  H.assert_close(x:softplus():totable(), map(function(v) return math.log(1 + math.exp(v)) end))
+  H.assert_close(x:relu6():totable(), map(function(v) return math.min(math.max(v, 0), 6) end))
+  H.assert_close(x:leaky_relu(0.1):totable(), map(function(v) return v > 0 and v or 0.1 * v end))
+  H.assert_close(x:elu():totable(), map(function(v) return v > 0 and v or math.exp(v) - 1 end))
+  H.assert_close(x:clamp(-1, 2):totable(), map(function(v) return math.min(math.max(v, -1), 2) end))
+  H.assert_close(x:hardtanh():totable(), map(function(v) return math.min(math.max(v, -1), 1) end))
+  H.assert_close(x:erf():totable(), map(erf), 1e-4, 1e-5)
+  local i = netcl.tensor({ -3, 0, 5 }, { device = dev, dtype = "int32" })
+  lu.assertEquals(i:clamp(-1, 2).dtype, "int32")
+  lu.assertEquals(i:clamp(-1, 2):totable(), { -1, 0, 2 })
+  lu.assertEquals(i:sign():totable(), { -1, 0, 1 })
+  lu.assertEquals(i:square():totable(), { 9, 0, 25 })
+  lu.assertEquals(i:sin().dtype, "float32")
+end
+
+function TestElementwise:test_more_unary_against_cpu_strided()
+  H.against_cpu(function(d)
+    local a = inputs(d, 60, 7, 9):t()
+    local out = {}
+    for _, name in ipairs({ "sign", "square", "expm1", "sin", "cos", "tan", "floor", "ceil", "round", "trunc", "silu",
+                            "gelu", "softplus", "relu6", "leaky_relu", "elu", "hardtanh", "erf" }) do
+      out[#out + 1] = a[name](a)
+    end
+    local p = a:abs() + 0.1
+    for _, name in ipairs({ "reciprocal", "rsqrt", "log1p", "log2" }) do out[#out + 1] = p[name](p) end
+    out[#out + 1] = a:gelu("tanh")
+    out[#out + 1] = a:clamp(-0.3, 0.4)
+    return unpack(out)
+  end, 1e-4, 1e-5)
+end
+
 function TestElementwise:test_comparisons_return_bool()
   local a = netcl.tensor({ 1, 2, 3 }, { device = dev })
   local b = netcl.tensor({ 3, 2, 1 }, { device = dev })

@@ -25,6 +25,8 @@ void nc_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 bool nc_dtype_is_float(netcl_dtype dt);
 /* The dtype two operands meet at (float beats int, wider beats narrower). */
 netcl_dtype nc_dtype_promote(netcl_dtype a, netcl_dtype b);
+/* True for ops integer tensors compute in their own dtype (ops.c). */
+bool nc_op_int_ok(netcl_op op);
 double nc_load_double(const void *base, netcl_dtype dt, int64_t index);
 void nc_store_double(void *base, netcl_dtype dt, int64_t index, double v);
 float nc_half_to_float(uint16_t h);
@@ -77,8 +79,8 @@ typedef struct nc_backend {
     netcl_status (*fill)(netcl_device *dev, const nc_desc *dst, double value);
     /* dst[i] = start + i*step, dst contiguous 1-D */
     netcl_status (*range)(netcl_device *dev, const nc_desc *dst, double start, double step);
-    /* out = op(a); out contiguous, same dtype as a (a float dtype for
-     * float-only ops, which the ops layer guarantees) */
+    /* out = op(a; p1, p2); out contiguous, same dtype as a (a float dtype
+     * unless nc_op_int_ok(op), which the ops layer guarantees) */
     netcl_status (*unary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
     /* out = a op b; a and b share one dtype, out has it too, or bool for
      * comparisons; b == NULL means the scalar `s` (reversed: s op a). */

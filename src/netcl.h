@@ -71,7 +71,7 @@ typedef enum netcl_device_type {
  * two scalar parameters of netcl_unary), binary ops two (or a tensor and a
  * scalar), comparisons return bool. */
 typedef enum netcl_op {
-    /* unary */
+    /* unary; p1/p2 are parameters where noted */
     NETCL_OP_NEG = 0,
     NETCL_OP_ABS = 1,
     NETCL_OP_EXP = 2,
@@ -80,31 +80,54 @@ typedef enum netcl_op {
     NETCL_OP_RELU = 5,
     NETCL_OP_SIGMOID = 6,
     NETCL_OP_TANH = 7,
-    NETCL_OP_UNARY_END = 8,
+    NETCL_OP_SIGN = 8,
+    NETCL_OP_RECIPROCAL = 9,
+    NETCL_OP_SQUARE = 10,
+    NETCL_OP_RSQRT = 11,
+    NETCL_OP_EXPM1 = 12,
+    NETCL_OP_LOG1P = 13,
+    NETCL_OP_LOG2 = 14,
+    NETCL_OP_SIN = 15,
+    NETCL_OP_COS = 16,
+    NETCL_OP_TAN = 17,
+    NETCL_OP_FLOOR = 18,
+    NETCL_OP_CEIL = 19,
+    NETCL_OP_ROUND = 20,       /* half to even */
+    NETCL_OP_TRUNC = 21,
+    NETCL_OP_SILU = 22,
+    NETCL_OP_GELU = 23,        /* erf form */
+    NETCL_OP_GELU_TANH = 24,   /* tanh approximation */
+    NETCL_OP_SOFTPLUS = 25,    /* log(1 + exp(x)) */
+    NETCL_OP_RELU6 = 26,
+    NETCL_OP_LEAKY_RELU = 27,  /* p1: negative slope */
+    NETCL_OP_ELU = 28,         /* p1: alpha */
+    NETCL_OP_CLAMP = 29,       /* p1: min, p2: max (hardtanh) */
+    NETCL_OP_ERF = 30,
+    NETCL_OP_UNARY_END = 31,
     /* binary */
-    NETCL_OP_ADD = 16,
-    NETCL_OP_SUB = 17,
-    NETCL_OP_MUL = 18,
-    NETCL_OP_DIV = 19,
-    NETCL_OP_POW = 20,
-    NETCL_OP_MAXIMUM = 21,
-    NETCL_OP_MINIMUM = 22,
-    NETCL_OP_EQ = 23,
-    NETCL_OP_NE = 24,
-    NETCL_OP_LT = 25,
-    NETCL_OP_LE = 26,
-    NETCL_OP_GT = 27,
-    NETCL_OP_GE = 28,
-    NETCL_OP_BINARY_END = 29,
+    NETCL_OP_ADD = 64,
+    NETCL_OP_SUB = 65,
+    NETCL_OP_MUL = 66,
+    NETCL_OP_DIV = 67,
+    NETCL_OP_POW = 68,
+    NETCL_OP_MAXIMUM = 69,
+    NETCL_OP_MINIMUM = 70,
+    NETCL_OP_EQ = 71,
+    NETCL_OP_NE = 72,
+    NETCL_OP_LT = 73,
+    NETCL_OP_LE = 74,
+    NETCL_OP_GT = 75,
+    NETCL_OP_GE = 76,
+    NETCL_OP_BINARY_END = 77,
     /* reductions */
-    NETCL_OP_SUM = 32,
-    NETCL_OP_MEAN = 33,
-    NETCL_OP_MAX = 34,
-    NETCL_OP_MIN = 35,
-    NETCL_OP_ARGMAX = 36,
-    NETCL_OP_ARGMIN = 37,
-    NETCL_OP_PROD = 38,
-    NETCL_OP_REDUCE_END = 39
+    NETCL_OP_SUM = 96,
+    NETCL_OP_MEAN = 97,
+    NETCL_OP_MAX = 98,
+    NETCL_OP_MIN = 99,
+    NETCL_OP_ARGMAX = 100,
+    NETCL_OP_ARGMIN = 101,
+    NETCL_OP_PROD = 102,
+    NETCL_OP_REDUCE_END = 103
 } netcl_op;
 
 typedef enum netcl_rng_kind {

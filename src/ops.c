@@ -8,6 +8,13 @@
 static const char *const op_names[NETCL_OP_REDUCE_END] = {
     [NETCL_OP_NEG] = "neg", [NETCL_OP_ABS] = "abs", [NETCL_OP_EXP] = "exp", [NETCL_OP_LOG] = "log",
     [NETCL_OP_SQRT] = "sqrt", [NETCL_OP_RELU] = "relu", [NETCL_OP_SIGMOID] = "sigmoid", [NETCL_OP_TANH] = "tanh",
+    [NETCL_OP_SIGN] = "sign", [NETCL_OP_RECIPROCAL] = "reciprocal", [NETCL_OP_SQUARE] = "square",
+    [NETCL_OP_RSQRT] = "rsqrt", [NETCL_OP_EXPM1] = "expm1", [NETCL_OP_LOG1P] = "log1p", [NETCL_OP_LOG2] = "log2",
+    [NETCL_OP_SIN] = "sin", [NETCL_OP_COS] = "cos", [NETCL_OP_TAN] = "tan", [NETCL_OP_FLOOR] = "floor",
+    [NETCL_OP_CEIL] = "ceil", [NETCL_OP_ROUND] = "round", [NETCL_OP_TRUNC] = "trunc", [NETCL_OP_SILU] = "silu",
+    [NETCL_OP_GELU] = "gelu", [NETCL_OP_GELU_TANH] = "gelu_tanh", [NETCL_OP_SOFTPLUS] = "softplus",
+    [NETCL_OP_RELU6] = "relu6", [NETCL_OP_LEAKY_RELU] = "leaky_relu", [NETCL_OP_ELU] = "elu",
+    [NETCL_OP_CLAMP] = "clamp", [NETCL_OP_ERF] = "erf",
     [NETCL_OP_ADD] = "add", [NETCL_OP_SUB] = "sub", [NETCL_OP_MUL] = "mul", [NETCL_OP_DIV] = "div",
     [NETCL_OP_POW] = "pow", [NETCL_OP_MAXIMUM] = "maximum", [NETCL_OP_MINIMUM] = "minimum",
     [NETCL_OP_EQ] = "eq", [NETCL_OP_NE] = "ne", [NETCL_OP_LT] = "lt", [NETCL_OP_LE] = "le",
@@ -72,12 +79,18 @@ static netcl_status broadcast_shape(const char *op, const netcl_tensor *a, const
 }
 
 /* Result dtype of an elementwise op on operands meeting at `dt`. */
+/* Unary ops that integers keep their dtype for; every other unary op (and
+ * true division, pow) computes integer inputs in float32. */
+bool nc_op_int_ok(netcl_op op)
+{
+    return op == NETCL_OP_NEG || op == NETCL_OP_ABS || op == NETCL_OP_RELU || op == NETCL_OP_SIGN ||
+           op == NETCL_OP_SQUARE || op == NETCL_OP_CLAMP || (is_binary(op) && op != NETCL_OP_DIV && op != NETCL_OP_POW);
+}
+
 static netcl_dtype compute_dtype(netcl_op op, netcl_dtype dt)
 {
     bool int_like = !nc_dtype_is_float(dt);
-    if (int_like && (op == NETCL_OP_DIV || op == NETCL_OP_POW || op == NETCL_OP_EXP || op == NETCL_OP_LOG ||
-                     op == NETCL_OP_SQRT || op == NETCL_OP_SIGMOID || op == NETCL_OP_TANH))
-        return NETCL_DTYPE_FLOAT32;   /* true division and transcendental ops give floats */
+    if (int_like && !nc_op_int_ok(op)) return NETCL_DTYPE_FLOAT32;
     if (dt == NETCL_DTYPE_BOOL && !is_compare(op)) return NETCL_DTYPE_INT64;
     return dt;
 }

@@ -254,7 +254,10 @@ function methods.cpu(t) return methods.to(t, "cpu") end
 
 -- module-level forms of the tensor methods: netcl.add(a, b), netcl.exp(x), ...
 for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-                        "neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "sum", "mean", "prod", "max",
+                        "neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "sign", "reciprocal", "square",
+                        "rsqrt", "expm1", "log1p", "log2", "sin", "cos", "tan", "floor", "ceil", "round", "trunc",
+                        "silu", "gelu", "softplus", "relu6", "leaky_relu", "elu", "clamp", "hardtanh", "erf",
+                        "sum", "mean", "prod", "max",
                         "min", "argmax", "argmin", "matmul", "view", "reshape", "transpose", "permute", "narrow",
                         "select", "expand", "squeeze", "unsqueeze", "contiguous", "flatten", "clone", "detach" }) do
   netcl[name] = methods[name]

@@ -21,10 +21,13 @@ local value_buf = ffi.new("double[1]")
 local DTYPES = { [0] = "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8", "bool" }
 M.DTYPES = DTYPES
 local OP = {
-  neg = 0, abs = 1, exp = 2, log = 3, sqrt = 4, relu = 5, sigmoid = 6, tanh = 7,
-  add = 16, sub = 17, mul = 18, div = 19, pow = 20, maximum = 21, minimum = 22,
-  eq = 23, ne = 24, lt = 25, le = 26, gt = 27, ge = 28,
-  sum = 32, mean = 33, max = 34, min = 35, argmax = 36, argmin = 37, prod = 38,
+  neg = 0, abs = 1, exp = 2, log = 3, sqrt = 4, relu = 5, sigmoid = 6, tanh = 7, sign = 8, reciprocal = 9,
+  square = 10, rsqrt = 11, expm1 = 12, log1p = 13, log2 = 14, sin = 15, cos = 16, tan = 17, floor = 18, ceil = 19,
+  round = 20, trunc = 21, silu = 22, gelu = 23, gelu_tanh = 24, softplus = 25, relu6 = 26, leaky_relu = 27,
+  elu = 28, clamp = 29, erf = 30,
+  add = 64, sub = 65, mul = 66, div = 67, pow = 68, maximum = 69, minimum = 70,
+  eq = 71, ne = 72, lt = 73, le = 74, gt = 75, ge = 76,
+  sum = 96, mean = 97, max = 98, min = 99, argmax = 100, argmin = 101, prod = 102,
 }
 M.OP = OP
 
@@ -208,16 +211,28 @@ local function binary(a, b, op, level)
 end
 M.binary = binary
 
-local function unary(a, op)
-  return call1(3, C.netcl_unary, op, H(a, 3), 0, 0)
+local function unary(a, op, p1, p2)
+  return call1(3, C.netcl_unary, op, H(a, 3), p1 or 0, p2 or 0)
 end
 
 for name, op in pairs(OP) do
-  if op < 16 then
+  if op < 64 then
     methods[name] = function(t) return unary(t, op) end
-  elseif op < 32 then
+  elseif op < 96 then
     methods[name] = function(a, b) return binary(a, b, op) end
   end
+end
+
+-- unary ops with parameters (PyTorch's defaults)
+function methods.leaky_relu(t, slope) return unary(t, OP.leaky_relu, slope or 0.01) end
+function methods.elu(t, alpha) return unary(t, OP.elu, alpha or 1) end
+function methods.clamp(t, lo, hi) return unary(t, OP.clamp, lo or -math.huge, hi or math.huge) end
+function methods.hardtanh(t, lo, hi) return unary(t, OP.clamp, lo or -1, hi or 1) end
+-- gelu(approximate): "none" (erf form, default) or "tanh"
+function methods.gelu(t, approximate)
+  if approximate == "tanh" then return unary(t, OP.gelu_tanh) end
+  if approximate ~= nil and approximate ~= "none" then error("gelu: approximate must be 'none' or 'tanh'", 2) end
+  return unary(t, OP.gelu)
 end
 
 -- ---- reductions (1-based dims and indices) ----------------------------------------

@@ -39,9 +39,10 @@ netcl_status netcl_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, doubl
     nc_node *n = nc_node_new(NC_RULE_UNARY, netcl_op_name(op), 1, &a);
     if (!n) return record_fail(out, n, netcl_op_name(op));
     n->p[0] = op;
-    /* rules that are cheaper from the output save it instead of the input */
-    int from_out = op == NETCL_OP_EXP || op == NETCL_OP_SQRT || op == NETCL_OP_SIGMOID || op == NETCL_OP_TANH;
-    if (nc_node_save(n, 0, from_out ? *out : a) != NETCL_OK) return record_fail(out, n, netcl_op_name(op));
+    n->p[1] = p1;
+    n->p[2] = p2;
+    /* rules read the input (slot 0) and, where cheaper, the output (slot 1) */
+    if (nc_node_save(n, 0, a) != NETCL_OK || nc_node_save(n, 1, *out) != NETCL_OK) return record_fail(out, n, netcl_op_name(op));
     nc_node_attach(n, *out);
     return NETCL_OK;
 }

@@ -58,52 +58,6 @@ netcl_status nc_rule_mask(netcl_tensor **o, netcl_op cmp, netcl_tensor *a, netcl
 
 /* ---- elementwise ----------------------------------------------------------------- */
 
-netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
-{
-    netcl_tensor *x, *t = NULL, *u = NULL;
-    netcl_op op = (netcl_op)n->p[0];
-    NC_TRY(nc_node_saved(n, 0, &x));   /* input, or output for exp/sqrt/sigmoid/tanh */
-    netcl_status st;
-    switch (op) {
-    case NETCL_OP_NEG: st = muls(&t, g, -1); break;
-    case NETCL_OP_EXP: st = mul(&t, g, x); break;
-    case NETCL_OP_LOG: st = nc_fwd_binary(&t, NETCL_OP_DIV, g, x); break;
-    case NETCL_OP_SQRT:   /* g / (2 sqrt(x)) */
-        st = muls(&u, x, 2);
-        if (st == NETCL_OK) st = nc_fwd_binary(&t, NETCL_OP_DIV, g, u);
-        break;
-    case NETCL_OP_ABS: { /* g * sign(x) */
-        netcl_tensor *pos, *neg;
-        st = nc_rule_mask(&pos, NETCL_OP_GT, x, NULL, 0, g->dtype);
-        if (st == NETCL_OK && (st = nc_rule_mask(&neg, NETCL_OP_LT, x, NULL, 0, g->dtype)) == NETCL_OK) {
-            st = nc_fwd_binary(&u, NETCL_OP_SUB, pos, neg);
-            R(neg);
-        }
-        if (st == NETCL_OK) { R(pos); st = mul(&t, g, u); }
-        break;
-    }
-    case NETCL_OP_RELU:
-        st = nc_rule_mask(&u, NETCL_OP_GT, x, NULL, 0, g->dtype);
-        if (st == NETCL_OK) st = mul(&t, g, u);
-        break;
-    case NETCL_OP_SIGMOID:   /* g * y * (1 - y) */
-        st = nc_fwd_binary_scalar(&u, NETCL_OP_SUB, x, 1, 1);
-        if (st == NETCL_OK) { netcl_tensor *v; st = mul(&v, u, x); R(u); u = v; }
-        if (st == NETCL_OK) st = mul(&t, g, u);
-        break;
-    case NETCL_OP_TANH:   /* g * (1 - y^2) */
-        st = mul(&u, x, x);
-        if (st == NETCL_OK) { netcl_tensor *v; st = nc_fwd_binary_scalar(&v, NETCL_OP_SUB, u, 1, 1); R(u); u = v; }
-        if (st == NETCL_OK) st = mul(&t, g, u);
-        break;
-    default:
-        st = nc_fail(NETCL_ERR_UNSUPPORTED, "%s is not differentiable", netcl_op_name(op));
-    }
-    R(u);
-    if (st != NETCL_OK) { R(t); return st; }
-    return nc_rule_finish(n, 0, t, &gin[0]);
-}
-
 /* d/da and d/db of a op b for the tensor-tensor form */
 netcl_status nc_rule_binary(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
 {

@@ -9,7 +9,7 @@ typedef struct nc_cl_program {
     char key[256];              /* family + options */
     cl_program program;
     int nkernels;
-    struct { char name[48]; cl_kernel kernel; size_t wg; } kernels[48];
+    struct { char name[48]; cl_kernel kernel; size_t wg; } kernels[192];
     struct nc_cl_program *next;
 } nc_cl_program;
 

@@ -74,7 +74,6 @@ static int is_compare(netcl_op op) { return op >= NETCL_OP_EQ && op <= NETCL_OP_
 
 netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2)
 {
-    (void)p1; (void)p2;
     NC_TRY(nc_cl_enter(dev, netcl_op_name(op), a->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[96], name[64];
@@ -94,6 +93,9 @@ netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, con
     } else {
         NC_ARG(k, 0, o); NC_ARG(k, 1, x); NC_ARG(k, 2, m);
     }
+    int np = contig ? 5 : 3;
+    NC_TRY(nc_cl_set_scalar(k, np, a->dtype, p1));
+    NC_TRY(nc_cl_set_scalar(k, np + 1, a->dtype, p2));
     return nc_cl_launch(cd, k, wg, m.n);
 }
 

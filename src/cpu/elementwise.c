@@ -5,7 +5,7 @@
  * place, and both run the same block kernels, so the layout never changes a
  * result. Block kernels switch on the op outside their loops. */
 #include "cpu.h"
-#include <math.h>
+#include <tgmath.h>
 #include <string.h>
 
 #define BLK 256
@@ -125,29 +125,56 @@ static void scatter_u8(void *base, netcl_dtype dt, int64_t off, int64_t step, in
 /* ---- block kernels -------------------------------------------------------------
  * One definition per compute type; the op switch sits outside each loop. */
 
-#define DEFINE_UNARY_FLOAT(NAME, T, EXP, LOG, SQRT, TANH, FABS)                                  \
-    static void NAME(netcl_op op, T *o, const T *x, int64_t n)                               \
+/* Float unary ops written once with type-generic math (<tgmath.h>): T is
+ * float or double, p1/p2 the op's parameters. */
+#define UNARY_LOOP(expr) for (int64_t i = 0; i < n; i++) { T v = x[i]; (void)v; o[i] = (expr); } break;
+#define DEFINE_UNARY_FLOAT(NAME, T)                                                          \
+    static void NAME(netcl_op op, T *o, const T *x, int64_t n, T p1, T p2)                   \
     {                                                                                        \
+        const T half = (T)0.5, rsqrt2 = (T)0.70710678118654752440, c = (T)0.79788456080286535588; \
         switch (op) {                                                                        \
-        case NETCL_OP_NEG: for (int64_t i = 0; i < n; i++) o[i] = -x[i]; break;              \
-        case NETCL_OP_ABS: for (int64_t i = 0; i < n; i++) o[i] = FABS(x[i]); break;          \
-        case NETCL_OP_EXP: for (int64_t i = 0; i < n; i++) o[i] = EXP(x[i]); break;          \
-        case NETCL_OP_LOG: for (int64_t i = 0; i < n; i++) o[i] = LOG(x[i]); break;          \
-        case NETCL_OP_SQRT: for (int64_t i = 0; i < n; i++) o[i] = SQRT(x[i]); break;        \
-        case NETCL_OP_RELU: for (int64_t i = 0; i < n; i++) o[i] = x[i] > 0 ? x[i] : 0; break; \
-        case NETCL_OP_TANH: for (int64_t i = 0; i < n; i++) o[i] = TANH(x[i]); break;        \
+        case NETCL_OP_NEG: UNARY_LOOP(-v)                                                    \
+        case NETCL_OP_ABS: UNARY_LOOP(fabs(v))                                               \
+        case NETCL_OP_EXP: UNARY_LOOP(exp(v))                                                \
+        case NETCL_OP_LOG: UNARY_LOOP(log(v))                                                \
+        case NETCL_OP_SQRT: UNARY_LOOP(sqrt(v))                                              \
+        case NETCL_OP_RELU: UNARY_LOOP(v > 0 ? v : 0)                                        \
+        case NETCL_OP_TANH: UNARY_LOOP(tanh(v))                                              \
         case NETCL_OP_SIGMOID: /* exp of a non-positive number only: never overflows */      \
-            for (int64_t i = 0; i < n; i++) {                                                \
-                T e = EXP(x[i] < 0 ? x[i] : -x[i]);                                          \
-                o[i] = x[i] < 0 ? e / (1 + e) : 1 / (1 + e);                                 \
-            }                                                                                \
-            break;                                                                           \
+            UNARY_LOOP(v < 0 ? exp(v) / (1 + exp(v)) : 1 / (1 + exp(-v)))                    \
+        case NETCL_OP_SIGN: UNARY_LOOP((T)((v > 0) - (v < 0)))                               \
+        case NETCL_OP_RECIPROCAL: UNARY_LOOP(1 / v)                                          \
+        case NETCL_OP_SQUARE: UNARY_LOOP(v * v)                                              \
+        case NETCL_OP_RSQRT: UNARY_LOOP(1 / sqrt(v))                                         \
+        case NETCL_OP_EXPM1: UNARY_LOOP(expm1(v))                                            \
+        case NETCL_OP_LOG1P: UNARY_LOOP(log1p(v))                                            \
+        case NETCL_OP_LOG2: UNARY_LOOP(log2(v))                                              \
+        case NETCL_OP_SIN: UNARY_LOOP(sin(v))                                                \
+        case NETCL_OP_COS: UNARY_LOOP(cos(v))                                                \
+        case NETCL_OP_TAN: UNARY_LOOP(tan(v))                                                \
+        case NETCL_OP_FLOOR: UNARY_LOOP(floor(v))                                            \
+        case NETCL_OP_CEIL: UNARY_LOOP(ceil(v))                                              \
+        case NETCL_OP_ROUND: UNARY_LOOP(rint(v))                                             \
+        case NETCL_OP_TRUNC: UNARY_LOOP(trunc(v))                                            \
+        case NETCL_OP_SILU: UNARY_LOOP(v < 0 ? v * exp(v) / (1 + exp(v)) : v / (1 + exp(-v))) \
+        case NETCL_OP_GELU: UNARY_LOOP(half * v * (1 + erf(v * rsqrt2)))                     \
+        case NETCL_OP_GELU_TANH: UNARY_LOOP(half * v * (1 + tanh(c * (v + (T)0.044715 * v * v * v)))) \
+        case NETCL_OP_SOFTPLUS: UNARY_LOOP((v > 0 ? v : 0) + log1p(exp(-fabs(v))))           \
+        case NETCL_OP_RELU6: UNARY_LOOP(v > 0 ? (v < 6 ? v : 6) : 0)                         \
+        case NETCL_OP_LEAKY_RELU: UNARY_LOOP(v > 0 ? v : p1 * v)                             \
+        case NETCL_OP_ELU: UNARY_LOOP(v > 0 ? v : p1 * expm1(v))                             \
+        case NETCL_OP_CLAMP: UNARY_LOOP(v < p1 ? p1 : (v > p2 ? p2 : v))                     \
+        case NETCL_OP_ERF: UNARY_LOOP(erf(v))                                                \
         default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                            \
         }                                                                                    \
     }
 
-DEFINE_UNARY_FLOAT(unary_f32, float, expf, logf, sqrtf, tanhf, fabsf)
-DEFINE_UNARY_FLOAT(unary_f64, double, exp, log, sqrt, tanh, fabs)
+#define T float
+DEFINE_UNARY_FLOAT(unary_f32, float)
+#undef T
+#define T double
+DEFINE_UNARY_FLOAT(unary_f64, double)
+#undef T
 
 /* NaN-propagating max/min (x + y is NaN when either is). */
 #define NAN_MAX(x, y) ((x) != (x) || (y) != (y) ? (x) + (y) : (x) > (y) ? (x) : (y))
@@ -189,13 +216,16 @@ DEFINE_COMPARE(compare_f32, float)
 DEFINE_COMPARE(compare_f64, double)
 DEFINE_COMPARE(compare_i64, int64_t)
 
-static void unary_i64(netcl_op op, int64_t *o, const int64_t *x, int64_t n)
+static void unary_i64(netcl_op op, int64_t *o, const int64_t *x, int64_t n, int64_t p1, int64_t p2)
 {
     /* negation in unsigned: -INT64_MIN wraps instead of being UB */
     switch (op) {
     case NETCL_OP_NEG: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)(0 - (uint64_t)x[i]); break;
     case NETCL_OP_ABS: for (int64_t i = 0; i < n; i++) o[i] = x[i] < 0 ? (int64_t)(0 - (uint64_t)x[i]) : x[i]; break;
     case NETCL_OP_RELU: for (int64_t i = 0; i < n; i++) o[i] = x[i] > 0 ? x[i] : 0; break;
+    case NETCL_OP_SIGN: for (int64_t i = 0; i < n; i++) o[i] = (x[i] > 0) - (x[i] < 0); break;
+    case NETCL_OP_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)x[i] * (uint64_t)x[i]); break;
+    case NETCL_OP_CLAMP: for (int64_t i = 0; i < n; i++) o[i] = x[i] < p1 ? p1 : (x[i] > p2 ? p2 : x[i]); break;
     default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;
     }
 }
@@ -326,6 +356,14 @@ netcl_status nc_cpu_fill(netcl_device *dev, const nc_desc *dst, double value)
 
 /* ---- unary -------------------------------------------------------------------------- */
 
+static int64_t scalar_to_i64(double s)
+{
+    if (s != s) return 0;
+    if (s <= -9223372036854775808.0) return INT64_MIN;
+    if (s >= 9223372036854775807.0) return INT64_MAX;
+    return (int64_t)s;
+}
+
 typedef struct {
     netcl_op op;
     const nc_desc *out, *a, *b;
@@ -334,6 +372,8 @@ typedef struct {
     double sd;
     int64_t si;
     int reversed;
+    double p1, p2;       /* unary op parameters */
+    int64_t ip1, ip2;
     nc_iter it;
 } ew_ctx;
 
@@ -342,7 +382,7 @@ static void unary_row(void *vctx, const int64_t *off, const int64_t *step, int64
     ew_ctx *c = vctx;
     netcl_dtype dt = c->a->dtype, od = c->out->dtype;
     if (dt == NETCL_DTYPE_FLOAT32 && od == dt && step[0] == 1 && step[1] == 1) {
-        unary_f32(c->op, (float *)c->out->buf + off[0], (const float *)c->a->buf + off[1], n);
+        unary_f32(c->op, (float *)c->out->buf + off[0], (const float *)c->a->buf + off[1], n, (float)c->p1, (float)c->p2);
         return;
     }
     for (int64_t j0 = 0; j0 < n; j0 += BLK) {
@@ -350,17 +390,17 @@ static void unary_row(void *vctx, const int64_t *off, const int64_t *step, int64
         if (c->ct == CT_FLOAT) {
             float t[BLK];
             nc_cpu_gather_f32(c->a->buf, dt, ao, step[1], m, t);
-            unary_f32(c->op, t, t, m);
+            unary_f32(c->op, t, t, m, (float)c->p1, (float)c->p2);
             scatter_f32(c->out->buf, od, oo, step[0], m, t);
         } else if (c->ct == CT_DOUBLE) {
             double t[BLK];
             gather_f64(c->a->buf, dt, ao, step[1], m, t);
-            unary_f64(c->op, t, t, m);
+            unary_f64(c->op, t, t, m, c->p1, c->p2);
             scatter_f64(c->out->buf, od, oo, step[0], m, t);
         } else {
             int64_t t[BLK];
             gather_i64(c->a->buf, dt, ao, step[1], m, t);
-            unary_i64(c->op, t, t, m);
+            unary_i64(c->op, t, t, m, c->ip1, c->ip2);
             scatter_i64(c->out->buf, od, oo, step[0], m, t);
         }
     }
@@ -374,11 +414,11 @@ static void unary_range(void *vctx, int64_t start, int64_t end)
 
 netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2)
 {
-    (void)dev; (void)p1; (void)p2;
+    (void)dev;
     if (op < NETCL_OP_NEG || op >= NETCL_OP_UNARY_END)
         return nc_fail(NETCL_ERR_UNSUPPORTED, "cpu: %s is not a unary op", netcl_op_name(op));
-    ew_ctx c = {op, out, a, NULL, compute_type(a->dtype), 0, 0, 0, 0, {0}};
-    if (c.ct == CT_INT && op != NETCL_OP_NEG && op != NETCL_OP_ABS && op != NETCL_OP_RELU)
+    ew_ctx c = {op, out, a, NULL, compute_type(a->dtype), 0, 0, 0, 0, p1, p2, scalar_to_i64(p1), scalar_to_i64(p2), {0}};
+    if (c.ct == CT_INT && !nc_op_int_ok(op))
         return nc_fail(NETCL_ERR_UNSUPPORTED, "cpu: %s needs a floating dtype, got %s", netcl_op_name(op), netcl_dtype_name(a->dtype));
     const nc_desc *ops[2] = {out, a};
     nc_iter_init(&c.it, 2, ops);
@@ -483,13 +523,6 @@ static void binary_range(void *vctx, int64_t start, int64_t end)
 }
 
 /* The scalar in the integer compute type: saturating, NaN -> 0 (no UB). */
-static int64_t scalar_to_i64(double s)
-{
-    if (s != s) return 0;
-    if (s <= -9223372036854775808.0) return INT64_MIN;
-    if (s >= 9223372036854775807.0) return INT64_MAX;
-    return (int64_t)s;
-}
 
 netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed)
 {
@@ -497,7 +530,7 @@ netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, c
     if (op < NETCL_OP_ADD || op >= NETCL_OP_BINARY_END)
         return nc_fail(NETCL_ERR_UNSUPPORTED, "cpu: %s is not a binary op", netcl_op_name(op));
     /* the scalar meets the tensor in its compute type (as the GPU kernels do) */
-    ew_ctx c = {op, out, a, b, compute_type(a->dtype), (float)s, s, scalar_to_i64(s), reversed, {0}};
+    ew_ctx c = {op, out, a, b, compute_type(a->dtype), (float)s, s, scalar_to_i64(s), reversed, 0, 0, 0, 0, {0}};
     const nc_desc *ops[3] = {out, a, b};
     nc_iter_init(&c.it, b ? 3 : 2, ops);
     nc_parallel_for(nc_iter_numel(&c.it), GRAIN, binary_range, &c);
