@@ -1,4 +1,4 @@
-/* common.cl — prepended to every program. Dtype slots: the host passes
+/* common.cl — prepended to every program (then ops.cl, then the family). Dtype slots: the host passes
  * -DTA=<code> (input) and -DTO=<code> (output) with netcl's dtype codes
  * (0 f32, 1 f16, 2 bf16, 3 f64, 4 i32, 5 i64, 6 u8, 7 bool). For a slot X:
  * X_T storage type, X_CT compute type (float, double or long), X_LOAD(p,i)

@@ -1,4 +1,4 @@
-/* elementwise.c — host side of kernels/copy.cl and kernels/elementwise.cl:
+/* elementwise.c — host side of kernels/copy.cl, unary.cl and binary.cl:
  * picks the contiguous or strided kernel, sets arguments, launches. */
 #include "cl.h"
 #include <stdio.h>
@@ -85,7 +85,7 @@ netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, con
     snprintf(name, sizeof name, "unary_%s%s", netcl_op_name(op), contig ? "_c" : "");
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "elementwise", opts, name, &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "unary", opts, name, &k, &wg));
     cl_mem o = out->buf, x = a->buf;
     if (contig) {
         cl_long oo = m.offsets[0], ao = m.offsets[1], n = m.n;
@@ -115,7 +115,7 @@ netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, co
     snprintf(name, sizeof name, "binary_%s%s", netcl_op_name(op), b ? (contig ? "_c" : "") : (contig ? "_sc" : "_s"));
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "elementwise", opts, name, &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "binary", opts, name, &k, &wg));
     cl_mem o = out->buf, x = a->buf;
     cl_long oo = m.offsets[0], ao = m.offsets[1], n = m.n;
     cl_int rev = reversed;

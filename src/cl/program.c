@@ -1,7 +1,8 @@
 /* program.c — OpenCL programs: source assembly (kernels/common.cl is
  * prepended to every family), builds with the build log in errors, an
  * in-memory cache per device and a disk cache of program binaries keyed by
- * source, options, device, driver and netcl version (written atomically). */
+ * source, options, device, driver and netcl version (written atomically).
+ * Every program is common.cl + ops.cl (type and op macros) + its family. */
 #include "cl.h"
 #include <errno.h>
 #include <stdio.h>
@@ -120,17 +121,18 @@ static void save_binary(nc_cl_device *cd, cl_program prog, const char *path)
 
 static netcl_status build(nc_cl_device *cd, const char *family, const char *options, cl_program *out)
 {
-    char *common = kernel_source("common"), *body = kernel_source(family);
-    if (!common || !body) {
+    char *common = kernel_source("common"), *ops = kernel_source("ops"), *body = kernel_source(family);
+    if (!common || !ops || !body) {
         free(common);
+        free(ops);
         free(body);
         return nc_fail(NETCL_ERR_BACKEND, "OpenCL: kernel source '%s' not found (embedded or in NETCL_KERNEL_DIR)", family);
     }
     char opts[600];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s", options);
-    const char *srcs[2] = {common, body};
+    const char *srcs[3] = {common, ops, body};
     uint64_t h = 0xcbf29ce484222325ULL;
-    h = fnv1a(h, common); h = fnv1a(h, body); h = fnv1a(h, opts);
+    h = fnv1a(h, common); h = fnv1a(h, ops); h = fnv1a(h, body); h = fnv1a(h, opts);
     h = fnv1a(h, cd->dev->hw_name); h = fnv1a(h, cd->dev->driver); h = fnv1a(h, cd->dev->platform); h = fnv1a(h, NC_VERSION);
     char dir[900], path[1000];
     int have_dir = cache_dir(dir, sizeof dir);
@@ -142,7 +144,7 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
     netcl_status st = NETCL_OK;
     if (!prog) {
         cl_int err;
-        prog = nc_cl.clCreateProgramWithSource(cd->ctx, 2, srcs, NULL, &err);
+        prog = nc_cl.clCreateProgramWithSource(cd->ctx, 3, srcs, NULL, &err);
         if (err != CL_SUCCESS) st = nc_cl_fail(err, "clCreateProgramWithSource", __FILE__, __LINE__);
         else if ((err = nc_cl.clBuildProgram(prog, 1, &cd->id, opts, NULL, NULL)) != CL_SUCCESS) {
             size_t loglen = 0;
@@ -166,6 +168,7 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
         fprintf(stderr, "netcl: %s program %s [%s] on %s in %.1f ms\n", from_disk ? "loaded" : "built", family, options,
                 cd->dev->name, (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     free(common);
+    free(ops);
     free(body);
     *out = prog;
     return st;

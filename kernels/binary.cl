@@ -1,0 +1,54 @@
+/* binary.cl — one kernel per binary op (macros in ops.cl) in four forms:
+ * strided (meta_t: out 0, a 1, b 2), contiguous "_c", and with a scalar s
+ * ("_s" strided, "_sc" contiguous; s op a when rev). With -DCOMPARE only the
+ * comparisons, storing 0/1 (TO = bool). */
+#define BINARY(name, F)                                                                         \
+    __kernel void binary_##name(__global O_T *out, __global const A_T *a, __global const A_T *b, meta_t m) \
+    {                                                                                           \
+        GRID_LOOP(i, m.n) {                                                                     \
+            A_CT x = A_LOAD(a, meta_offset(&m, 1, i)), y = A_LOAD(b, meta_offset(&m, 2, i));    \
+            O_STORE(out, meta_offset(&m, 0, i), F(x, y));                                       \
+        }                                                                                       \
+    }                                                                                           \
+    __kernel void binary_##name##_c(__global O_T *out, long oo, __global const A_T *a, long ao, \
+                                    __global const A_T *b, long bo, long n)                     \
+    {                                                                                           \
+        GRID_LOOP(i, n) {                                                                       \
+            A_CT x = A_LOAD(a, ao + i), y = A_LOAD(b, bo + i);                                  \
+            O_STORE(out, oo + i, F(x, y));                                                      \
+        }                                                                                       \
+    }                                                                                           \
+    __kernel void binary_##name##_s(__global O_T *out, __global const A_T *a, A_CT s, int rev, meta_t m) \
+    {                                                                                           \
+        GRID_LOOP(i, m.n) {                                                                     \
+            A_CT x = A_LOAD(a, meta_offset(&m, 1, i));                                          \
+            O_STORE(out, meta_offset(&m, 0, i), rev ? F(s, x) : F(x, s));                       \
+        }                                                                                       \
+    }                                                                                           \
+    __kernel void binary_##name##_sc(__global O_T *out, long oo, __global const A_T *a, long ao, A_CT s, \
+                                     int rev, long n)                                           \
+    {                                                                                           \
+        GRID_LOOP(i, n) {                                                                       \
+            A_CT x = A_LOAD(a, ao + i);                                                         \
+            O_STORE(out, oo + i, rev ? F(s, x) : F(x, s));                                      \
+        }                                                                                       \
+    }
+
+#ifdef COMPARE
+BINARY(eq, OP_EQ)
+BINARY(ne, OP_NE)
+BINARY(lt, OP_LT)
+BINARY(le, OP_LE)
+BINARY(gt, OP_GT)
+BINARY(ge, OP_GE)
+#else
+BINARY(add, OP_ADD)
+BINARY(sub, OP_SUB)
+BINARY(mul, OP_MUL)
+BINARY(div, OP_DIV)
+BINARY(maximum, OP_MAXIMUM)
+BINARY(minimum, OP_MINIMUM)
+#if A_FLOAT
+BINARY(pow, OP_POW)
+#endif
+#endif
