@@ -73,7 +73,10 @@ function TestLauncher:test_sigint_interrupts_cleanly()
     " -e 'local x = netcl.ones(1000); while true do x = (x + 1) * 0.5 end'")
   lu.assertFalse(ok)
   lu.assertNotEquals(code, 137, "did not stop on SIGINT")
-  lu.assertStrContains(out, "interrupted")
+  -- usually LuaJIT turns the signal into an "interrupted!" error with a
+  -- traceback; rarely (seen under ASan and once on the GPU machine) the
+  -- process ends silently by the signal instead. Either way it must stop.
+  if out ~= "" then lu.assertStrContains(out, "interrupted") end
 end
 
 function TestLauncher:test_exit_with_queued_work()
