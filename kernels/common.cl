@@ -7,6 +7,17 @@
 #ifdef NEED_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
+/* WIDE_T: the widest float the device has, for values the host computes in
+ * double (range, rng): double where the host saw fp64 support (it passes
+ * -DNC_FP64 then, so both sides agree on the argument's size), else float. */
+#ifdef NC_FP64
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#define WIDE_T double
+#else
+#define WIDE_T float
+#endif
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -60,10 +71,23 @@ inline ushort bf16_store(float f)
 #define ST_5(p, i, v) ((p)[i] = (long)(v))
 #define ST_6(p, i, v) ((p)[i] = (uchar)(v))
 #define ST_7(p, i, v) ((p)[i] = (uchar)((v) != 0))
-/* float -> integer: truncate toward zero and saturate, NaN -> 0 */
-#define SAT_4(v) convert_int_sat_rtz(v)
-#define SAT_5(v) convert_long_sat_rtz(v)
-#define SAT_6(v) convert_uchar_sat_rtz(v)
+/* raw storage word of each dtype (fill writes host-converted bits) */
+#define RAW_0 uint
+#define RAW_1 ushort
+#define RAW_2 ushort
+#define RAW_3 ulong
+#define RAW_4 uint
+#define RAW_5 ulong
+#define RAW_6 uchar
+#define RAW_7 uchar
+/* float -> integer: truncate toward zero and saturate, NaN -> 0. The NaN
+ * test is explicit: NVIDIA's convert_*_sat_rtz of double (and float ->
+ * long) turns NaN into the most negative value. */
+#define SAT_4(v) (isnan(v) ? 0 : convert_int_sat_rtz(v))
+/* int64 tops out at 2^63 - 1024 (the largest double below 2^63), as in
+ * nc_store_double; the float compare is exact for both float and double */
+#define SAT_5(v) (isnan(v) ? 0L : (v) >= 0x1p63f ? 9223372036854774784L : convert_long_sat_rtz(v))
+#define SAT_6(v) (isnan(v) ? (uchar)0 : convert_uchar_sat_rtz(v))
 #define SAT_7(v) ((v) != 0)
 
 #ifdef TA
@@ -77,6 +101,7 @@ inline ushort bf16_store(float f)
 #define O_CT CAT(CT_, TO)
 #define O_FLOAT CAT(FL_, TO)
 #define O_STORE(p, i, v) CAT(ST_, TO)(p, i, v)
+#define O_RAW CAT(RAW_, TO)
 #endif
 
 /* Strided geometry (host struct nc_cl_meta): collapsed sizes, per-operand

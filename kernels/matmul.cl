@@ -22,7 +22,8 @@ void matmul_tiled(__global O_T *out, long ooff, __global const A_T *a, long aoff
     for (long k0 = 0; k0 < K; k0 += TS) {
         for (int i = 0; i < WPT; i++) {
             for (int j = 0; j < WPT; j++) {
-                int r = ty * WPT + i, c = tx * WPT + j;
+                /* neighbouring work items take neighbouring columns: coalesced loads */
+                int r = ty + i * RTS, c = tx + j * RTS;
                 long ar = row0 + r, ak = k0 + c;
                 at[r][c] = (ar < M && ak < K) ? A_LOAD(a, abase + ar * as1 + ak * as2) : (A_CT)0;
                 long wk = k0 + r, wc = col0 + c;

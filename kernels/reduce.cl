@@ -3,7 +3,9 @@
  * g % nparts, a contiguous slice of the row; lanes accumulate with a stride
  * of the group size, then a tree in local memory. With nparts == 1 it
  * writes the result; otherwise partials (value, index) for reduce_final.
- * Extremum ties keep the lower index; NaN beats numbers (first NaN wins). */
+ * Extremum ties keep the lower index; NaN beats numbers (first NaN wins).
+ * reduce_rows: one work item per row, for short rows or strided rows whose
+ * neighbours are adjacent in memory (a reduction over a leading dim). */
 #define RSUM 96
 #define RMEAN 97
 #define RMAX 98
@@ -111,4 +113,16 @@ __kernel void reduce_final(__global O_T *out, __global long *oidx, int has_idx, 
     for (long p = get_local_id(0); p < nparts; p += get_local_size(0)) combine(&v, &vi, pval[row * nparts + p], pidx[row * nparts + p]);
     group_reduce(lv, li, v, vi);
     if (get_local_id(0) == 0) write_result(out, oidx, has_idx, ooff + row, lv[0], li[0], R);
+}
+
+__kernel void reduce_rows(__global O_T *out, __global long *oidx, int has_idx, __global const A_T *a, meta_t m,
+                          long R, long rstride)
+{
+    GRID_LOOP(row, m.n) {
+        long base = meta_offset(&m, 1, row);
+        A_CT v = IDENT;
+        long vi = -1;
+        for (long j = 0; j < R; j++) combine(&v, &vi, A_LOAD(a, base + j * rstride), j);
+        write_result(out, oidx, has_idx, meta_offset(&m, 0, row), v, vi, R);
+    }
 }

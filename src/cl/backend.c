@@ -153,7 +153,11 @@ static void fill_profile(netcl_device *d, cl_platform_id plat, cl_device_id id)
     d->local_mem = (int64_t)lmem;
     d->max_work_group = (int64_t)wg;
     d->has_fp16 = strstr(ext, "cl_khr_fp16") != NULL;
-    d->has_fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+    /* fp64: the extension, or (OpenCL 1.2+, where double may be core but
+     * optional) a non-zero double floating-point config */
+    cl_device_fp_config dcfg = 0;
+    if (nc_cl.clGetDeviceInfo(id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dcfg, &dcfg, NULL) != CL_SUCCESS) dcfg = 0;
+    d->has_fp64 = strstr(ext, "cl_khr_fp64") != NULL || dcfg != 0;
     if (strstr(ext, "cl_nv_device_attribute_query")) {
         cl_uint major = 0, minor = 0;
         nc_cl.clGetDeviceInfo(id, 0x4000, sizeof major, &major, NULL);

@@ -19,12 +19,22 @@ typedef struct nc_cl_pending {   /* an async write whose host tensor must live u
     struct nc_cl_pending *next;
 } nc_cl_pending;
 
+/* A slot of the per-device kernel lookup table (program.c): the hash of
+ * (family, options, kernel name) and where that kernel lives; hash 0 = empty. */
+typedef struct nc_cl_kslot {
+    uint64_t hash;
+    nc_cl_program *prog;
+    int k;
+} nc_cl_kslot;
+
 typedef struct nc_cl_device {
     cl_device_id id;
     cl_context ctx;
     cl_command_queue queue;
     netcl_device *dev;
     nc_cl_program *programs;
+    nc_cl_kslot *kslots;        /* open addressing, kcap a power of two, at most half full */
+    size_t kcap, kcount;
     nc_cl_pending *pending;
     size_t max_wg;
     int64_t max_alloc;
@@ -73,6 +83,8 @@ netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kin
 /* Sets kernel argument i from a value of the kernel's compute type for
  * dtype dt (float, double or long): scalars cross as that type. */
 netcl_status nc_cl_set_scalar(cl_kernel k, int i, netcl_dtype dt, double v);
+/* Sets a WIDE_T argument (double where the device has fp64, see common.cl). */
+netcl_status nc_cl_set_wide(netcl_device *dev, cl_kernel k, int i, double v);
 #define NC_ARG(k, i, v) NETCL_CL_CHECK(nc_cl.clSetKernelArg((k), (i), sizeof(v), &(v)))
 
 #endif

@@ -34,6 +34,13 @@ netcl_status nc_cl_fill(netcl_device *dev, const nc_desc *dst, double value)
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[96];
     nc_cl_dtype_opts(opts, sizeof opts, dst->dtype, dst->dtype);
+    /* the host converts once, exactly as the CPU backend does (saturation,
+     * NaN -> 0, bool of NaN), and the kernel stores the raw word */
+    union { unsigned char raw[8]; cl_ulong bits; } v = {{0}};
+    nc_store_double(v.raw, dst->dtype, 0, value);
+    cl_ulong bits = netcl_dtype_size(dst->dtype) == 8 ? v.bits
+                  : netcl_dtype_size(dst->dtype) == 4 ? (cl_ulong)*(uint32_t *)v.raw
+                  : netcl_dtype_size(dst->dtype) == 2 ? (cl_ulong)*(uint16_t *)v.raw : (cl_ulong)v.raw[0];
     nc_cl_meta m;
     const nc_desc *ops[1] = {dst};
     nc_cl_meta_of(&m, 1, ops);
@@ -43,12 +50,10 @@ netcl_status nc_cl_fill(netcl_device *dev, const nc_desc *dst, double value)
     if (nc_cl_meta_contiguous(&m, 1)) {
         NC_TRY(nc_cl_kernel(cd, "copy", opts, "fill_contig", &k, &wg));
         cl_long off = m.offsets[0], n = m.n;
-        NC_ARG(k, 0, d); NC_ARG(k, 1, off); NC_ARG(k, 2, n);
-        NC_TRY(nc_cl_set_scalar(k, 3, dst->dtype, value));
+        NC_ARG(k, 0, d); NC_ARG(k, 1, off); NC_ARG(k, 2, n); NC_ARG(k, 3, bits);
     } else {
         NC_TRY(nc_cl_kernel(cd, "copy", opts, "fill_strided", &k, &wg));
-        NC_ARG(k, 0, d); NC_ARG(k, 1, m);
-        NC_TRY(nc_cl_set_scalar(k, 2, dst->dtype, value));
+        NC_ARG(k, 0, d); NC_ARG(k, 1, m); NC_ARG(k, 2, bits);
     }
     return nc_cl_launch(cd, k, wg, m.n);
 }
@@ -65,8 +70,8 @@ netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, do
     cl_mem d = dst->buf;
     cl_long off = dst->offset, n = dst->sizes[0];
     NC_ARG(k, 0, d); NC_ARG(k, 1, off); NC_ARG(k, 2, n);
-    NC_TRY(nc_cl_set_scalar(k, 3, dst->dtype, start));
-    NC_TRY(nc_cl_set_scalar(k, 4, dst->dtype, step));
+    NC_TRY(nc_cl_set_wide(dev, k, 3, start));
+    NC_TRY(nc_cl_set_wide(dev, k, 4, step));
     return nc_cl_launch(cd, k, wg, n);
 }
 

@@ -35,6 +35,7 @@
     X(cl_int, clReleaseProgram, (cl_program))                                                              \
     X(cl_kernel, clCreateKernel, (cl_program, const char *, cl_int *))                                     \
     X(cl_int, clReleaseKernel, (cl_kernel))                                                                \
+    X(cl_int, clGetKernelInfo, (cl_kernel, cl_kernel_info, size_t, void *, size_t *))                     \
     X(cl_int, clSetKernelArg, (cl_kernel, cl_uint, size_t, const void *))                                 \
     X(cl_int, clGetKernelWorkGroupInfo, (cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *)) \
     X(cl_int, clEnqueueNDRangeKernel, (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, \

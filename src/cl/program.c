@@ -14,10 +14,11 @@
 
 extern const char *const nc_embedded_kernels[][2];
 
+/* process-wide counters; atomic because any thread may launch */
 static int64_t compiled, loaded, launched;
-int64_t netcl_runtime_programs_compiled(void) { return compiled; }
-int64_t netcl_runtime_programs_loaded(void) { return loaded; }
-int64_t netcl_runtime_kernels_launched(void) { return launched; }
+int64_t netcl_runtime_programs_compiled(void) { return __atomic_load_n(&compiled, __ATOMIC_RELAXED); }
+int64_t netcl_runtime_programs_loaded(void) { return __atomic_load_n(&loaded, __ATOMIC_RELAXED); }
+int64_t netcl_runtime_kernels_launched(void) { return __atomic_load_n(&launched, __ATOMIC_RELAXED); }
 
 static int debug_level(void)
 {
@@ -129,7 +130,8 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
         return nc_fail(NETCL_ERR_BACKEND, "OpenCL: kernel source '%s' not found (embedded or in NETCL_KERNEL_DIR)", family);
     }
     char opts[600];
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s", options);
+    /* -DNC_FP64: the host's view of fp64 support, which picks WIDE_T (common.cl) */
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2%s %s", cd->dev->has_fp64 ? " -DNC_FP64" : "", options);
     const char *srcs[3] = {common, ops, body};
     uint64_t h = 0xcbf29ce484222325ULL;
     h = fnv1a(h, common); h = fnv1a(h, ops); h = fnv1a(h, body); h = fnv1a(h, opts);
@@ -157,11 +159,11 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
             nc_cl.clReleaseProgram(prog);
             prog = NULL;
         } else {
-            compiled++;
+            __atomic_fetch_add(&compiled, 1, __ATOMIC_RELAXED);
             if (have_dir) save_binary(cd, prog, path);
         }
     } else {
-        loaded++;
+        __atomic_fetch_add(&loaded, 1, __ATOMIC_RELAXED);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st == NETCL_OK && debug_level() >= 1)
@@ -174,8 +176,50 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
     return st;
 }
 
-netcl_status nc_cl_kernel(nc_cl_device *cd, const char *family, const char *options, const char *name,
-                          cl_kernel *kernel, size_t *wg)
+/* The lookup key of a kernel; never 0, which marks an empty slot. */
+static uint64_t kernel_hash(const char *family, const char *options, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv1a(h, family);
+    h = fnv1a(h, options);
+    return fnv1a(h, name) | 1;
+}
+
+static int slot_is(const nc_cl_kslot *s, const char *family, const char *options, const char *name)
+{
+    size_t lf = strlen(family);
+    const char *key = s->prog->key;
+    return strncmp(key, family, lf) == 0 && key[lf] == '|' && strcmp(key + lf + 1, options) == 0 &&
+           strcmp(s->prog->kernels[s->k].name, name) == 0;
+}
+
+/* Adds a slot, doubling the table at half load (no error: a failed grow
+ * only means the next launch takes the slow path again). */
+static void slot_add(nc_cl_device *cd, uint64_t h, nc_cl_program *p, int k)
+{
+    if (2 * (cd->kcount + 1) > cd->kcap) {
+        size_t cap = cd->kcap ? 2 * cd->kcap : 256;
+        nc_cl_kslot *t = calloc(cap, sizeof *t);
+        if (!t) return;
+        for (size_t i = 0; i < cd->kcap; i++) {
+            if (!cd->kslots[i].hash) continue;
+            size_t j = cd->kslots[i].hash & (cap - 1);
+            while (t[j].hash) j = (j + 1) & (cap - 1);
+            t[j] = cd->kslots[i];
+        }
+        free(cd->kslots);
+        cd->kslots = t;
+        cd->kcap = cap;
+    }
+    size_t j = h & (cd->kcap - 1);
+    while (cd->kslots[j].hash) j = (j + 1) & (cd->kcap - 1);
+    cd->kslots[j] = (nc_cl_kslot){h, p, k};
+    cd->kcount++;
+}
+
+/* Slow path: find or build the program, create the kernel, size its group. */
+static netcl_status kernel_create(nc_cl_device *cd, const char *family, const char *options, const char *name,
+                                  nc_cl_program **prog, int *index)
 {
     char key[256];
     snprintf(key, sizeof key, "%s|%s", family, options);
@@ -190,33 +234,62 @@ netcl_status nc_cl_kernel(nc_cl_device *cd, const char *family, const char *opti
         p->next = cd->programs;
         cd->programs = p;
     }
-    for (int i = 0; i < p->nkernels; i++)
-        if (strcmp(p->kernels[i].name, name) == 0) { *kernel = p->kernels[i].kernel; *wg = p->kernels[i].wg; return NETCL_OK; }
     if (p->nkernels == (int)(sizeof p->kernels / sizeof p->kernels[0]))
         return nc_fail(NETCL_ERR_BACKEND, "OpenCL: too many kernels in program %s", family);
     cl_int err;
     cl_kernel k = nc_cl.clCreateKernel(p->program, name, &err);
     if (err != CL_SUCCESS)
         return nc_fail(NETCL_ERR_BACKEND, "OpenCL: kernel %s not found in kernels/%s.cl [%s]: %s", name, family, options, nc_cl_error_name(err));
+    /* the kernel's own limit (registers, local memory) and the device's,
+     * capped at 256 and rounded down to a power of two for the tree reductions */
     size_t kwg = 0;
     nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL);
     if (kwg == 0 || kwg > cd->max_wg) kwg = cd->max_wg;
     if (kwg > 256) kwg = 256;
     size_t pow2 = 1;
-    while (pow2 * 2 <= kwg) pow2 *= 2;   /* reductions want a power of two */
+    while (pow2 * 2 <= kwg) pow2 *= 2;
     snprintf(p->kernels[p->nkernels].name, sizeof p->kernels[0].name, "%s", name);
     p->kernels[p->nkernels].kernel = k;
     p->kernels[p->nkernels].wg = pow2;
-    p->nkernels++;
-    *kernel = k;
-    *wg = pow2;
+    *prog = p;
+    *index = p->nkernels++;
+    return NETCL_OK;
+}
+
+netcl_status nc_cl_kernel(nc_cl_device *cd, const char *family, const char *options, const char *name,
+                          cl_kernel *kernel, size_t *wg)
+{
+    /* every launch comes through here: a hash probe, no key strings built */
+    uint64_t h = kernel_hash(family, options, name);
+    if (cd->kcap) {
+        for (size_t j = h & (cd->kcap - 1); cd->kslots[j].hash; j = (j + 1) & (cd->kcap - 1)) {
+            const nc_cl_kslot *s = &cd->kslots[j];
+            if (s->hash == h && slot_is(s, family, options, name)) {
+                *kernel = s->prog->kernels[s->k].kernel;
+                *wg = s->prog->kernels[s->k].wg;
+                return NETCL_OK;
+            }
+        }
+    }
+    nc_cl_program *p;
+    int i;
+    NC_TRY(kernel_create(cd, family, options, name, &p, &i));
+    slot_add(cd, h, p, i);
+    *kernel = p->kernels[i].kernel;
+    *wg = p->kernels[i].wg;
     return NETCL_OK;
 }
 
 netcl_status nc_cl_launch_nd(nc_cl_device *cd, cl_kernel k, int dims, const size_t *global, const size_t *local)
 {
-    if (debug_level() >= 2) fprintf(stderr, "netcl: launch on %s global %zu\n", cd->dev->name, global[0]);
-    launched++;
+    if (debug_level() >= 2) {
+        char name[64] = "?";
+        nc_cl.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+        name[sizeof name - 1] = 0;
+        fprintf(stderr, "netcl: launch %s on %s global %zu x %zu x %zu local %zu\n", name, cd->dev->name, global[0],
+                dims > 1 ? global[1] : (size_t)1, dims > 2 ? global[2] : (size_t)1, local ? local[0] : (size_t)0);
+    }
+    __atomic_fetch_add(&launched, 1, __ATOMIC_RELAXED);
     NETCL_CL_CHECK(nc_cl.clEnqueueNDRangeKernel(cd->queue, k, (cl_uint)dims, NULL, global, local, 0, NULL, NULL));
     return NETCL_OK;
 }
@@ -270,8 +343,18 @@ netcl_status nc_cl_set_scalar(cl_kernel k, int i, netcl_dtype dt, double v)
     return NETCL_OK;
 }
 
+netcl_status nc_cl_set_wide(netcl_device *dev, cl_kernel k, int i, double v)
+{
+    if (dev->has_fp64) { cl_double d = v; NC_ARG(k, i, d); }
+    else { cl_float f = (cl_float)v; NC_ARG(k, i, f); }
+    return NETCL_OK;
+}
+
 void nc_cl_release_programs(nc_cl_device *cd)
 {
+    free(cd->kslots);
+    cd->kslots = NULL;
+    cd->kcap = cd->kcount = 0;
     while (cd->programs) {
         nc_cl_program *p = cd->programs;
         cd->programs = p->next;
@@ -284,6 +367,8 @@ void nc_cl_release_programs(nc_cl_device *cd)
 netcl_status nc_cl_enter(netcl_device *dev, const char *op, netcl_dtype a, netcl_dtype b)
 {
     NC_TRY(nc_check_fork(op));
+    /* async writes whose copy finished can let go of their host tensor */
+    if (nc_cl_dev(dev)->pending) nc_cl_poll_pending(nc_cl_dev(dev), 0);
     if ((a == NETCL_DTYPE_FLOAT64 || b == NETCL_DTYPE_FLOAT64) && !dev->has_fp64)
         return nc_fail(NETCL_ERR_UNSUPPORTED, "%s: %s (%s) has no float64 support (cl_khr_fp64)", op, dev->name, dev->hw_name);
     return NETCL_OK;
