@@ -15,8 +15,15 @@ local function report(err)
   os.exit(1)
 end
 
+-- message + traceback, without the launcher's own frames below the script
+local function traceback(err)
+  local tb = debug.traceback(tostring(err), 2)
+  local cut = tb:find("\n%s*%[C%]: in function 'xpcall'")
+  return cut and tb:sub(1, cut - 1) or tb
+end
+
 local function run_chunk(chunk, ...)
-  local ok, err = xpcall(chunk, debug.traceback, ...)
+  local ok, err = xpcall(chunk, traceback, ...)
   if not ok then report(err) end
 end
 

@@ -4,9 +4,10 @@
 local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
-local C = lib.C
+local C, throw = lib.C, lib.throw
 local H, call1, check, split_opts = tensor.handle, tensor.call1, tensor.check, tensor.split_opts
 local dtype_code, parse_sizes = tensor.dtype_code, tensor.parse_sizes
+local function dtype_name(name) return tensor.DTYPES[tonumber(dtype_code(name))] end
 
 local netcl = {}
 netcl.C = C
@@ -36,18 +37,18 @@ local function device_object(h)
 end
 
 -- name string, device object or nil (default) -> device object
-local function resolve(dev, level)
+local function resolve(dev)
   if type(dev) == "table" and dev.handle then return dev end
   if dev == nil then dev = netcl.default_device() end
-  if type(dev) ~= "string" then error("device must be a name like \"cpu\" or \"opencl:0\", got " .. type(dev), (level or 2) + 1) end
+  if type(dev) ~= "string" then throw("device must be a name like \"cpu\" or \"opencl:0\" or a device object, got " .. type(dev)) end
   local cached = device_cache[dev]
   if cached then return cached end
   local out = ffi.new("netcl_device *[1]")
-  check(C.netcl_device_get(out, dev), (level or 2) + 1)
+  check(C.netcl_device_get(out, dev))
   return device_object(out[0])
 end
 
-function netcl.device(name) return resolve(name, 2) end
+function netcl.device(name) return resolve(name) end
 
 function netcl.devices()
   local list = {}
@@ -75,18 +76,18 @@ end
 function netcl.default_device()
   if not default_name then
     local out = ffi.new("netcl_device *[1]")
-    check(C.netcl_device_default(out), 2)
+    check(C.netcl_device_default(out))
     default_name = ffi.string(C.netcl_device_name(out[0]))
   end
   return default_name
 end
 
-function netcl.set_default_device(dev) default_name = resolve(dev, 2).name end
+function netcl.set_default_device(dev) default_name = resolve(dev).name end
 
-function netcl.synchronize(dev) check(C.netcl_device_synchronize(resolve(dev, 2).handle), 2) end
+function netcl.synchronize(dev) check(C.netcl_device_synchronize(resolve(dev).handle)) end
 
 function netcl.memory_stats(dev)
-  local h = resolve(dev, 2).handle
+  local h = resolve(dev).handle
   return {
     allocations = tonumber(C.netcl_memory_allocations(h)),
     pool_hits = tonumber(C.netcl_memory_pool_hits(h)),
@@ -97,8 +98,8 @@ function netcl.memory_stats(dev)
   }
 end
 
-function netcl.empty_cache(dev) C.netcl_memory_empty_cache(resolve(dev, 2).handle) end
-function netcl.reset_peak_memory(dev) C.netcl_memory_reset_peak(resolve(dev, 2).handle) end
+function netcl.empty_cache(dev) C.netcl_memory_empty_cache(resolve(dev).handle) end
+function netcl.reset_peak_memory(dev) C.netcl_memory_reset_peak(resolve(dev).handle) end
 
 function netcl.runtime_stats()
   return {
@@ -114,10 +115,11 @@ function netcl.shutdown() C.netcl_shutdown() end
 -- ---- creation ------------------------------------------------------------------
 
 -- (opts) -> device handle, dtype code, requires_grad
-local function target(opts, default_dtype, level)
+local function target(opts, default_dtype)
+  if opts ~= nil and type(opts) ~= "table" then throw("options must be a table {dtype=, device=}, got " .. type(opts)) end
   opts = opts or {}
-  local dev = resolve(opts.device, level + 1).handle
-  return dev, dtype_code(opts.dtype or default_dtype, level + 1), opts.requires_grad
+  local dev = resolve(opts.device).handle
+  return dev, dtype_code(opts.dtype or default_dtype), opts.requires_grad
 end
 
 local function finish(t, requires_grad)
@@ -129,54 +131,71 @@ local function sized(f, extra)
   return function(...)
     local opts, n = split_opts(...)
     local args = { ... }
-    local nd, sizes = parse_sizes(2, unpack(args, 1, n))
-    local dev, dt, rg = target(opts, nil, 2)
+    local nd, sizes = parse_sizes(unpack(args, 1, n))
+    local dev, dt, rg = target(opts, nil)
     return finish(extra(dev, dt, nd, sizes), rg)
   end
 end
 
-netcl.empty = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_empty, dev, dt, nd, s) end)
-netcl.zeros = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_full, dev, dt, nd, s, 0) end)
-netcl.ones = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_full, dev, dt, nd, s, 1) end)
-netcl.rand = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_rand, dev, dt, nd, s, 0, 0, 1) end)
-netcl.randn = sized(nil, function(dev, dt, nd, s) return call1(4, C.netcl_tensor_rand, dev, dt, nd, s, 1, 0, 1) end)
+netcl.empty = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_empty, dev, dt, nd, s) end)
+netcl.zeros = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 0) end)
+netcl.ones = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 1) end)
+netcl.rand = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, 0, 0, 1) end)
+netcl.randn = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, 1, 0, 1) end)
 
 -- full(size, value, opts): size is a number or a table of sizes
 function netcl.full(size, value, opts)
-  local nd, s = parse_sizes(2, size)
-  local dev, dt, rg = target(opts, nil, 2)
-  return finish(call1(2, C.netcl_tensor_full, dev, dt, nd, s, value), rg)
+  if type(value) == "boolean" then value = value and 1 or 0 end
+  if type(value) ~= "number" then throw("full: value must be a number or boolean, got " .. type(value)) end
+  local nd, s = parse_sizes(size)
+  local dev, dt, rg = target(opts, nil)
+  return finish(call1(C.netcl_tensor_full, dev, dt, nd, s, value), rg)
 end
 
--- randint(low, high, size, opts): integers in [low, high), int64 by default
+-- randint(low, high, size, opts) or randint(high, size, opts): integers in
+-- [low, high), int64 by default
 function netcl.randint(low, high, size, opts)
-  local nd, s = parse_sizes(2, size)
-  local dev, dt = target(opts, "int64", 2)
-  return call1(2, C.netcl_tensor_rand, dev, dt, nd, s, 2, low, high)
+  if type(high) == "table" then low, high, size, opts = 0, low, high, size end
+  if type(low) ~= "number" or type(high) ~= "number" then throw("randint: low and high must be numbers") end
+  if size == nil then throw("randint: size is missing (randint(low, high, size, opts))") end
+  local nd, s = parse_sizes(size)
+  local dev, dt = target(opts, "int64")
+  return call1(C.netcl_tensor_rand, dev, dt, nd, s, 2, low, high)
 end
 
+-- arange(stop) / arange(start, stop, step?): end exclusive (PyTorch)
 function netcl.arange(a, b, c, opts)
   if type(b) == "table" then opts, b = b, nil end
   if type(c) == "table" then opts, c = c, nil end
   local start, stop, step = 0, a, 1
   if b ~= nil then start, stop, step = a, b, c or 1 end
-  local dev, dt, rg = target(opts, nil, 2)
-  return finish(call1(2, C.netcl_tensor_arange, dev, dt, start, stop, step), rg)
+  if type(start) ~= "number" or type(stop) ~= "number" or type(step) ~= "number" then
+    throw("arange: start, stop and step must be numbers")
+  end
+  local dev, dt, rg = target(opts, nil)
+  return finish(call1(C.netcl_tensor_arange, dev, dt, start, stop, step), rg)
 end
 
 function netcl.linspace(a, b, n, opts)
-  local dev, dt, rg = target(opts, nil, 2)
-  return finish(call1(2, C.netcl_tensor_linspace, dev, dt, a, b, n), rg)
+  local dev, dt, rg = target(opts, nil)
+  return finish(call1(C.netcl_tensor_linspace, dev, dt, a, b, n), rg)
 end
 
 function netcl.eye(n, m, opts)
   if type(m) == "table" then opts, m = m, nil end
-  local dev, dt, rg = target(opts, nil, 2)
-  return finish(call1(2, C.netcl_tensor_eye, dev, dt, n, m or n), rg)
+  local dev, dt, rg = target(opts, nil)
+  return finish(call1(C.netcl_tensor_eye, dev, dt, n, m or n), rg)
 end
 
--- nested Lua table (or a number) -> tensor; booleans give a bool tensor
+-- nested Lua table (or a number, or a tensor: copied) -> tensor; booleans
+-- give a bool tensor
 function netcl.tensor(value, opts)
+  if tensor.is_tensor(value) then
+    local o = opts or {}
+    local t = value:to(o.device or value.device)
+    t = t:cast(o.dtype or value.dtype)   -- cast always copies: never aliases `value`
+    return finish(t, o.requires_grad)
+  end
   local sizes, flat = {}, {}
   local function shape_of(v, d)
     if type(v) == "table" then
@@ -188,28 +207,29 @@ function netcl.tensor(value, opts)
   local first_leaf
   local function walk(v, d)
     if type(v) == "table" then
-      if #v ~= sizes[d] then error(("tensor: ragged table: %d entries where %d expected at depth %d"):format(#v, sizes[d], d), 4) end
+      if #v ~= sizes[d] then throw(("tensor: ragged table: %d entries where %d expected at depth %d"):format(#v, sizes[d], d)) end
       for i = 1, #v do walk(v[i], d + 1) end
     else
-      if d <= #sizes then error("tensor: ragged table: a number where a table was expected", 4) end
+      if d <= #sizes then throw("tensor: ragged table: a number where a table was expected") end
+      if type(v) == "cdata" then v = tonumber(v) end   -- 1LL, 2ULL (through a double)
       if type(v) == "boolean" then v = v and 1 or 0; first_leaf = first_leaf or "bool"
-      elseif type(v) ~= "number" then error("tensor: entries must be numbers or booleans, got " .. type(v), 4)
+      elseif type(v) ~= "number" then throw("tensor: entries must be numbers or booleans, got " .. type(v))
       else first_leaf = first_leaf or "number" end
       flat[#flat + 1] = v
     end
   end
   walk(value, 1)
   local buf = ffi.new("double[?]", math.max(#flat, 1), flat)
-  local nd, s = parse_sizes(2, sizes)
-  local dev, dt, rg = target(opts, first_leaf == "bool" and "bool" or nil, 2)
-  return finish(call1(2, C.netcl_tensor_from_doubles, dev, dt, nd, s, buf), rg)
+  local nd, s = parse_sizes(sizes)
+  local dev, dt, rg = target(opts, first_leaf == "bool" and "bool" or nil)
+  return finish(call1(C.netcl_tensor_from_doubles, dev, dt, nd, s, buf), rg)
 end
 
 -- copies `numel(sizes)` elements of dtype from a raw pointer
 function netcl.from_pointer(ptr, dtype, sizes, opts)
-  local nd, s = parse_sizes(2, sizes)
-  local dev = resolve(opts and opts.device, 2).handle
-  return call1(2, C.netcl_tensor_from_host, dev, dtype_code(dtype, 2), nd, s, ffi.cast("const void *", ptr))
+  local nd, s = parse_sizes(sizes)
+  local dev = resolve(opts and opts.device).handle
+  return call1(C.netcl_tensor_from_host, dev, dtype_code(dtype), nd, s, ffi.cast("const void *", ptr))
 end
 
 local function like(f)
@@ -231,8 +251,8 @@ netcl.full_like = like(function(s, v, o) return netcl.full(s, v, o) end)
 
 -- IDX file (MNIST / Fashion-MNIST; gzip or plain) -> cpu tensor (uint8 for images and labels)
 function netcl.read_idx(path)
-  if type(path) ~= "string" then error("read_idx: path must be a string", 2) end
-  return call1(2, C.netcl_read_idx, path)
+  if type(path) ~= "string" then throw("read_idx: path must be a string") end
+  return call1(C.netcl_read_idx, path)
 end
 
 -- ---- tensor methods that need the module ---------------------------------------
@@ -240,14 +260,24 @@ end
 local methods = tensor.methods
 
 -- to(device name | device | dtype name)
+-- to(device name | device object | dtype name | {device=, dtype=}); returns
+-- t itself when nothing changes (as PyTorch does)
 function methods.to(t, target_)
-  if type(target_) == "string" and C.netcl_dtype_from_name(target_) ~= 8 then
-    if t:type() == target_ then return t end
-    return t:cast(target_)
+  if type(target_) == "string" then
+    local code = C.netcl_dtype_from_name(target_)
+    if code ~= 8 then
+      if C.netcl_tensor_dtype(H(t)) == code then return t end
+      return call1(C.netcl_tensor_cast, H(t), code)
+    end
+  elseif type(target_) == "table" and not target_.handle then
+    local out = t
+    if target_.device ~= nil then out = methods.to(out, target_.device) end
+    if target_.dtype ~= nil then out = methods.to(out, dtype_name(target_.dtype)) end
+    return out
   end
-  local dev = resolve(target_, 2)
+  local dev = resolve(target_)
   if t.device == dev.name then return t end
-  return call1(2, C.netcl_tensor_to_device, H(t), dev.handle)
+  return call1(C.netcl_tensor_to_device, H(t), dev.handle)
 end
 
 function methods.cpu(t) return methods.to(t, "cpu") end

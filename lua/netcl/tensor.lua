@@ -4,7 +4,8 @@
 -- the module uses. Dims and indices are 1-based here, 0-based in C.
 local ffi = require("ffi")
 local lib = require("netcl.lib")
-local C, fail = lib.C, lib.fail
+local C, fail, throw, check = lib.C, lib.fail, lib.throw, lib.check
+local type, tonumber, floor = type, tonumber, math.floor
 
 local M = {}
 local methods = {}
@@ -33,12 +34,11 @@ M.OP = OP
 
 -- ---- lifetime and GC pressure ----------------------------------------------
 
-local function finalize(b)
-  if b.h ~= nil then
-    C.netcl_tensor_release(b.h)
-    b.h = nil
-  end
-end
+-- The box is unreachable when this runs, so h needs no clearing; free()
+-- sets h to NULL, which netcl_tensor_release accepts.
+-- (It runs in the interpreter, inside the GC: keep it to one FFI call.)
+local release = C.netcl_tensor_release
+local function finalize(b) release(b.h) end
 
 -- Device memory is invisible to Lua's GC: collect when the engine's bytes
 -- in use pass a threshold that follows the live set.
@@ -58,47 +58,49 @@ M.wrap = wrap
 local function is_tensor(x) return ffi.istype(Box, x) end
 M.is_tensor = is_tensor
 
-local function H(t, level)
-  if not ffi.istype(Box, t) then
-    error("expected a netcl tensor, got " .. type(t), (level or 2) + 1)
-  end
+local istype = ffi.istype
+local function H(t)
+  if not istype(Box, t) then throw("expected a netcl tensor, got " .. type(t)) end
   local h = t.h
-  if h == nil then error("tensor was freed (t:free() was called); it cannot be used", (level or 2) + 1) end
+  if h == nil then throw("tensor was freed (t:free() was called); it cannot be used") end
   return h
 end
 M.handle = H
 
 -- ---- argument helpers ------------------------------------------------------------
 
-local function ndim(t) return C.netcl_tensor_ndim(H(t, 3)) end
+-- "float32[2,3] on cpu", as the engine's own messages name tensors
+local describe_buf = ffi.new("char[256]")
+local function describe(h)
+  C.netcl_tensor_describe(h, describe_buf, 256)
+  return ffi.string(describe_buf)
+end
+
+local function ndim(t) return C.netcl_tensor_ndim(H(t)) end
 
 -- Lua dim (1-based, negative from the end) -> C dim (0-based).
-local function cdim(t, d, nd, level, op)
+local function cdim(t, d, nd, op)
   nd = nd or ndim(t)
   local prefix = op and (op .. ": ") or ""
-  if type(d) ~= "number" or d ~= math.floor(d) then
-    error(prefix .. "dim must be an integer, got " .. tostring(d), (level or 2) + 1)
-  end
+  if type(d) ~= "number" or d ~= floor(d) then throw(prefix .. "dim must be an integer, got " .. tostring(d)) end
   local c = d < 0 and nd + d or d - 1
   if c < 0 or c >= nd then
-    error(("%sdim %d out of range for a %d-dim tensor (valid %d..%d or -%d..-1)"):format(prefix, d, nd, nd > 0 and 1 or 0, nd, nd),
-          (level or 2) + 1)
+    throw(("%sdim %d out of range for a %d-dim tensor (valid %d..%d or -%d..-1)"):format(
+      prefix, d, nd, nd > 0 and 1 or 0, nd, nd))
   end
   return c
 end
 M.cdim = cdim
 
 -- Shape from varargs: (2, 3), ({2, 3}) or a tensor's size table; fills sizes_buf.
-local function parse_sizes(level, ...)
+local function parse_sizes(...)
   local first = ...
   local list = type(first) == "table" and first or { ... }
   local n = #list
-  if n > 8 then error("at most 8 dims, got " .. n, level + 1) end
+  if n > 8 then throw("at most 8 dims, got " .. n) end
   for i = 1, n do
     local v = list[i]
-    if type(v) ~= "number" or v ~= math.floor(v) then
-      error(("size %d must be an integer, got %s"):format(i, tostring(v)), level + 1)
-    end
+    if type(v) ~= "number" or v ~= floor(v) then throw(("size %d must be an integer, got %s"):format(i, tostring(v))) end
     sizes_buf[i - 1] = v
   end
   return n, sizes_buf
@@ -116,12 +118,13 @@ local function split_opts(...)
 end
 M.split_opts = split_opts
 
-local function dtype_code(name, level)
+-- dtype name (aliases float, half, double, int, long, byte accepted) -> code
+local function dtype_code(name)
   if name == nil then return 0 end
-  local code = C.netcl_dtype_from_name(name)
+  local code = type(name) == "string" and C.netcl_dtype_from_name(name) or 8
   if code == 8 then
-    error(("unknown dtype '%s' (float32, float16, bfloat16, float64, int32, int64, uint8, bool)"):format(tostring(name)),
-          (level or 2) + 1)
+    throw(("unknown dtype '%s' (float32, float16, bfloat16, float64, int32, int64, uint8, bool; " ..
+           "aliases float, half, double, int, long, byte)"):format(tostring(name)))
   end
   return code
 end
@@ -152,14 +155,27 @@ end
 
 function methods.numel(t) return tonumber(C.netcl_tensor_numel(H(t))) end
 methods.nElement = methods.numel
-function methods.type(t) return DTYPES[tonumber(C.netcl_tensor_dtype(H(t)))] end
+-- type() -> dtype name; type(dtype) -> cast (Torch7), t itself when equal
+function methods.type(t, dtype)
+  local cur = C.netcl_tensor_dtype(H(t))
+  if dtype == nil then return DTYPES[tonumber(cur)] end
+  local code = M.dtype_code(dtype)
+  if code == cur then return t end
+  return M.call1(C.netcl_tensor_cast, H(t), code)
+end
 function methods.is_contiguous(t) return C.netcl_tensor_is_contiguous(H(t)) ~= 0 end
-local function device_name(t) return ffi.string(C.netcl_device_name(C.netcl_tensor_device(H(t, 3)))) end
+local function device_name(t) return ffi.string(C.netcl_device_name(C.netcl_tensor_device(H(t)))) end
+-- t.device is the name string (PyTorch's attribute), so the method form is spelled device_name
+methods.device_name = device_name
 
+-- Releases the handle now (idempotent); later use raises "tensor was freed".
 function methods.free(t)
+  if not istype(Box, t) then throw("free: expected a netcl tensor, got " .. type(t)) end
   if t.h ~= nil then
-    C.netcl_tensor_release(t.h)
+    local h = t.h
     t.h = nil
+    ffi.gc(t, nil)
+    C.netcl_tensor_release(h)
   end
 end
 
@@ -183,36 +199,28 @@ local properties = {
 -- ---- calling helpers -----------------------------------------------------------------
 
 -- Runs a C function that writes one new handle to outp; returns the tensor.
-local function call1(level, f, ...)
+local function call1(f, ...)
   local st = f(outp, ...)
-  if st ~= 0 then
-    local args = { ... }
-    fail(st, level + 1, function() return f(outp, unpack(args)) end)
-  end
+  if st ~= 0 then fail(st, f, outp, ...) end
   return wrap(outp[0])
 end
 M.call1 = call1
-
-local function check(st, level)
-  if st ~= 0 then lib.raise(level + 1) end
-end
 M.check = check
 
 -- ---- elementwise operators ------------------------------------------------------------
 
-local function binary(a, b, op, level)
-  level = level or 3
+local function binary(a, b, op)
   if type(b) == "number" then
-    return call1(level, C.netcl_binary_scalar, op, H(a, level), b, 0)
+    return call1(C.netcl_binary_scalar, op, H(a), b, 0)
   elseif type(a) == "number" then
-    return call1(level, C.netcl_binary_scalar, op, H(b, level), a, 1)
+    return call1(C.netcl_binary_scalar, op, H(b), a, 1)
   end
-  return call1(level, C.netcl_binary, op, H(a, level), H(b, level))
+  return call1(C.netcl_binary, op, H(a), H(b))
 end
 M.binary = binary
 
 local function unary(a, op, p1, p2)
-  return call1(3, C.netcl_unary, op, H(a, 3), p1 or 0, p2 or 0)
+  return call1(C.netcl_unary, op, H(a), p1 or 0, p2 or 0)
 end
 
 for name, op in pairs(OP) do
@@ -231,7 +239,7 @@ function methods.hardtanh(t, lo, hi) return unary(t, OP.clamp, lo or -1, hi or 1
 -- gelu(approximate): "none" (erf form, default) or "tanh"
 function methods.gelu(t, approximate)
   if approximate == "tanh" then return unary(t, OP.gelu_tanh) end
-  if approximate ~= nil and approximate ~= "none" then error("gelu: approximate must be 'none' or 'tanh'", 2) end
+  if approximate ~= nil and approximate ~= "none" then throw("gelu: approximate must be 'none' or 'tanh'") end
   return unary(t, OP.gelu)
 end
 
@@ -241,9 +249,9 @@ local OPNAME = {}
 for k, v in pairs(OP) do OPNAME[v] = k end
 
 local function reduce(t, op, d, keepdim)
-  local h = H(t, 3)
-  local c = d == nil and -1 or cdim(t, d, nil, 3, OPNAME[op])
-  return call1(3, C.netcl_reduce, op, h, c, keepdim and 1 or 0)
+  local h = H(t)
+  local c = d == nil and -1 or cdim(t, d, nil, OPNAME[op])
+  return call1(C.netcl_reduce, op, h, c, keepdim and 1 or 0)
 end
 
 function methods.sum(t, d, keepdim) return reduce(t, OP.sum, d, keepdim) end
@@ -252,13 +260,13 @@ function methods.prod(t, d, keepdim) return reduce(t, OP.prod, d, keepdim) end
 
 local function extremum(t, op, d, keepdim)
   if d == nil then return reduce(t, op, nil, false) end
-  local h = H(t, 3)
-  local st = C.netcl_reduce_with_index(outp, outp2, op, h, cdim(t, d, nil, 3, OPNAME[op]), keepdim and 1 or 0)
-  if st ~= 0 then
-    fail(st, 3, function() return C.netcl_reduce_with_index(outp, outp2, op, h, cdim(t, d), keepdim and 1 or 0) end)
-  end
+  local h = H(t)
+  local c, k = cdim(t, d, nil, OPNAME[op]), keepdim and 1 or 0
+  local f = C.netcl_reduce_with_index
+  local st = f(outp, outp2, op, h, c, k)
+  if st ~= 0 then fail(st, f, outp, outp2, op, h, c, k) end
   local values, idx0 = wrap(outp[0]), wrap(outp2[0])
-  return values, binary(idx0, 1, OP.add, 3)
+  return values, binary(idx0, 1, OP.add)
 end
 
 function methods.max(t, d, keepdim)
@@ -272,124 +280,161 @@ end
 function methods.argmax(t, d, keepdim) return binary(reduce(t, OP.argmax, d, keepdim), 1, OP.add) end
 function methods.argmin(t, d, keepdim) return binary(reduce(t, OP.argmin, d, keepdim), 1, OP.add) end
 
-function methods.matmul(a, b) return call1(2, C.netcl_matmul, H(a), H(b)) end
+function methods.matmul(a, b) return call1(C.netcl_matmul, H(a), H(b)) end
 
 -- ---- views ---------------------------------------------------------------------------
 
 function methods.view(t, ...)
-  local n, s = parse_sizes(2, ...)
-  return call1(2, C.netcl_tensor_view, H(t), n, s)
+  local n, s = parse_sizes(...)
+  return call1(C.netcl_tensor_view, H(t), n, s)
 end
 
 function methods.reshape(t, ...)
-  local n, s = parse_sizes(2, ...)
-  return call1(2, C.netcl_tensor_reshape, H(t), n, s)
+  local n, s = parse_sizes(...)
+  return call1(C.netcl_tensor_reshape, H(t), n, s)
 end
 
 function methods.flatten(t)
   sizes_buf[0] = -1
-  return call1(2, C.netcl_tensor_reshape, H(t), 1, sizes_buf)
+  return call1(C.netcl_tensor_reshape, H(t), 1, sizes_buf)
 end
 
 function methods.transpose(t, d0, d1)
-  return call1(2, C.netcl_tensor_transpose, H(t), cdim(t, d0, nil, 2, "transpose"), cdim(t, d1, nil, 2, "transpose"))
+  return call1(C.netcl_tensor_transpose, H(t), cdim(t, d0, nil, "transpose"), cdim(t, d1, nil, "transpose"))
 end
 
 function methods.t(t)
-  if ndim(t) ~= 2 then error("t() needs a 2-dim tensor, got " .. ndim(t) .. " dims", 2) end
-  return call1(2, C.netcl_tensor_transpose, H(t), 0, 1)
+  if ndim(t) ~= 2 then throw("t() needs a 2-dim tensor, got " .. ndim(t) .. " dims") end
+  return call1(C.netcl_tensor_transpose, H(t), 0, 1)
 end
 
 function methods.permute(t, ...)
   local list = type((...)) == "table" and (...) or { ... }
   local nd = ndim(t)
   for i = 1, #list do dims_buf[i - 1] = cdim(t, list[i], nd) end
-  return call1(2, C.netcl_tensor_permute, H(t), #list, dims_buf)
+  return call1(C.netcl_tensor_permute, H(t), #list, dims_buf)
 end
 
+local function integer(v, what)
+  if type(v) ~= "number" or v ~= floor(v) then throw(what .. " must be an integer, got " .. tostring(v)) end
+  return v
+end
+
+-- narrow(dim, start, length): start is 1-based (negative counts from the end)
 function methods.narrow(t, d, start, length)
-  return call1(2, C.netcl_tensor_narrow, H(t), cdim(t, d, nil, 2, "narrow"), start - 1, length)
+  local c = cdim(t, d, nil, "narrow")
+  integer(start, "narrow: start"); integer(length, "narrow: length")
+  local size = tonumber(C.netcl_tensor_size(H(t), c))
+  if start < 0 then start = size + start + 1 end
+  if start < 1 or length < 0 or start + length - 1 > size then
+    throw(("narrow: start %d length %d out of range for dim %d of %s (start is 1-based)"):format(
+      start, length, d, describe(H(t))))
+  end
+  return call1(C.netcl_tensor_narrow, H(t), c, start - 1, length)
 end
 
 function methods.select(t, d, i)
-  local c = cdim(t, d, nil, 2, "select")
-  if i < 0 then i = tonumber(C.netcl_tensor_size(H(t), c)) + i + 1 end
-  return call1(2, C.netcl_tensor_select, H(t), c, i - 1)
+  local c = cdim(t, d, nil, "select")
+  integer(i, "select: index")
+  local size = tonumber(C.netcl_tensor_size(H(t), c))
+  local j = i < 0 and size + i + 1 or i
+  if j < 1 or j > size then
+    throw(("select: index %d out of range for dim %d of %s (indices are 1-based)"):format(i, d, describe(H(t))))
+  end
+  i = j
+  return call1(C.netcl_tensor_select, H(t), c, i - 1)
 end
 
 function methods.expand(t, ...)
-  local n, s = parse_sizes(2, ...)
-  return call1(2, C.netcl_tensor_expand, H(t), n, s)
+  local n, s = parse_sizes(...)
+  return call1(C.netcl_tensor_expand, H(t), n, s)
 end
 
 function methods.expand_as(t, other) return methods.expand(t, methods.size(other)) end
 
 function methods.squeeze(t, d)
-  return call1(2, C.netcl_tensor_squeeze, H(t), d == nil and -1 or cdim(t, d))
+  return call1(C.netcl_tensor_squeeze, H(t), d == nil and -1 or cdim(t, d))
 end
 
 function methods.unsqueeze(t, d)
   local nd = ndim(t)
+  integer(d, "unsqueeze: dim")
   local c = d < 0 and nd + 1 + d or d - 1
-  if c < 0 or c > nd then error(("unsqueeze: dim %d out of range for a %d-dim tensor"):format(d, nd), 2) end
-  return call1(2, C.netcl_tensor_unsqueeze, H(t), c)
+  if c < 0 or c > nd then throw(("unsqueeze: dim %d out of range for a %d-dim tensor"):format(d, nd)) end
+  return call1(C.netcl_tensor_unsqueeze, H(t), c)
 end
 
-function methods.contiguous(t) return call1(2, C.netcl_tensor_contiguous, H(t)) end
+function methods.contiguous(t) return call1(C.netcl_tensor_contiguous, H(t)) end
 
 -- Torch7-style slice: one entry per dim, a number selects, {a, b} is the
 -- inclusive range a..b (negatives count from the end), {} keeps the dim.
-local function slice_view(t, spec, level)
+local function slice_view(t, spec)
   local cur = t
   local d = 0   -- current C dim in `cur`
   for i = 1, #spec do
     local s = spec[i]
-    if C.netcl_tensor_ndim(H(cur, level)) <= d then
-      error(("slice: %d entries for a %d-dim tensor"):format(#spec, ndim(t)), level + 1)
+    if C.netcl_tensor_ndim(H(cur)) <= d then
+      throw(("slice: %d entries for a %d-dim tensor"):format(#spec, ndim(t)))
     end
     local size = tonumber(C.netcl_tensor_size(cur.h, d))
     if type(s) == "number" then
       local idx = s < 0 and size + s + 1 or s
-      cur = call1(level, C.netcl_tensor_select, cur.h, d, idx - 1)
+      if idx < 1 or idx > size or idx ~= floor(idx) then
+        throw(("slice: index %s out of range for dim %d (size %d) of %s (indices are 1-based)"):format(
+          tostring(s), i, size, describe(H(t))))
+      end
+      cur = call1(C.netcl_tensor_select, cur.h, d, idx - 1)
     elseif type(s) == "table" then
       local a = s[1] or 1
       local b = s[2] or (s[1] and a or size)
+      if type(a) ~= "number" or type(b) ~= "number" then throw("slice: ranges are {start, stop} with integers") end
       if a < 0 then a = size + a + 1 end
       if b < 0 then b = size + b + 1 end
       if #s == 0 then a, b = 1, size end
-      cur = call1(level, C.netcl_tensor_slice, cur.h, d, a - 1, b, 1)
+      if a < 1 or b > size or a > b + 1 or a ~= floor(a) or b ~= floor(b) then
+        throw(("slice: range {%s, %s} out of range for dim %d (size %d) of %s (1-based, inclusive)"):format(
+          tostring(s[1]), tostring(s[2] or s[1]), i, size, describe(H(t))))
+      end
+      cur = call1(C.netcl_tensor_slice, cur.h, d, a - 1, b, 1)
       d = d + 1
     else
-      error("slice: entries must be numbers or {start, stop} tables, got " .. type(s), level + 1)
+      throw("slice: entries must be numbers or {start, stop} tables, got " .. type(s))
     end
   end
   return cur
 end
 
--- Torch7's t:sub(...) slicing is spelled t[{...}] here: `sub` is subtraction.
-function methods.slice(t, ...) return slice_view(t, { ... }, 2) end
+-- t:slice({1, 3}, {}, 2) == t[{ {1, 3}, {}, 2 }]. t:sub(...) is the same when
+-- its first argument is a Lua table (Torch7's spelling); else subtraction.
+function methods.slice(t, ...) return slice_view(t, { ... }) end
+function methods.sub(t, x, ...)
+  if type(x) == "table" then return slice_view(t, { x, ... }) end
+  return binary(t, x, OP.sub)
+end
 
-local function assign(view, v, level)
-  if type(v) == "number" then
-    check(C.netcl_tensor_fill_(view.h, v), level + 1)
+local function assign(view, v)
+  if type(v) == "number" or type(v) == "boolean" then
+    check(C.netcl_tensor_fill_(H(view), (v == true and 1) or (v == false and 0) or v))
+  elseif not istype(Box, v) then
+    throw("can only assign a number, a boolean or a tensor into a tensor, got " .. type(v))
   else
-    check(C.netcl_tensor_copy_(view.h, H(v, level + 1)), level + 1)
+    check(C.netcl_tensor_copy_(H(view), H(v)))
   end
 end
 
 -- ---- conversion -------------------------------------------------------------------------
 
-local function to_doubles(t, level)
-  local h = H(t, level + 1)
+local function to_doubles(t)
+  local h = H(t)
   local n = tonumber(C.netcl_tensor_numel(h))
   local buf = ffi.new("double[?]", n > 0 and n or 1)
-  check(C.netcl_tensor_to_doubles(h, buf, n), level + 1)
+  check(C.netcl_tensor_to_doubles(h, buf, n))
   return buf, n
 end
 M.to_doubles = to_doubles
 
 function methods.totable(t)
-  local buf = to_doubles(t, 2)
+  local buf = to_doubles(t)
   local sizes = methods.size(t)
   local is_bool = methods.type(t) == "bool"
   local pos = 0
@@ -417,14 +462,14 @@ end
 function methods.item(t)
   local h = H(t)
   local n = tonumber(C.netcl_tensor_numel(h))
-  if n ~= 1 then error(("item: tensor has %d elements, not 1"):format(n), 2) end
-  check(C.netcl_tensor_to_doubles(h, value_buf, 1), 2)
+  if n ~= 1 then throw(("item: tensor has %d elements, not 1"):format(n)) end
+  check(C.netcl_tensor_to_doubles(h, value_buf, 1))
   if methods.type(t) == "bool" then return value_buf[0] ~= 0 end
   return value_buf[0]
 end
 
 function methods.cast(t, dtype)
-  return call1(2, C.netcl_tensor_cast, H(t), dtype_code(dtype))
+  return call1(C.netcl_tensor_cast, H(t), dtype_code(dtype))
 end
 
 for _, pair in ipairs({ { "float", "float32" }, { "half", "float16" }, { "bfloat16", "bfloat16" }, { "double", "float64" },
@@ -432,19 +477,20 @@ for _, pair in ipairs({ { "float", "float32" }, { "half", "float16" }, { "bfloat
   local name, dt = pair[1], pair[2]
   methods[name] = function(t)
     if methods.type(t) == dt then return t end
-    return call1(2, C.netcl_tensor_cast, H(t), dtype_code(dt))
+    return call1(C.netcl_tensor_cast, H(t), dtype_code(dt))
   end
 end
 
-function methods.clone(t) return call1(2, C.netcl_tensor_cast, H(t), C.netcl_tensor_dtype(H(t))) end
+function methods.clone(t) return call1(C.netcl_tensor_cast, H(t), C.netcl_tensor_dtype(H(t))) end
 
 function methods.copy_(t, src)
-  assign(t, src, 2)
+  assign(t, src)
   return t
 end
 
 function methods.fill_(t, v)
-  check(C.netcl_tensor_fill_(H(t), v), 2)
+  if type(v) ~= "number" and type(v) ~= "boolean" then throw("fill_: value must be a number or boolean, got " .. type(v)) end
+  assign(t, v)
   return t
 end
 
@@ -453,24 +499,24 @@ function methods.zero_(t) return methods.fill_(t, 0) end
 -- ---- autograd ------------------------------------------------------------------------------
 
 function methods.requires_grad_(t, flag)
-  check(C.netcl_tensor_set_requires_grad(H(t), flag == false and 0 or 1), 2)
+  check(C.netcl_tensor_set_requires_grad(H(t), flag == false and 0 or 1))
   return t
 end
 
 function methods.backward(t, grad, retain_graph)
   if type(grad) == "boolean" then grad, retain_graph = nil, grad end
   local st = C.netcl_backward(H(t), grad and H(grad) or nil, retain_graph and 1 or 0)
-  check(st, 2)
+  check(st)
 end
 
-function methods.detach(t) return call1(2, C.netcl_tensor_detach, H(t)) end
+function methods.detach(t) return call1(C.netcl_tensor_detach, H(t)) end
 
 function methods.retain_grad(t)
-  check(C.netcl_tensor_retain_grad(H(t)), 2)
+  check(C.netcl_tensor_retain_grad(H(t)))
   return t
 end
 
-function methods.zero_grad(t) check(C.netcl_tensor_set_grad(H(t), nil), 2) end
+function methods.zero_grad(t) check(C.netcl_tensor_set_grad(H(t), nil)) end
 
 -- ---- metatable ------------------------------------------------------------------------------
 
@@ -484,21 +530,21 @@ function mt.__index(t, k)
   if type(k) == "number" then
     local h = H(t)
     local nd = C.netcl_tensor_ndim(h)
-    if nd == 0 then error("cannot index a 0-dim tensor; use item()", 2) end
+    if nd == 0 then throw("cannot index a 0-dim tensor; use item()") end
     local size = tonumber(C.netcl_tensor_size(h, 0))
     local i = k < 0 and size + k + 1 or k
-    if i < 1 or i > size or i ~= math.floor(i) then
-      error(("index %s out of range for dim 1 of size %d (indices are 1-based)"):format(tostring(k), size), 2)
+    if i < 1 or i > size or i ~= floor(i) then
+      throw(("index %s out of range for dim 1 of size %d (indices are 1-based)"):format(tostring(k), size))
     end
     if nd == 1 then
       index_buf[0] = i - 1
-      check(C.netcl_tensor_get_item(h, index_buf, value_buf), 2)
+      check(C.netcl_tensor_get_item(h, index_buf, value_buf))
       if C.netcl_tensor_dtype(h) == 7 then return value_buf[0] ~= 0 end
       return value_buf[0]
     end
-    return call1(2, C.netcl_tensor_select, h, 0, i - 1)
+    return call1(C.netcl_tensor_select, h, 0, i - 1)
   elseif type(k) == "table" then
-    return slice_view(t, k, 2)
+    return slice_view(t, k)
   end
   return nil
 end
@@ -506,20 +552,27 @@ end
 function mt.__newindex(t, k, v)
   if type(k) == "number" then
     local h = H(t)
+    local nd = C.netcl_tensor_ndim(h)
+    if nd == 0 then throw("cannot index a 0-dim tensor; use fill_()") end
     local size = tonumber(C.netcl_tensor_size(h, 0))
     local i = k < 0 and size + k + 1 or k
-    if C.netcl_tensor_ndim(h) == 0 or i < 1 or i > size then
-      error(("index %s out of range for dim 1 (indices are 1-based)"):format(tostring(k)), 2)
+    if i < 1 or i > size or i ~= floor(i) then
+      throw(("index %s out of range for dim 1 of size %d (indices are 1-based)"):format(tostring(k), size))
     end
-    assign(call1(2, C.netcl_tensor_select, h, 0, i - 1), v, 2)
+    if nd == 1 and type(v) == "number" then
+      index_buf[0] = i - 1
+      check(C.netcl_tensor_set_item(h, index_buf, v))
+      return
+    end
+    assign(call1(C.netcl_tensor_select, h, 0, i - 1), v)
   elseif type(k) == "table" then
-    assign(slice_view(t, k, 2), v, 2)
+    assign(slice_view(t, k), v)
   elseif k == "requires_grad" then
-    check(C.netcl_tensor_set_requires_grad(H(t), v and 1 or 0), 2)
+    check(C.netcl_tensor_set_requires_grad(H(t), v and 1 or 0))
   elseif k == "grad" then
-    check(C.netcl_tensor_set_grad(H(t), v ~= nil and H(v) or nil), 2)
+    check(C.netcl_tensor_set_grad(H(t), v ~= nil and H(v) or nil))
   else
-    error("cannot set field '" .. tostring(k) .. "' of a tensor", 2)
+    throw("cannot set field '" .. tostring(k) .. "' of a tensor")
   end
 end
 

@@ -1,6 +1,7 @@
 -- netcl/nn/functional.lua — neural-network functions composed from autograd
 -- ops (so they differentiate with no hand-written backward): linear,
 -- log_softmax, softmax, one_hot, nll and cross_entropy with 1-based labels.
+local throw = require("netcl.lib").throw
 local M = {}
 
 local function netcl() return require("netcl") end
@@ -36,7 +37,7 @@ function M.nll(logp, labels)
   local n, c = logp:size(1), logp:size(2)
   local lo, hi = labels:min():item(), labels:max():item()
   if lo < 1 or hi > c then
-    error(("nll: labels must be 1-based class indices in 1..%d, got %d..%d"):format(c, lo, hi), 2)
+    throw(("nll: labels must be 1-based class indices in 1..%d, got %d..%d"):format(c, lo, hi))
   end
   return -(logp * M.one_hot(labels, c, logp.dtype)):sum() / n
 end
