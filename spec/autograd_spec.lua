@@ -186,6 +186,65 @@ function TestGraph:test_inplace_safety()
   lu.assertEquals(w:totable(), { 5, 5 })
 end
 
+function TestGraph:test_inplace_ops_record_history()
+  local w = netcl.tensor({ 1, 2, 3 }, { device = dev, requires_grad = true })
+  H.assert_error(function() w:add_(1) end, "add_", "leaf that requires grad")
+  local y = w * 2
+  y:add_(1):mul_(3)                -- y = (2w + 1) * 3
+  lu.assertEquals(y.grad_fn, "mul")
+  y:sum():backward()
+  lu.assertEquals(w.grad:totable(), { 6, 6, 6 })
+  lu.assertEquals(y:totable(), { 9, 15, 21 })
+  -- rules that need the old values get them (the op works on a recorded copy)
+  w.grad = nil
+  local u = w * 1
+  u:sin_():mul_(u)                 -- u = sin(w)^2
+  u:sum():backward()
+  H.assert_close(w.grad, (w:detach():sin() * w:detach():cos() * 2), 1e-5, 1e-6)
+end
+
+function TestGraph:test_inplace_on_saved_tensor_is_refused_at_backward()
+  local w = netcl.tensor({ 1, 2 }, { device = dev, requires_grad = true })
+  local z = w:exp()
+  local q = z * z                  -- saves z
+  z:add_(1)
+  H.assert_error(function() q:sum():backward() end, "modified in place")
+  local b = w * 1
+  local v = b:view(2, 1)
+  b:mul_(2)                        -- v's recorded history no longer holds
+  H.assert_error(function() v:sum():backward() end, "view", "modified in place")
+  H.assert_error(function() (w * 1):view(2, 1):add_(1) end, "add_", "view")
+end
+
+function TestGraph:test_leaf_grad_accumulates_in_place()
+  local w = netcl.tensor({ 1, 2 }, { device = dev, requires_grad = true })
+  ;(w * 2):sum():backward()
+  local g = w.grad
+  ;(w * 3):sum():backward()
+  lu.assertEquals(g:totable(), { 5, 5 })      -- the same tensor, updated
+  lu.assertEquals(w.grad:totable(), { 5, 5 })
+  -- a gradient handed to two leaves is copied: they never share storage
+  local a = netcl.tensor({ 1 }, { device = dev, requires_grad = true })
+  local b = netcl.tensor({ 1 }, { device = dev, requires_grad = true })
+  ;(a + b):sum():backward()
+  ;(a * 1):sum():backward()
+  lu.assertEquals(a.grad:totable(), { 2 })
+  lu.assertEquals(b.grad:totable(), { 1 })
+end
+
+function TestGraph:test_set_rebinds_a_leaf_into_a_flat_buffer()
+  local p = netcl.tensor({ { 1, 2 }, { 3, 4 } }, { device = dev, requires_grad = true })
+  local flat = netcl.zeros(6, { device = dev })
+  netcl.no_grad(function() flat:narrow(1, 2, 4):copy_(p:view(-1)) end)
+  p:set_(flat:narrow(1, 2, 4):view(2, 2))
+  lu.assertTrue(p.is_leaf)
+  ;(p * p):sum():backward()
+  lu.assertEquals(p.grad:totable(), { { 2, 4 }, { 6, 8 } })
+  netcl.no_grad(function() flat:mul_(10) end)  -- writes through the buffer
+  lu.assertEquals(p:totable(), { { 10, 20 }, { 30, 40 } })
+  H.assert_error(function() (p * 1):set_(flat) end, "set_", "not a leaf")
+end
+
 function TestGraph:test_tape_form()
   local x = netcl.tensor({ 2 }, { device = dev, requires_grad = true })
   local tape = netcl.autograd.Tape()

@@ -266,3 +266,36 @@ function TestMatmul:test_batched_broadcast_against_cpu()
     return netcl.matmul(a, b), a:matmul(c), inputs(d, 11, 70, 130):matmul(inputs(d, 12, 130, 66))
   end, 1e-4, 1e-4)
 end
+
+TestInplace = {}
+
+function TestInplace:test_inplace_forms_against_cpu()
+  H.against_cpu(function(d)
+    netcl.manual_seed(31)
+    local a = netcl.randn(5, 7, { device = d })
+    local b = netcl.randn(7, { device = d })
+    local s = a:clone():add_(b):mul_(2):sub_(0.5):div_(a:abs() + 1)
+    local u = a:clone():tanh_():clamp_(-0.5, 0.5)
+    local t = a:clone():t()                 -- a strided target
+    t:mul_(3):exp_()
+    local over = a:narrow(1, 1, 5):clone()
+    local sq = netcl.arange(9, { device = d }):view(3, 3):float()
+    sq:add_(sq:t())                         -- the operand overlaps the target
+    local ints = netcl.arange(6, { device = d, dtype = "int32" })
+    ints:mul_(2.5)                          -- computed in float, stored as int32
+    return s, u, t, over, sq, ints
+  end)
+end
+
+function TestInplace:test_values()
+  local sq = netcl.arange(4, { device = dev }):view(2, 2)
+  sq:add_(sq:t())
+  lu.assertEquals(sq:totable(), { { 0, 3 }, { 3, 6 } })
+  local i = netcl.arange(3, { device = dev, dtype = "int32" }):mul_(2.5)
+  lu.assertEquals(i.dtype, "int32")
+  lu.assertEquals(i:totable(), { 0, 2, 5 })
+  H.assert_error(function() netcl.zeros(2, 3, { device = dev }):add_(netcl.ones(3, 2, { device = dev })) end,
+    "add", "broadcast")
+  H.assert_error(function() netcl.zeros(1, 3, { device = dev }):add_(netcl.ones(2, 3, { device = dev })) end,
+    "add_", "does not fit in place")
+end

@@ -266,6 +266,10 @@ netcl_status netcl_tensor_select(netcl_tensor **out, netcl_tensor *t, int dim, i
 netcl_status netcl_tensor_slice(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t stop, int64_t step);
 /* Size-1 dims (and new leading dims) broadcast by stride 0; -1 keeps a size. */
 netcl_status netcl_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes);
+/* Makes t view src's storage with src's geometry (Torch7's set): every
+ * holder of t sees the new data. t must be a leaf; its .grad is kept when
+ * the shape is unchanged (optimizers flatten parameters this way). */
+netcl_status netcl_tensor_set_(netcl_tensor *t, netcl_tensor *src);
 /* dim < 0 removes every size-1 dim. */
 netcl_status netcl_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim);
 netcl_status netcl_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim);
@@ -277,6 +281,13 @@ netcl_status netcl_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, doubl
 netcl_status netcl_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
 /* out = a op s (reversed: s op a) for a scalar s. */
 netcl_status netcl_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed);
+/* In place: a = op(a), a = a op b (b broadcast to a's shape), a = a op s;
+ * the result is cast to a's dtype. With autograd: a leaf that requires
+ * grad is refused (write under no_grad); any other tensor takes the op's
+ * history, and a node that saved a's old values refuses at backward. */
+netcl_status netcl_unary_(netcl_op op, netcl_tensor *a, double p1, double p2);
+netcl_status netcl_binary_(netcl_op op, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_binary_scalar_(netcl_op op, netcl_tensor *a, double s);
 /* Reduce over one dim (keepdim keeps it as size 1) or, with dim < 0, over
  * all elements (a 0-dim result). ARGMAX/ARGMIN give int64 0-based indices. */
 netcl_status netcl_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim);

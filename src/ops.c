@@ -33,7 +33,7 @@ static bool is_binary(netcl_op op) { return op >= NETCL_OP_ADD && op < NETCL_OP_
 static bool is_compare(netcl_op op) { return op >= NETCL_OP_EQ && op <= NETCL_OP_GE; }
 static bool is_reduce(netcl_op op) { return op >= NETCL_OP_SUM && op < NETCL_OP_REDUCE_END; }
 
-static netcl_status same_device(const char *op, const netcl_tensor *a, const netcl_tensor *b)
+netcl_status nc_same_device(const char *op, const netcl_tensor *a, const netcl_tensor *b)
 {
     if (nc_dev(a) != nc_dev(b))
         return nc_fail(NETCL_ERR_DEVICE, "%s: tensors on different devices: %s and %s (move one with :to())",
@@ -52,7 +52,7 @@ static netcl_status cast_in_place(netcl_tensor **t, netcl_dtype dt, netcl_tensor
 
 /* Descriptor of t broadcast to (ndim, sizes): leading dims and size-1 dims
  * get stride 0. The caller has checked that the shapes broadcast. */
-static void broadcast_desc(nc_desc *d, const netcl_tensor *t, int ndim, const int64_t *sizes)
+void nc_broadcast_desc(nc_desc *d, const netcl_tensor *t, int ndim, const int64_t *sizes)
 {
     nc_desc_of(d, t);
     int lead = ndim - t->ndim;
@@ -64,7 +64,7 @@ static void broadcast_desc(nc_desc *d, const netcl_tensor *t, int ndim, const in
     d->ndim = ndim;
 }
 
-static netcl_status broadcast_shape(const char *op, const netcl_tensor *a, const netcl_tensor *b, int *ndim, int64_t *sizes)
+netcl_status nc_broadcast_shape(const char *op, const netcl_tensor *a, const netcl_tensor *b, int *ndim, int64_t *sizes)
 {
     *ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
     for (int i = 0; i < *ndim; i++) {
@@ -87,7 +87,7 @@ bool nc_op_int_ok(netcl_op op)
            op == NETCL_OP_SQUARE || op == NETCL_OP_CLAMP || (is_binary(op) && op != NETCL_OP_DIV && op != NETCL_OP_POW);
 }
 
-static netcl_dtype compute_dtype(netcl_op op, netcl_dtype dt)
+netcl_dtype nc_compute_dtype(netcl_op op, netcl_dtype dt)
 {
     bool int_like = !nc_dtype_is_float(dt);
     if (int_like && !nc_op_int_ok(op)) return NETCL_DTYPE_FLOAT32;
@@ -100,7 +100,7 @@ netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, doub
     *out = NULL;
     if (!is_unary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "unary: %s (%d) is not a unary op", netcl_op_name(op), (int)op);
     netcl_tensor *cast = NULL;
-    netcl_status st = cast_in_place(&a, compute_dtype(op, a->dtype), &cast);
+    netcl_status st = cast_in_place(&a, nc_compute_dtype(op, a->dtype), &cast);
     if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), a->dtype, a->ndim, a->sizes);
     if (st == NETCL_OK && netcl_tensor_numel(a) > 0) {
         nc_desc o, x;
@@ -122,11 +122,11 @@ netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, net
     *out = NULL;
     const char *name = netcl_op_name(op);
     if (!is_binary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "binary: %s (%d) is not a binary op", name, (int)op);
-    NC_TRY(same_device(name, a, b));
+    NC_TRY(nc_same_device(name, a, b));
     int ndim;
     int64_t sizes[NC_MAX_DIMS];
-    NC_TRY(broadcast_shape(name, a, b, &ndim, sizes));
-    netcl_dtype dt = compute_dtype(op, nc_dtype_promote(a->dtype, b->dtype));
+    NC_TRY(nc_broadcast_shape(name, a, b, &ndim, sizes));
+    netcl_dtype dt = nc_compute_dtype(op, nc_dtype_promote(a->dtype, b->dtype));
     netcl_tensor *ca = NULL, *cb = NULL;
     netcl_status st = cast_in_place(&a, dt, &ca);
     if (st == NETCL_OK) st = cast_in_place(&b, dt, &cb);
@@ -134,8 +134,8 @@ netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, net
     if (st == NETCL_OK && nc_numel(ndim, sizes) > 0) {
         nc_desc o, x, y;
         nc_desc_of(&o, *out);
-        broadcast_desc(&x, a, ndim, sizes);
-        broadcast_desc(&y, b, ndim, sizes);
+        nc_broadcast_desc(&x, a, ndim, sizes);
+        nc_broadcast_desc(&y, b, ndim, sizes);
         st = nc_dev(a)->backend->binary(nc_dev(a), op, &o, &x, &y, 0, 0);
     }
     netcl_tensor_release(ca);
@@ -155,7 +155,7 @@ netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor 
     if (!is_binary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "binary: %s (%d) is not a binary op", name, (int)op);
     netcl_dtype dt = a->dtype;
     if (!nc_dtype_is_float(dt) && s != floor(s)) dt = NETCL_DTYPE_FLOAT32;
-    dt = compute_dtype(op, dt);
+    dt = nc_compute_dtype(op, dt);
     netcl_tensor *ca = NULL;
     netcl_status st = cast_in_place(&a, dt, &ca);
     if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), is_compare(op) ? NETCL_DTYPE_BOOL : dt, a->ndim, a->sizes);

@@ -5,6 +5,15 @@
 #define NETCL_OPS_H
 #include "core.h"
 
+/* shared by the op files (ops.c) */
+netcl_status nc_same_device(const char *op, const netcl_tensor *a, const netcl_tensor *b);
+/* shape a and b broadcast to, or an error naming op and both tensors */
+netcl_status nc_broadcast_shape(const char *op, const netcl_tensor *a, const netcl_tensor *b, int *ndim, int64_t *sizes);
+/* descriptor of t broadcast to (ndim, sizes): stride 0 on broadcast dims */
+void nc_broadcast_desc(nc_desc *d, const netcl_tensor *t, int ndim, const int64_t *sizes);
+/* dtype an elementwise op computes in for operands meeting at dt */
+netcl_dtype nc_compute_dtype(netcl_op op, netcl_dtype dt);
+
 netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2);
 netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
 netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed);
@@ -25,4 +34,12 @@ netcl_status nc_fwd_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim,
 netcl_status nc_fwd_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim);
 netcl_status nc_fwd_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim);
 netcl_status nc_fwd_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int64_t *pads, double value);
+/* In-place forms (inplace.c): the result of the op written into `out`
+ * (any strides; out may be an operand), cast to out's dtype; the storage
+ * version is bumped. No autograd checks: callers do those. */
+netcl_status nc_fwd_unary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, double p1, double p2);
+netcl_status nc_fwd_binary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
+netcl_status nc_fwd_binary_scalar_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, double s, int reversed);
+/* dst = src (broadcast, cast), same device; bumps dst's version */
+netcl_status nc_fwd_copy_into(netcl_tensor *dst, netcl_tensor *src);
 #endif

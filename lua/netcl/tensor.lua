@@ -231,6 +231,29 @@ for name, op in pairs(OP) do
   end
 end
 
+-- in-place forms: t:add_(x), t:relu_(), ... return t (see netcl_binary_ for
+-- the autograd rules: a leaf that requires grad is refused under grad mode)
+local function binary_(a, b, op)
+  if type(b) == "number" then check(C.netcl_binary_scalar_(op, H(a), b))
+  else check(C.netcl_binary_(op, H(a), H(b))) end
+  return a
+end
+local function unary_(a, op, p1, p2)
+  check(C.netcl_unary_(op, H(a), p1 or 0, p2 or 0))
+  return a
+end
+for name, op in pairs(OP) do
+  if op < 64 then
+    methods[name .. "_"] = function(t) return unary_(t, op) end
+  elseif op < 96 then
+    methods[name .. "_"] = function(a, b) return binary_(a, b, op) end
+  end
+end
+function methods.leaky_relu_(t, slope) return unary_(t, OP.leaky_relu, slope or 0.01) end
+function methods.elu_(t, alpha) return unary_(t, OP.elu, alpha or 1) end
+function methods.clamp_(t, lo, hi) return unary_(t, OP.clamp, lo or -math.huge, hi or math.huge) end
+function methods.hardtanh_(t, lo, hi) return unary_(t, OP.clamp, lo or -1, hi or 1) end
+
 -- unary ops with parameters (PyTorch's defaults)
 function methods.leaky_relu(t, slope) return unary(t, OP.leaky_relu, slope or 0.01) end
 function methods.elu(t, alpha) return unary(t, OP.elu, alpha or 1) end
@@ -495,6 +518,13 @@ function methods.fill_(t, v)
 end
 
 function methods.zero_(t) return methods.fill_(t, 0) end
+
+-- t:set_(src): t becomes a view of src's storage (Torch7's set); every
+-- holder of t sees it. t must be a leaf.
+function methods.set_(t, src)
+  check(C.netcl_tensor_set_(H(t), H(src)))
+  return t
+end
 
 -- ---- autograd ------------------------------------------------------------------------------
 

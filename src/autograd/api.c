@@ -22,6 +22,11 @@ static netcl_status record_simple(netcl_tensor **out, nc_rule rule, const char *
     nc_node *n = nc_node_new(rule, name, 1, &in);
     if (!n) return record_fail(out, n, name);
     for (int i = 0; i < nip; i++) n->ip[i] = ip[i];
+    if ((*out)->storage == in->storage) { /* a view: remember what it views (engine.c checks at backward) */
+        n->view_storage = in->storage;
+        nc_storage_retain(in->storage);
+        n->view_version = atomic_load(&in->storage->version);
+    }
     nc_node_attach(n, *out);
     return NETCL_OK;
 }

@@ -7,8 +7,7 @@
 
 #include "../ops.h"
 
-#define NC_NODE_IN 3
-#define NC_NODE_SAVED 3
+#define NC_NODE_SAVED 4
 
 /* One entry per recorded op kind; rules.c has the table. */
 typedef enum nc_rule {
@@ -18,31 +17,38 @@ typedef enum nc_rule {
     NC_RULE_COUNT
 } nc_rule;
 
-typedef struct nc_input_meta {
+/* Input i of a node: where its gradient goes (the producing node, or the
+ * leaf to accumulate into) and the input's geometry, which the rule's
+ * result must match. */
+typedef struct nc_edge {
+    struct nc_node *next;       /* producer of the input (a reference) */
+    netcl_tensor *leaf;         /* or the leaf to accumulate into (a reference) */
+    netcl_tensor *retained;     /* non-leaf input whose grad is kept (a reference) */
     netcl_dtype dtype;
     netcl_device *dev;
     int ndim;
     int64_t sizes[NC_MAX_DIMS];
-} nc_input_meta;
+} nc_edge;
 
 typedef struct nc_node {
     atomic_int refcount;
     nc_rule rule;
     const char *name;                     /* op name for messages and grad_fn */
-    int nin;
-    struct nc_node *next[NC_NODE_IN];     /* producer of input i (a reference) */
-    netcl_tensor *leaf[NC_NODE_IN];       /* or the leaf to accumulate into (a reference) */
-    netcl_tensor *retained[NC_NODE_IN];   /* non-leaf input whose grad is kept */
-    nc_input_meta in[NC_NODE_IN];
     netcl_tensor *saved[NC_NODE_SAVED];   /* graph-free aliases */
     int saved_version[NC_NODE_SAVED];
     double p[4];                          /* op parameters */
-    int64_t ip[NC_MAX_DIMS + 2];
+    int64_t ip[2 * NC_MAX_DIMS];
     int released;                         /* saved tensors freed by a backward */
+    /* view nodes: the storage the view shares and its version when the view
+     * was taken; an in-place write to it since makes backward refuse */
+    nc_storage *view_storage;
+    int view_version;
     /* backward scratch */
     int deps;
     uint64_t mark;
     netcl_tensor *grad_acc;
+    int nin;
+    nc_edge in[];                         /* nin entries */
 } nc_node;
 
 /* Backward rule: given the output gradient g, set gin[i] (new references)

@@ -21,11 +21,11 @@ int nc_should_record(int nin, netcl_tensor *const *ins)
     return 0;
 }
 
-int nc_input_needs_grad(const nc_node *n, int i) { return n->next[i] || n->leaf[i]; }
+int nc_input_needs_grad(const nc_node *n, int i) { return n->in[i].next || n->in[i].leaf; }
 
 nc_node *nc_node_new(nc_rule rule, const char *name, int nin, netcl_tensor *const *ins)
 {
-    nc_node *n = calloc(1, sizeof *n);
+    nc_node *n = calloc(1, sizeof *n + (size_t)nin * sizeof(nc_edge));
     if (!n) return NULL;
     atomic_init(&n->refcount, 1);
     n->rule = rule;
@@ -40,11 +40,11 @@ nc_node *nc_node_new(nc_rule rule, const char *name, int nin, netcl_tensor *cons
         memcpy(n->in[i].sizes, t->sizes, sizeof t->sizes);
         if (!t->requires_grad) continue;
         if (t->grad_fn) {
-            n->next[i] = t->grad_fn;
+            n->in[i].next = t->grad_fn;
             atomic_fetch_add(&t->grad_fn->refcount, 1);
-            if (t->retains_grad) { n->retained[i] = t; netcl_tensor_retain(t); }
+            if (t->retains_grad) { n->in[i].retained = t; netcl_tensor_retain(t); }
         } else {
-            n->leaf[i] = t;
+            n->in[i].leaf = t;
             netcl_tensor_retain(t);
         }
     }
@@ -63,11 +63,12 @@ void nc_node_release(nc_node *n)
         nc_node *chain = NULL;
         release_saved(n);
         netcl_tensor_release(n->grad_acc);
+        if (n->view_storage) nc_storage_release(n->view_storage);
         for (int i = 0; i < n->nin; i++) {
-            netcl_tensor_release(n->leaf[i]);
-            netcl_tensor_release(n->retained[i]);
-            if (n->next[i] && !chain) chain = n->next[i];
-            else nc_node_release(n->next[i]);
+            netcl_tensor_release(n->in[i].leaf);
+            netcl_tensor_release(n->in[i].retained);
+            if (n->in[i].next && !chain) chain = n->in[i].next;
+            else nc_node_release(n->in[i].next);
         }
         free(n);
         n = chain;
@@ -86,8 +87,7 @@ netcl_status nc_node_saved(nc_node *n, int k, netcl_tensor **t)
     *t = n->saved[k];
     if (atomic_load(&(*t)->storage->version) != n->saved_version[k])
         return nc_fail(NETCL_ERR_ARGUMENT,
-                       "backward of %s: a tensor it saved (%s) was modified in place after the forward pass",
-                       n->name, nc_describe(*t));
+                       "a tensor it saved (%s) was modified in place after the forward pass", nc_describe(*t));
     return NETCL_OK;
 }
 
@@ -139,6 +139,27 @@ netcl_status netcl_tensor_set_grad(netcl_tensor *t, netcl_tensor *grad)
     return NETCL_OK;
 }
 
+netcl_status netcl_tensor_set_(netcl_tensor *t, netcl_tensor *src)
+{
+    if (t->grad_fn)
+        return nc_fail(NETCL_ERR_ARGUMENT, "set_: %s is not a leaf (it comes from %s)", nc_describe(t), t->grad_fn->name);
+    if (t->dtype != src->dtype)
+        return nc_fail(NETCL_ERR_ARGUMENT, "set_: dtypes differ: %s and %s", nc_describe(t), nc_describe(src));
+    if (t->grad && (t->grad->ndim != src->ndim ||
+                    memcmp(t->grad->sizes, src->sizes, sizeof(int64_t) * (size_t)src->ndim) != 0)) {
+        netcl_tensor_release(t->grad);   /* a gradient of the old shape means nothing now */
+        t->grad = NULL;
+    }
+    nc_storage_retain(src->storage);
+    nc_storage_release(t->storage);
+    t->storage = src->storage;
+    t->offset = src->offset;
+    t->ndim = src->ndim;
+    memcpy(t->sizes, src->sizes, sizeof t->sizes);
+    memcpy(t->strides, src->strides, sizeof t->strides);
+    return NETCL_OK;
+}
+
 netcl_status netcl_tensor_detach(netcl_tensor **out, netcl_tensor *t)
 {
     return nc_tensor_view_of(out, t, t->ndim, t->sizes, t->strides, t->offset);
@@ -160,6 +181,13 @@ netcl_status nc_tensor_mark_inplace(netcl_tensor *t, const char *op)
  * made contiguous so a broadcast view never becomes someone's .grad. */
 static netcl_status accumulate(netcl_tensor **acc, netcl_tensor *g)
 {
+    if (*acc && g && (*acc)->storage == g->storage) {   /* never add a tensor into itself in place */
+        netcl_tensor *c;
+        netcl_status st = nc_fwd_tensor_cast(&c, g, g->dtype);
+        netcl_tensor_release(g);
+        if (st != NETCL_OK) return st;
+        g = c;
+    }
     netcl_tensor *sum;
     if (!*acc) {
         netcl_status st = nc_fwd_tensor_contiguous(acc, g);
@@ -199,7 +227,7 @@ static netcl_status count_deps(nc_node *root, uint64_t mark, node_list *all)
     while (stack.n) {
         nc_node *n = stack.items[--stack.n];
         for (int i = 0; i < n->nin; i++) {
-            nc_node *m = n->next[i];
+            nc_node *m = n->in[i].next;
             if (!m) continue;
             if (m->mark != mark) {
                 m->mark = mark;
@@ -216,9 +244,47 @@ oom:
     return nc_fail(NETCL_ERR_OOM, "backward: out of host memory");
 }
 
+/* A leaf's .grad: the first gradient is stored (contiguous); later ones
+ * are added in place, as PyTorch does, so a .grad that is a view into a
+ * flat buffer (optimizers) stays one. */
+static netcl_status accumulate_leaf(netcl_tensor *leaf, netcl_tensor *g)
+{
+    netcl_tensor *cur = leaf->grad;
+    if (!cur) {
+        /* later gradients land in .grad in place, so it must not share its
+         * storage with anything else (a rule may hand one tensor to two inputs) */
+        if (atomic_load(&g->refcount) == 1 && atomic_load(&g->storage->refcount) == 1 && netcl_tensor_is_contiguous(g)) {
+            leaf->grad = g;
+            return NETCL_OK;
+        }
+        netcl_status st = nc_fwd_tensor_cast(&leaf->grad, g, g->dtype);
+        netcl_tensor_release(g);
+        return st;
+    }
+    if (cur->dtype != leaf->dtype || cur->ndim != leaf->ndim ||
+        memcmp(cur->sizes, leaf->sizes, sizeof(int64_t) * (size_t)leaf->ndim) != 0)
+        return accumulate(&leaf->grad, g);
+    netcl_status st = nc_fwd_binary_into(cur, NETCL_OP_ADD, cur, g);
+    netcl_tensor_release(g);
+    return st;
+}
+
+/* A view node refuses when the storage it views was written in place after
+ * the view was taken: its recorded history no longer describes the values. */
+static netcl_status check_view(const nc_node *n)
+{
+    if (n->view_storage && atomic_load(&n->view_storage->version) != n->view_version)
+        return nc_fail(NETCL_ERR_ARGUMENT,
+                       "the tensor it is a view of was modified in place after the view was taken; "
+                       "take the view after the in-place op, or clone() before it");
+    return NETCL_OK;
+}
+
 static netcl_status run_node(nc_node *n, int retain_graph, node_list *ready)
 {
-    netcl_tensor *gin[NC_NODE_IN] = {0};
+    netcl_tensor *small[8] = {0};
+    netcl_tensor **gin = n->nin <= 8 ? small : calloc((size_t)n->nin, sizeof *gin);
+    if (!gin) return nc_fail(NETCL_ERR_OOM, "backward: out of host memory");
     netcl_status st = NETCL_OK;
     netcl_tensor *g = n->grad_acc;
     n->grad_acc = NULL;
@@ -226,24 +292,25 @@ static netcl_status run_node(nc_node *n, int retain_graph, node_list *ready)
         if (n->released)
             st = nc_fail(NETCL_ERR_ARGUMENT, "the graph through %s was already freed by an earlier backward; "
                          "pass retain_graph to run backward twice", n->name);
-        else
+        else if ((st = check_view(n)) == NETCL_OK)
             st = nc_backward_rules[n->rule](n, g, gin);
         if (st != NETCL_OK) nc_error_prefix("backward of %s: ", n->name);
     }
     for (int i = 0; i < n->nin; i++) {
         netcl_tensor *gi = gin[i];
         gin[i] = NULL;
-        if (st == NETCL_OK && gi && n->retained[i]) {
+        if (st == NETCL_OK && gi && n->in[i].retained) {
             netcl_tensor_retain(gi);
-            st = accumulate(&n->retained[i]->grad, gi);
+            st = accumulate(&n->in[i].retained->grad, gi);
         }
-        if (st == NETCL_OK && gi && n->leaf[i]) st = accumulate(&n->leaf[i]->grad, gi);
-        else if (st == NETCL_OK && gi && n->next[i]) st = accumulate(&n->next[i]->grad_acc, gi);
+        if (st == NETCL_OK && gi && n->in[i].leaf) st = accumulate_leaf(n->in[i].leaf, gi);
+        else if (st == NETCL_OK && gi && n->in[i].next) st = accumulate(&n->in[i].next->grad_acc, gi);
         else netcl_tensor_release(gi);
-        if (n->next[i] && --n->next[i]->deps == 0 && !push(ready, n->next[i]) && st == NETCL_OK)
+        if (n->in[i].next && --n->in[i].next->deps == 0 && !push(ready, n->in[i].next) && st == NETCL_OK)
             st = nc_fail(NETCL_ERR_OOM, "backward: out of host memory");
     }
     netcl_tensor_release(g);
+    if (gin != small) free(gin);
     if (!retain_graph) { release_saved(n); n->released = 1; }
     return st;
 }
@@ -267,7 +334,7 @@ netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_g
         st = netcl_tensor_full(&g, nc_dev(root), root->dtype, root->ndim, root->sizes, 1.0);
     }
     if (st == NETCL_OK && !root->grad_fn) { /* a leaf: its gradient is g */
-        st = accumulate(&root->grad, g);
+        st = accumulate_leaf(root, g);
         g = NULL;
     } else if (st == NETCL_OK) {
         if (root->retains_grad) { netcl_tensor_retain(g); st = accumulate(&root->grad, g); }
