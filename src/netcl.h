@@ -194,6 +194,13 @@ int64_t netcl_runtime_programs_compiled(void);   /* built from source */
 int64_t netcl_runtime_programs_loaded(void);     /* loaded from the disk cache */
 int64_t netcl_runtime_kernels_launched(void);
 
+/* ---- the op table --------------------------------------------------------
+ * Every op netcl offers (src/optable.c): entry i is "name forward backward
+ * kernels" (space-separated), *differentiable set; NULL past the end. The
+ * test runner checks each against the specs' coverage. */
+int netcl_op_table_size(void);
+const char *netcl_op_table_entry(int i, int *differentiable);
+
 /* ---- random numbers ------------------------------------------------------ */
 /* The global generator: Philox4x32-10, keyed by the seed; every draw takes
  * the next block of counters, so results are identical on every backend. */
