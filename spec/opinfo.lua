@@ -120,4 +120,14 @@ case({ op = "to", inputs = { R(3, 4) }, fn = function(x, env) return x:to("cpu")
 case({ op = "pad", inputs = { R(2, 3, 4) }, fn = function(x) return x:pad({ 1, 2, 0, 1 }, 0.5) end })
 case({ op = "pad", inputs = { R(3, 5) }, fn = function(x) return x:pad({ -1, 1 }) end })
 
+-- More cases live in spec/opinfo_<family>.lua files: each returns
+-- function(M) and adds its cases with M.case (so families never edit this file).
+local dir = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+local p = io.popen('ls "' .. dir .. '"/opinfo_*.lua 2>/dev/null')
+local files = {}
+for f in p:lines() do files[#files + 1] = f end
+p:close()
+table.sort(files)
+for _, f in ipairs(files) do assert(loadfile(f))()(M) end
+
 return M

@@ -293,6 +293,14 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "maximum", "minimum",
   netcl[name] = methods[name]
 end
 
+-- ---- op families ---------------------------------------------------------------------
+-- Each lua/netcl/ops/<family>.lua returns function(netcl, methods) and installs
+-- module functions and tensor methods of one family (1-based dims and
+-- indices there, converted to 0-based for the C call).
+
+local OP_FAMILIES = {}
+for _, family in ipairs(OP_FAMILIES) do require("netcl.ops." .. family)(netcl, methods) end
+
 -- ---- autograd switches ---------------------------------------------------------------
 
 function netcl.is_grad_enabled() return C.netcl_grad_enabled() ~= 0 end
