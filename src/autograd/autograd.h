@@ -14,6 +14,8 @@ typedef enum nc_rule {
     NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_REDUCE, NC_RULE_REDUCE_INDEX,
     NC_RULE_MATMUL, NC_RULE_RESHAPE, NC_RULE_TRANSPOSE, NC_RULE_PERMUTE, NC_RULE_EXPAND,
     NC_RULE_SLICE, NC_RULE_SELECT, NC_RULE_CAST, NC_RULE_TO_DEVICE, NC_RULE_PAD,
+    /* selection and nn families (rules_nn.c) */
+    NC_RULE_WHERE, NC_RULE_SOFTMAX,
     NC_RULE_COUNT
 } nc_rule;
 
@@ -80,6 +82,9 @@ netcl_status nc_rule_mask(netcl_tensor **o, netcl_op cmp, netcl_tensor *a, netcl
 netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_binary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_binary_scalar(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+
+netcl_status nc_rule_where(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_softmax(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 
 /* Sums g over broadcast dims down to (ndim, sizes). */
 netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes);

@@ -195,5 +195,7 @@ const nc_backward_fn nc_backward_rules[] = {
     [NC_RULE_CAST] = cast_rule,
     [NC_RULE_TO_DEVICE] = to_device_rule,
     [NC_RULE_PAD] = pad_rule,
+    [NC_RULE_WHERE] = nc_rule_where,
+    [NC_RULE_SOFTMAX] = nc_rule_softmax,
 };
 _Static_assert(sizeof nc_backward_rules / sizeof nc_backward_rules[0] == NC_RULE_COUNT, "one rule per kind");

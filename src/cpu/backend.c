@@ -85,6 +85,9 @@ static const nc_backend cpu_backend = {
     .reduce = nc_cpu_reduce,
     .matmul = nc_cpu_matmul,
     .rng = cpu_rng,
+    .where = nc_cpu_where,
+    .softmax = nc_cpu_softmax,
+    .softmax_backward = nc_cpu_softmax_backward,
     .shutdown = NULL,
 };
 
