@@ -320,6 +320,27 @@ netcl_status netcl_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a
  * input's float dtype (float16/bfloat16 in float32). */
 netcl_status netcl_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log);
 
+/* ---- ops: composite reductions and matrix products --------------------------
+ * Built from the ops above, so they differentiate like them. dims are
+ * 0-based; ndims == 0 reduces every dim. correction: 1 for the unbiased
+ * estimate, 0 for the population one. norm: p = 1, 2, other p > 0, +inf
+ * (max |a|), -inf (min |a|). any/all give bool. */
+netcl_status netcl_reduce_dims(netcl_tensor **out, netcl_op op, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+netcl_status netcl_var(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim);
+netcl_status netcl_std(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim);
+netcl_status netcl_norm(netcl_tensor **out, netcl_tensor *a, double p, int ndims, const int *dims, int keepdim);
+netcl_status netcl_logsumexp(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+netcl_status netcl_any(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+netcl_status netcl_all(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+/* mm: 2-D only; bmm: 3-D with equal batches; addmm: beta c + alpha a@b;
+ * linear: x @ w^T + b (b may be NULL); outer: [n] x [m] -> [n, m]; dot: 1-D. */
+netcl_status netcl_mm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_bmm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_addmm(netcl_tensor **out, netcl_tensor *c, netcl_tensor *a, netcl_tensor *b, double beta, double alpha);
+netcl_status netcl_linear(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b);
+netcl_status netcl_outer(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_dot(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+
 /* ---- data readers ----------------------------------------------------------
  * IDX files (MNIST, Fashion-MNIST), gzip-compressed or plain: a new cpu
  * tensor of the file's element type (uint8 -> uint8, int8 -> int32 widened,

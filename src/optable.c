@@ -52,6 +52,20 @@ static const nc_opdef table[] = {
     {"where", "netcl_where", "where", "select", 1},
     {"softmax", "netcl_softmax", "softmax", "select", 1},
     {"log_softmax", "netcl_softmax", "softmax", "select", 1},
+    /* composite reductions and matrix products (src/composite/) */
+    {"reduce_dims", "netcl_reduce_dims", "composite", "composite", 1},
+    {"var", "netcl_var", "composite", "composite", 1},
+    {"std", "netcl_std", "composite", "composite", 1},
+    {"norm", "netcl_norm", "composite", "composite", 1},
+    {"logsumexp", "netcl_logsumexp", "composite", "composite", 1},
+    {"any", "netcl_any", "-", "composite", 0},
+    {"all", "netcl_all", "-", "composite", 0},
+    {"mm", "netcl_mm", "composite", "composite", 1},
+    {"bmm", "netcl_bmm", "composite", "composite", 1},
+    {"addmm", "netcl_addmm", "composite", "composite", 1},
+    {"linear", "netcl_linear", "composite", "composite", 1},
+    {"outer", "netcl_outer", "composite", "composite", 1},
+    {"dot", "netcl_dot", "composite", "composite", 1},
 };
 
 int netcl_op_table_size(void) { return (int)(sizeof table / sizeof table[0]); }

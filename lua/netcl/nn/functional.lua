@@ -6,12 +6,8 @@ local M = {}
 
 local function netcl() return require("netcl") end
 
--- x [N, in] @ w[out, in]^T + b[out]
-function M.linear(x, w, b)
-  local y = x:matmul(w:t())
-  if b then y = y + b end
-  return y
-end
+-- x [..., in] @ w[out, in]^T + b[out]
+function M.linear(x, w, b) return netcl().linear(x, w, b) end
 
 function M.relu(x) return x:relu() end
 
