@@ -55,11 +55,11 @@ $(LIB): $(OBJS) Makefile
 
 # The FFI declarations are the header's cdef section minus comments and
 # preprocessor lines; spec/cdef_spec.lua fails when they drift apart.
-$(CDEF): src/netcl.h
+$(CDEF): src/netcl.h Makefile
 	@{ echo '-- generated from src/netcl.h by make; do not edit'; \
-	  echo 'return [['; \
+	  echo 'return [==['; \
 	  sed -n '/cdef-begin/,/cdef-end/p' src/netcl.h | sed -e '/cdef-/d' -e '/^#/d'; \
-	  echo ']]'; } > $@
+	  echo ']==]'; } > $@
 
 $(LAUNCH): lua/netcl/launcher.sh
 	@mkdir -p $(BUILD)

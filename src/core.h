@@ -67,6 +67,19 @@ static inline int nc_is_contiguous(int ndim, const int64_t *sizes, const int64_t
 }
 static inline int nc_desc_is_contiguous(const nc_desc *d) { return nc_is_contiguous(d->ndim, d->sizes, d->strides); }
 
+/* Geometry of a 2-D convolution window over contiguous NCHW input x [N, C,
+ * H, W] giving oh x ow positions (kernels/conv.cl mirrors it). */
+typedef struct nc_conv_geom {
+    int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+} nc_conv_geom;
+
+/* Geometry of 2-D pooling (kernels/pool.cl mirrors it). mode 0 max, 1
+ * average (count_pad: padding counts in the divisor; divisor > 0 overrides
+ * it), 2 adaptive average (kernel/stride/padding unused). */
+typedef struct nc_pool_geom {
+    int64_t N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor;
+} nc_pool_geom;
+
 typedef struct nc_backend {
     const char *name;
     /* memory: alloc returns NETCL_ERR_OOM (no message needed) when the device is full */
@@ -117,6 +130,17 @@ typedef struct nc_backend {
      * contiguous [rows, R], one dtype): gin = y (g - sum(g y)) for softmax,
      * g - exp(y) sum(g) for log_softmax. */
     netcl_status (*softmax_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+    /* cols [N, C*kh*kw, oh*ow] <- x [N, C, H, W] (zero padding) and its
+     * adjoint, x = sum of the cols entries that read each pixel; both
+     * contiguous, one float dtype, never aliasing. */
+    netcl_status (*im2col)(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
+    netcl_status (*col2im)(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
+    /* out [N, C, oh, ow] <- x [N, C, H, W]; idx (int64, max only) the
+     * winner's h*W + w; and the gradient gin [N, C, H, W] from gout (and
+     * idx). All contiguous, one float dtype. */
+    netcl_status (*pool)(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
+    netcl_status (*pool_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
+                                  const nc_pool_geom *g);
     void (*shutdown)(netcl_device *dev);
 } nc_backend;
 

@@ -320,6 +320,33 @@ netcl_status netcl_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a
  * input's float dtype (float16/bfloat16 in float32). */
 netcl_status netcl_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log);
 
+/* unfold (im2col): x [N, C, H, W] -> [N, C*kh*kw, L], L the window
+ * positions; fold (col2im) is its adjoint: cols [N, C*kh*kw, L] -> [N, C,
+ * size[0], size[1]], overlapping entries summed. kernel, dilation, padding,
+ * stride are (h, w) pairs. */
+netcl_status netcl_unfold(netcl_tensor **out, netcl_tensor *x, const int64_t *kernel, const int64_t *dilation,
+                          const int64_t *padding, const int64_t *stride);
+netcl_status netcl_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *size, const int64_t *kernel,
+                        const int64_t *dilation, const int64_t *padding, const int64_t *stride);
+/* 2-D pooling over x [N, C, H, W] with (h, w) pairs; padding at most half
+ * the kernel. max_pool2d's indices (may be NULL) are int64, 0-based h*W + w
+ * within each plane. avg_pool2d: divisor_override 0 = none. */
+netcl_status netcl_max_pool2d(netcl_tensor **out, netcl_tensor **indices, netcl_tensor *x, const int64_t *kernel,
+                              const int64_t *stride, const int64_t *padding, const int64_t *dilation, int ceil_mode);
+netcl_status netcl_avg_pool2d(netcl_tensor **out, netcl_tensor *x, const int64_t *kernel, const int64_t *stride,
+                              const int64_t *padding, int ceil_mode, int count_include_pad, int64_t divisor_override);
+netcl_status netcl_adaptive_avg_pool2d(netcl_tensor **out, netcl_tensor *x, const int64_t *size);
+/* Convolutions (composites of unfold/fold and matmul): x [N, C, H, W],
+ * w [O, C/groups, kh, kw], b [O] or NULL; conv1d on [N, C, L]; the
+ * transposed convolution's w is [C, O/groups, kh, kw]. */
+netcl_status netcl_conv2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
+                          const int64_t *padding, const int64_t *dilation, int64_t groups);
+netcl_status netcl_conv1d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, int64_t stride,
+                          int64_t padding, int64_t dilation, int64_t groups);
+netcl_status netcl_conv_transpose2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
+                                    const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
+                                    const int64_t *dilation, int64_t groups);
+
 /* ---- ops: composite reductions and matrix products --------------------------
  * Built from the ops above, so they differentiate like them. dims are
  * 0-based; ndims == 0 reduces every dim. correction: 1 for the unbiased

@@ -52,6 +52,15 @@ static const nc_opdef table[] = {
     {"where", "netcl_where", "where", "select", 1},
     {"softmax", "netcl_softmax", "softmax", "select", 1},
     {"log_softmax", "netcl_softmax", "softmax", "select", 1},
+    /* convolution windows and pooling (kernels/conv.cl, kernels/pool.cl, rules_nn.c) */
+    {"unfold", "netcl_unfold", "unfold", "conv", 1},
+    {"fold", "netcl_fold", "fold", "conv", 1},
+    {"max_pool2d", "netcl_max_pool2d", "pool", "pool", 1},
+    {"avg_pool2d", "netcl_avg_pool2d", "pool", "pool", 1},
+    {"adaptive_avg_pool2d", "netcl_adaptive_avg_pool2d", "pool", "pool", 1},
+    {"conv2d", "netcl_conv2d", "composite", "composite", 1},
+    {"conv1d", "netcl_conv1d", "composite", "composite", 1},
+    {"conv_transpose2d", "netcl_conv_transpose2d", "composite", "composite", 1},
     /* composite reductions and matrix products (src/composite/) */
     {"reduce_dims", "netcl_reduce_dims", "composite", "composite", 1},
     {"var", "netcl_var", "composite", "composite", 1},

@@ -197,5 +197,8 @@ const nc_backward_fn nc_backward_rules[] = {
     [NC_RULE_PAD] = pad_rule,
     [NC_RULE_WHERE] = nc_rule_where,
     [NC_RULE_SOFTMAX] = nc_rule_softmax,
+    [NC_RULE_UNFOLD] = nc_rule_unfold,
+    [NC_RULE_FOLD] = nc_rule_fold,
+    [NC_RULE_POOL] = nc_rule_pool,
 };
 _Static_assert(sizeof nc_backward_rules / sizeof nc_backward_rules[0] == NC_RULE_COUNT, "one rule per kind");

@@ -125,6 +125,10 @@ static const nc_backend opencl_backend = {
     .where = nc_cl_where,
     .softmax = nc_cl_softmax,
     .softmax_backward = nc_cl_softmax_backward,
+    .im2col = nc_cl_im2col,
+    .col2im = nc_cl_col2im,
+    .pool = nc_cl_pool,
+    .pool_backward = nc_cl_pool_backward,
     .shutdown = cl_shutdown,
 };
 

@@ -88,6 +88,10 @@ static const nc_backend cpu_backend = {
     .where = nc_cpu_where,
     .softmax = nc_cpu_softmax,
     .softmax_backward = nc_cpu_softmax_backward,
+    .im2col = nc_cpu_im2col,
+    .col2im = nc_cpu_col2im,
+    .pool = nc_cpu_pool,
+    .pool_backward = nc_cpu_pool_backward,
     .shutdown = NULL,
 };
 
