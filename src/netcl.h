@@ -135,6 +135,14 @@ typedef enum netcl_op {
     NETCL_OP_REDUCE_END = 103
 } netcl_op;
 
+/* How a loss reduces its per-element values. */
+typedef enum netcl_reduction {
+    NETCL_REDUCTION_NONE = 0,
+    NETCL_REDUCTION_MEAN = 1,
+    NETCL_REDUCTION_SUM = 2,
+    NETCL_REDUCTION_BATCHMEAN = 3   /* sum / size of dim 0 (kl_div) */
+} netcl_reduction;
+
 typedef enum netcl_rng_kind {
     NETCL_RNG_UNIFORM = 0,   /* [p1, p2) */
     NETCL_RNG_NORMAL = 1,    /* mean p1, std p2 */
@@ -346,6 +354,33 @@ netcl_status netcl_conv1d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, 
 netcl_status netcl_conv_transpose2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
                                     const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
                                     const int64_t *dilation, int64_t groups);
+
+/* Normalisation and dropout (composites). batch_norm: x [N, C, ...],
+ * statistics over every dim but 1; training updates running_mean/var in
+ * place (momentum; the variance unbiased) when given; any of running_*,
+ * weight, bias may be NULL (eval needs the running ones). layer_norm
+ * normalises the last nnorm dims (weight/bias of their shape). dropout:
+ * x * mask / (1 - p) with mask ~ Bernoulli(1 - p) from the global
+ * generator; channelwise draws one per (n, c) (dropout2d); not training:
+ * x itself. */
+netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
+                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps);
+netcl_status netcl_layer_norm(netcl_tensor **out, netcl_tensor *x, int nnorm, netcl_tensor *weight, netcl_tensor *bias,
+                              double eps);
+netcl_status netcl_group_norm(netcl_tensor **out, netcl_tensor *x, int64_t groups, netcl_tensor *weight,
+                              netcl_tensor *bias, double eps);
+netcl_status netcl_dropout(netcl_tensor **out, netcl_tensor *x, double p, int training, int channelwise);
+/* Elementwise losses (composites) with PyTorch's formulas; input and
+ * target of one shape. weight/pos_weight broadcast (may be NULL). */
+netcl_status netcl_mse_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_reduction r);
+netcl_status netcl_l1_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_reduction r);
+netcl_status netcl_smooth_l1_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, double beta, netcl_reduction r);
+netcl_status netcl_huber_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, double delta, netcl_reduction r);
+netcl_status netcl_binary_cross_entropy(netcl_tensor **out, netcl_tensor *p, netcl_tensor *y, netcl_tensor *weight,
+                                        netcl_reduction r);
+netcl_status netcl_binary_cross_entropy_with_logits(netcl_tensor **out, netcl_tensor *x, netcl_tensor *y,
+                                                    netcl_tensor *weight, netcl_tensor *pos_weight, netcl_reduction r);
+netcl_status netcl_kl_div(netcl_tensor **out, netcl_tensor *input, netcl_tensor *target, netcl_reduction r, int log_target);
 
 /* ---- ops: composite reductions and matrix products --------------------------
  * Built from the ops above, so they differentiate like them. dims are

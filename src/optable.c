@@ -61,6 +61,18 @@ static const nc_opdef table[] = {
     {"conv2d", "netcl_conv2d", "composite", "composite", 1},
     {"conv1d", "netcl_conv1d", "composite", "composite", 1},
     {"conv_transpose2d", "netcl_conv_transpose2d", "composite", "composite", 1},
+    /* normalisation, dropout and elementwise losses (src/composite/norm.c, loss.c) */
+    {"batch_norm", "netcl_batch_norm", "composite", "composite", 1},
+    {"layer_norm", "netcl_layer_norm", "composite", "composite", 1},
+    {"group_norm", "netcl_group_norm", "composite", "composite", 1},
+    {"dropout", "netcl_dropout", "composite", "composite", 1},
+    {"mse_loss", "netcl_mse_loss", "composite", "composite", 1},
+    {"l1_loss", "netcl_l1_loss", "composite", "composite", 1},
+    {"smooth_l1_loss", "netcl_smooth_l1_loss", "composite", "composite", 1},
+    {"huber_loss", "netcl_huber_loss", "composite", "composite", 1},
+    {"binary_cross_entropy", "netcl_binary_cross_entropy", "composite", "composite", 1},
+    {"binary_cross_entropy_with_logits", "netcl_binary_cross_entropy_with_logits", "composite", "composite", 1},
+    {"kl_div", "netcl_kl_div", "composite", "composite", 1},
     /* composite reductions and matrix products (src/composite/) */
     {"reduce_dims", "netcl_reduce_dims", "composite", "composite", 1},
     {"var", "netcl_var", "composite", "composite", 1},

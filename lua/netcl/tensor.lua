@@ -164,6 +164,8 @@ function methods.type(t, dtype)
   if code == cur then return t end
   return M.call1(C.netcl_tensor_cast, H(t), code)
 end
+-- true when both tensors view one storage (Torch7's isSetTo, loosely)
+function methods.shares_storage(t, other) return C.netcl_tensor_same_storage(H(t), H(other)) ~= 0 end
 function methods.is_contiguous(t) return C.netcl_tensor_is_contiguous(H(t)) ~= 0 end
 local function device_name(t) return ffi.string(C.netcl_device_name(C.netcl_tensor_device(H(t)))) end
 -- t.device is the name string (PyTorch's attribute), so the method form is spelled device_name
