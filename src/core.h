@@ -62,6 +62,7 @@ static inline int nc_is_contiguous(int ndim, const int64_t *sizes, const int64_t
 }
 static inline int nc_desc_is_contiguous(const nc_desc *d) { return nc_is_contiguous(d->ndim, d->sizes, d->strides); }
 
+struct nc_augment;
 typedef struct nc_backend {
     const char *name;
     /* memory: alloc returns NETCL_ERR_OOM (no message needed) when the device is full */
@@ -100,7 +101,22 @@ typedef struct nc_backend {
      * (offset + i/4 ... see rng.h); identical to the C reference. */
     netcl_status (*rng)(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
     void (*shutdown)(netcl_device *dev);
+    /* Data augmentation (src/data/augment.c checks arguments): see nc_augment. */
+    netcl_status (*augment)(netcl_device *dev, const struct nc_augment *a);
 } nc_backend;
+
+/* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out
+ * contiguous, same dtype: [N,C,oh,ow] for CROP, x's shape otherwise (never
+ * aliasing x). params: host floats [N, nparams] (see netcl_augment_kind). */
+typedef struct nc_augment {
+    netcl_augment_kind kind;
+    const nc_desc *out, *x;
+    const float *params;
+    int nparams;
+    int64_t pad;       /* CROP: padding on every side */
+    int reflect;       /* CROP: 1 reflect, 0 constant `value` */
+    double value;
+} nc_augment;
 
 /* ---- strided iteration (strided.c) -------------------------------------------
  * Operands share the shape of op 0; dims are collapsed where every operand

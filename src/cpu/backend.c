@@ -86,6 +86,7 @@ static const nc_backend cpu_backend = {
     .matmul = nc_cpu_matmul,
     .rng = cpu_rng,
     .shutdown = NULL,
+    .augment = nc_cpu_augment,
 };
 
 /* Copies the value of the first "key : value" line of /proc/cpuinfo. */
