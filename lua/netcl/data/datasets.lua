@@ -75,7 +75,7 @@ function M.Subset(dataset, indices)
     end
   end
   local obj = util.object(Subset, { dataset = dataset, indices = indices, get1 = util.getter(dataset) })
-  if type(dataset.get_batch) == "function" then
+  if util.method(dataset, "get_batch") then
     obj.get_batch = function(self, idx)
       local mapped = {}
       for k = 1, #idx do mapped[k] = self.indices[idx[k]] end

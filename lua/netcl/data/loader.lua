@@ -105,7 +105,7 @@ function Loader:make(e, b)
   local seed0, off0 = C.netcl_rng_get_seed(), C.netcl_rng_get_offset()
   C.netcl_rng_seed(C.netcl_data_mix(self.seed, e, 0))
   local ds, fields, st = self.dataset, nil, nil
-  if type(ds.get_batch) == "function" then
+  if util.method(ds, "get_batch") then
     C.netcl_rng_set_offset(U64(idx[1]) * STREAM)
     local values = util.pack(ds:get_batch(idx))
     st = util.structure_of(values)

@@ -44,15 +44,29 @@ function M.dataset_len(ds, who)
   if t == "table" then
     local mt = getmetatable(ds)
     if mt and mt.__len then return mt.__len(ds) end
-    if type(ds.len) == "function" then return ds:len() end
+    if M.method(ds, "len") then return ds:len() end
     return #ds
   end
   throw(("%s: a dataset is an object with __len and get(i) (or __index), got %s"):format(who, t))
 end
 
+-- ds's method `name`, or nil, without calling an __index function with a
+-- string (a dataset's __index(ds, i) may expect only numbers)
+function M.method(ds, name)
+  local v
+  if type(ds) == "table" then
+    v = rawget(ds, name)
+    local mt = getmetatable(ds)
+    if v == nil and mt and type(mt.__index) == "table" then v = mt.__index[name] end
+  elseif type(ds) == "userdata" then
+    v = ds[name]
+  end
+  return type(v) == "function" and v or nil
+end
+
 -- function(i) -> the sample's values (1-based i)
 function M.getter(ds)
-  local get = ds.get
+  local get = M.method(ds, "get")
   if type(get) == "function" then return function(i) return get(ds, i) end end
   return function(i) return ds[i] end
 end
