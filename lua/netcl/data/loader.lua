@@ -53,6 +53,7 @@ function M.DataLoader(dataset, opts)
   if opts.device ~= nil then self.device = netcl.device(opts.device).name end
   if self.device == "cpu" then self.device = nil end
   -- no seed: one draw from the global generator (netcl.manual_seed fixes it)
+  if opts.seed ~= nil then count(opts.seed, "seed", 0) end
   self.seed = opts.seed or netcl.randint(0, 2 ^ 52, { 1 }, { device = "cpu" }):item()
   return (util.object(Loader, self))
 end

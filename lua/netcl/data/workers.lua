@@ -102,6 +102,9 @@ function Pool:close()
     -- closing our read end first unblocks a worker stuck writing a batch (EPIPE)
     if me.result_r then libc.close(me.result_r); me.result_r = nil end
     if me.task_w then C.netcl_wire_send(me.task_w, STOP, 0, 0, 0); libc.close(me.task_w); me.task_w = nil end
+    -- the child's ends are still ours only when a fork failed part way
+    if me.task_r then libc.close(me.task_r); me.task_r = nil end
+    if me.result_w then libc.close(me.result_w); me.result_w = nil end
   end
   for _ = 1, 100 do
     local alive = false
