@@ -8,7 +8,7 @@ OPT     ?= -O2
 WERROR  := $(if $(CI),-Werror,)
 CFLAGS  += -std=c11 $(OPT) -g -fPIC -Wall -Wextra $(WERROR) -D_GNU_SOURCE \
            -DCL_TARGET_OPENCL_VERSION=120 -fvisibility=hidden -Isrc -pthread
-LDLIBS  += -ldl -lm -lpthread -lz
+LDLIBS  += -ldl -lm -lpthread -lz -lpng
 
 SRCS    := $(wildcard src/*.c src/*/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/kernels_embed.o

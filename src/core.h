@@ -80,6 +80,7 @@ typedef struct nc_pool_geom {
     int64_t N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor;
 } nc_pool_geom;
 
+struct nc_augment;
 typedef struct nc_backend {
     const char *name;
     /* memory: alloc returns NETCL_ERR_OOM (no message needed) when the device is full */
@@ -142,7 +143,22 @@ typedef struct nc_backend {
     netcl_status (*pool_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
                                   const nc_pool_geom *g);
     void (*shutdown)(netcl_device *dev);
+    /* Data augmentation (src/data/augment.c checks arguments): see nc_augment. */
+    netcl_status (*augment)(netcl_device *dev, const struct nc_augment *a);
 } nc_backend;
+
+/* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out
+ * contiguous, same dtype: [N,C,oh,ow] for CROP, x's shape otherwise (never
+ * aliasing x). params: host floats [N, nparams] (see netcl_augment_kind). */
+typedef struct nc_augment {
+    netcl_augment_kind kind;
+    const nc_desc *out, *x;
+    const float *params;
+    int nparams;
+    int64_t pad;       /* CROP: padding on every side */
+    int reflect;       /* CROP: 1 reflect, 0 constant `value` */
+    double value;
+} nc_augment;
 
 /* ---- strided iteration (strided.c) -------------------------------------------
  * Operands share the shape of op 0; dims are collapsed where every operand

@@ -312,6 +312,15 @@ netcl.nn = { functional = require("netcl.nn.functional") }
 -- Runs fn(...) with gradient recording off; restores the mode after, also on error.
 function netcl.no_grad(fn, ...) return netcl.autograd.with_grad_mode(false, fn, ...) end
 
+-- netcl.data and netcl.image load on first use (lua/netcl/data/, image.lua)
+setmetatable(netcl, { __index = function(t, k)
+  if k == "data" or k == "image" then
+    local m = require("netcl." .. k)
+    rawset(t, k, m)
+    return m
+  end
+end })
+
 -- Teardown when the Lua state closes (normal end of a script, an error, or
 -- Ctrl-C under the launcher): queued work finishes and devices are released
 -- before exit handlers run. netcl_shutdown is idempotent.

@@ -130,6 +130,7 @@ static const nc_backend opencl_backend = {
     .pool = nc_cl_pool,
     .pool_backward = nc_cl_pool_backward,
     .shutdown = cl_shutdown,
+    .augment = nc_cl_augment,
 };
 
 static void info_str(cl_device_id id, cl_device_info what, char *buf, size_t len)

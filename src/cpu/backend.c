@@ -93,6 +93,7 @@ static const nc_backend cpu_backend = {
     .pool = nc_cpu_pool,
     .pool_backward = nc_cpu_pool_backward,
     .shutdown = NULL,
+    .augment = nc_cpu_augment,
 };
 
 /* Copies the value of the first "key : value" line of /proc/cpuinfo. */

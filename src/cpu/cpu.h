@@ -42,5 +42,6 @@ netcl_status nc_cpu_pool(netcl_device *dev, const nc_desc *out, const nc_desc *i
 netcl_status nc_cpu_pool_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
                                   const nc_pool_geom *g);
 netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
 
 #endif
