@@ -80,3 +80,69 @@ function TestLosses:test_values()
   H.assert_error(function() F.l1_loss(a, b, { reduction = "avg" }) end, "l1_loss", "reduction")
   H.assert_error(function() F.smooth_l1_loss(a, b, { beta = -1 }) end, "smooth_l1_loss", ">= 0")
 end
+
+-- PyTorch's formula written out: (1 - eps) nll + eps/C smooth, mean over
+-- the target weights of the rows not ignored
+local function ce_reference(x, t, w, ignore, eps, reduction)
+  local total, wsum, rows = 0, 0, {}
+  for i, row in ipairs(x) do
+    local C = #row
+    local m = -math.huge
+    for _, v in ipairs(row) do m = math.max(m, v) end
+    local s = 0
+    for _, v in ipairs(row) do s = s + math.exp(v - m) end
+    local lse = m + math.log(s)
+    local l, wy = 0, 0
+    if t[i] ~= ignore then
+      wy = w and w[t[i]] or 1
+      local smooth = 0
+      for c = 1, C do smooth = smooth - (w and w[c] or 1) * (row[c] - lse) end
+      l = (1 - eps) * wy * (lse - row[t[i]]) + eps / C * smooth
+    end
+    rows[i] = l
+    total, wsum = total + l, wsum + wy
+  end
+  if reduction == "none" then return rows end
+  if reduction == "sum" then return total end
+  return total / wsum
+end
+
+function TestLosses:test_cross_entropy_against_formula()
+  local x = { { 1, 2, 0.5 }, { -1, 0, 3 }, { 0.2, 0.2, 0.2 }, { 5, -5, 0 } }
+  local t = { 2, 3, 1, -100 }
+  local w = { 0.5, 2, 1 }
+  local X, Tt, W = T(x), T(t, "int64"), T(w)
+  for _, red in ipairs({ "mean", "sum", "none" }) do
+    for _, eps in ipairs({ 0, 0.2 }) do
+      H.assert_close(F.cross_entropy(X, Tt, { weight = W, label_smoothing = eps, reduction = red }),
+                     ce_reference(x, t, w, -100, eps, red), 1e-5, 1e-6)
+      H.assert_close(F.cross_entropy(X, Tt, { label_smoothing = eps, reduction = red }),
+                     ce_reference(x, t, nil, -100, eps, red), 1e-5, 1e-6)
+    end
+  end
+  -- nll of log_softmax equals cross_entropy
+  H.assert_close(F.nll_loss(X:log_softmax(2), Tt, { weight = W }), F.cross_entropy(X, Tt, { weight = W }), 1e-5, 1e-6)
+  -- spatial form: classes in dim 2
+  local x4 = netcl.randn(2, 3, 4, 5, { device = dev })
+  local t3 = netcl.randint(1, 4, { 2, 4, 5 }, { device = dev })
+  H.assert_close(F.cross_entropy(x4, t3), F.cross_entropy(x4:permute(1, 3, 4, 2):reshape(40, 3), t3:reshape(40)), 1e-5, 1e-6)
+end
+
+function TestLosses:test_cross_entropy_bad_input()
+  local x = netcl.randn(4, 3, { device = dev })
+  H.assert_error(function() F.cross_entropy(x, netcl.tensor({ 1, 2, 3 }, { device = dev, dtype = "int64" })) end,
+    "cross_entropy", "do not match")
+  H.assert_error(function() F.cross_entropy(x, netcl.ones(4, { device = dev })) end, "cross_entropy", "integer")
+  H.assert_error(function() F.cross_entropy(x, { 1, 2, 3, 1 }) end, "cross_entropy", "target must be a tensor")
+  H.assert_error(function() F.cross_entropy(x, netcl.ones(4, { device = dev, dtype = "int64" }), { label_smoothing = 2 }) end,
+    "label_smoothing")
+  H.assert_error(function() F.cross_entropy(x, netcl.ones(4, { device = dev, dtype = "int64" }), { weight = netcl.ones(2, { device = dev }) }) end,
+    "weight")
+  local bad = netcl.tensor({ 1, 4, 2, 1 }, { device = dev, dtype = "int64" })
+  if H.is_cpu then
+    H.assert_error(function() F.cross_entropy(x, bad) end, "cross_entropy", "target 4 of row 1 is out of range for 3 classes")
+  else -- devices report asynchronously: the row's loss is NaN
+    local l = F.cross_entropy(x, bad, { reduction = "none" }):totable()
+    lu.assertTrue(l[2] ~= l[2])
+  end
+end

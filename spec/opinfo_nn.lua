@@ -32,4 +32,24 @@ return function(M)
          fn = function(x, y, pw) return F.binary_cross_entropy_with_logits(x, y, { pos_weight = pw, reduction = "sum" }) end })
   case({ op = "kl_div", inputs = { R(4, 5), P(4, 5) }, fn = function(x, t) return F.kl_div(x, t, { reduction = "batchmean" }) end })
   case({ op = "kl_div", inputs = { R(4, 5), R(4, 5) }, fn = function(x, t) return F.kl_div(x, t, { log_target = true, reduction = "none" }) end })
+  local function labels(env, n, c, seed, ignore_at)
+    M.netcl.manual_seed(seed)
+    local t = M.netcl.randint(1, c + 1, { n }, { device = env.device })
+    if ignore_at then t[ignore_at] = -100 end
+    return t
+  end
+  case({ op = "cross_entropy", inputs = { R(6, 5) }, fn = function(x, env) return F.cross_entropy(x, labels(env, 6, 5, 1)) end })
+  -- class weights are constants (PyTorch gives them no gradient either)
+  local function cw(env) return env.tensor({ 0.5, 1.5, 1, 2 }) end
+  case({ op = "cross_entropy", inputs = { R(5, 4) }, label = "cross_entropy_weighted",
+         fn = function(x, env) return F.cross_entropy(x, labels(env, 5, 4, 2, 3), { weight = cw(env), label_smoothing = 0.2 }) end })
+  case({ op = "cross_entropy", inputs = { T(7, 3) }, label = "cross_entropy_sum",
+         fn = function(x, env) return F.cross_entropy(x, labels(env, 7, 3, 3), { reduction = "sum", label_smoothing = 0.1 }) end })
+  case({ op = "cross_entropy", inputs = { R(2, 4, 3, 2) }, label = "cross_entropy_spatial",
+         fn = function(x, env) return F.cross_entropy(x, labels(env, 12, 4, 4):view(2, 3, 2), { reduction = "none" }) end })
+  case({ op = "cross_entropy", inputs = { R(3, 300) }, label = "cross_entropy_wide",
+         fn = function(x, env) return F.cross_entropy(x, labels(env, 3, 300, 5), { label_smoothing = 0.05 }) end })
+  case({ op = { "nll_loss", "class_loss" }, inputs = { R(6, 5) }, fn = function(x, env) return F.nll_loss(x, labels(env, 6, 5, 6, 2)) end })
+  case({ op = "nll_loss", inputs = { R(4, 4) }, label = "nll_weighted",
+         fn = function(x, env) return F.nll_loss(x, labels(env, 4, 4, 7), { weight = cw(env), reduction = "none" }) end })
 end

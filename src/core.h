@@ -142,6 +142,18 @@ typedef struct nc_backend {
     netcl_status (*pool)(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
     netcl_status (*pool_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
                                   const nc_pool_geom *g);
+    /* Class losses over contiguous x [rows, C] with contiguous int64 targets
+     * t [rows] (class t - base; t == ignore: a row of 0) and optional class
+     * weights w [C] in x's dtype: loss [rows] and wsum [rows] (the target's
+     * weight), cross-entropy with label smoothing eps on logits, or (logp)
+     * nll of log-probabilities; the backward writes gx [rows, C] from g
+     * [rows]. All outputs contiguous and new; a target out of range fails
+     * on the cpu and gives NaN rows on devices. */
+    netcl_status (*class_loss)(netcl_device *dev, const nc_desc *loss, const nc_desc *wsum, const nc_desc *x,
+                               const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore, double eps);
+    netcl_status (*class_loss_backward)(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,
+                                        const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore,
+                                        double eps);
     void (*shutdown)(netcl_device *dev);
     /* Data augmentation (src/data/augment.c checks arguments): see nc_augment. */
     netcl_status (*augment)(netcl_device *dev, const struct nc_augment *a);

@@ -380,6 +380,18 @@ netcl_status netcl_binary_cross_entropy(netcl_tensor **out, netcl_tensor *p, net
                                         netcl_reduction r);
 netcl_status netcl_binary_cross_entropy_with_logits(netcl_tensor **out, netcl_tensor *x, netcl_tensor *y,
                                                     netcl_tensor *weight, netcl_tensor *pos_weight, netcl_reduction r);
+/* Class losses: x [N, C] or [N, C, d...] (or [C] with a 0-dim target),
+ * integer targets [N, d...]; class = target - index_base (Lua passes 1);
+ * rows whose target equals ignore_index count 0 and leave the mean's
+ * denominator. cross_entropy takes logits (label_smoothing in [0, 1]),
+ * nll_loss log-probabilities. mean divides by the summed target weights.
+ * class_loss is the per-row primitive both use: loss and wsum [rows]. */
+netcl_status netcl_cross_entropy(netcl_tensor **out, netcl_tensor *logits, netcl_tensor *target, netcl_tensor *weight,
+                                 int64_t index_base, int64_t ignore_index, double label_smoothing, netcl_reduction r);
+netcl_status netcl_nll_loss(netcl_tensor **out, netcl_tensor *logp, netcl_tensor *target, netcl_tensor *weight,
+                            int64_t index_base, int64_t ignore_index, netcl_reduction r);
+netcl_status netcl_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_tensor *x, netcl_tensor *target,
+                              netcl_tensor *weight, int logp, int64_t index_base, int64_t ignore_index, double label_smoothing);
 netcl_status netcl_kl_div(netcl_tensor **out, netcl_tensor *input, netcl_tensor *target, netcl_reduction r, int log_target);
 
 /* ---- ops: composite reductions and matrix products --------------------------

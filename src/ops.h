@@ -57,6 +57,12 @@ netcl_status nc_pool_setup(const char *op, const netcl_tensor *x, int mode, cons
 netcl_status nc_fwd_pool(netcl_tensor **out, netcl_tensor **idx, netcl_tensor *x, const nc_pool_geom *g);
 netcl_status nc_fwd_pool_backward(netcl_tensor **gin, netcl_tensor *gout, netcl_tensor *idx, const nc_pool_geom *g);
 
+/* loss.c: class losses over x [rows, C] (see nc_backend.class_loss) */
+netcl_status nc_fwd_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_tensor *x, netcl_tensor *t, netcl_tensor *w,
+                               int logp, int64_t base, int64_t ignore, double eps);
+netcl_status nc_fwd_class_loss_backward(netcl_tensor **gx, netcl_tensor *g, netcl_tensor *x, netcl_tensor *t,
+                                        netcl_tensor *w, int logp, int64_t base, int64_t ignore, double eps);
+
 /* In-place forms (inplace.c): the result of the op written into `out`
  * (any strides; out may be an operand), cast to out's dtype; the storage
  * version is bumped. No autograd checks: callers do those. */

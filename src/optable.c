@@ -73,6 +73,10 @@ static const nc_opdef table[] = {
     {"binary_cross_entropy", "netcl_binary_cross_entropy", "composite", "composite", 1},
     {"binary_cross_entropy_with_logits", "netcl_binary_cross_entropy_with_logits", "composite", "composite", 1},
     {"kl_div", "netcl_kl_div", "composite", "composite", 1},
+    /* class losses (kernels/loss.cl, rules_nn.c; reductions composite) */
+    {"class_loss", "netcl_class_loss", "class_loss", "loss", 1},
+    {"cross_entropy", "netcl_cross_entropy", "composite", "composite", 1},
+    {"nll_loss", "netcl_nll_loss", "composite", "composite", 1},
     /* composite reductions and matrix products (src/composite/) */
     {"reduce_dims", "netcl_reduce_dims", "composite", "composite", 1},
     {"var", "netcl_var", "composite", "composite", 1},

@@ -128,3 +128,27 @@ netcl_status netcl_adaptive_avg_pool2d(netcl_tensor **out, netcl_tensor *x, cons
     NC_TRY(nc_pool_setup("adaptive_avg_pool2d", x, 2, NULL, NULL, NULL, NULL, 0, 0, 0, size, &g));
     return pool(out, NULL, x, "adaptive_avg_pool2d", &g);
 }
+
+/* ---- class losses: the node saves x, the targets and the weights ---------- */
+
+netcl_status netcl_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_tensor *x, netcl_tensor *t, netcl_tensor *w,
+                              int logp, int64_t base, int64_t ignore, double eps)
+{
+    netcl_status st;
+    const char *name = logp ? "nll_loss" : "cross_entropy";
+    FORWARD(st, nc_fwd_class_loss(loss, wsum, x, t, w, logp, base, ignore, eps));
+    if (st != NETCL_OK || !nc_should_record(1, &x)) return st;
+    nc_node *n = nc_node_new(NC_RULE_CLASS_LOSS, name, 1, &x);
+    if (!n || nc_node_save(n, 0, x) != NETCL_OK || nc_node_save(n, 1, t) != NETCL_OK ||
+        (w && nc_node_save(n, 2, w) != NETCL_OK)) {
+        netcl_tensor_release(*wsum);
+        *wsum = NULL;
+        return record_fail(loss, n, name);
+    }
+    n->p[0] = eps;
+    n->ip[0] = logp;
+    n->ip[1] = base;
+    n->ip[2] = ignore;
+    nc_node_attach(n, *loss);
+    return NETCL_OK;
+}

@@ -52,3 +52,15 @@ netcl_status nc_rule_pool(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
     nc_x_grad(&x, n, 0, XC(&x, nc_fwd_pool_backward, g, idx, &geom), gin);
     return nc_x_end(&x);
 }
+
+/* class losses: one backward kernel from the saved input, targets, weights */
+netcl_status nc_rule_class_loss(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    nc_x x = NC_X(NULL);
+    netcl_tensor *in = NULL, *t = NULL, *w = NULL;
+    nc_x_do(&x, nc_node_saved(n, 0, &in));
+    nc_x_do(&x, nc_node_saved(n, 1, &t));
+    if (n->saved[2]) nc_x_do(&x, nc_node_saved(n, 2, &w));
+    nc_x_grad(&x, n, 0, XC(&x, nc_fwd_class_loss_backward, g, in, t, w, (int)n->ip[0], n->ip[1], n->ip[2], n->p[0]), gin);
+    return nc_x_end(&x);
+}

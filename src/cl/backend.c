@@ -129,6 +129,8 @@ static const nc_backend opencl_backend = {
     .col2im = nc_cl_col2im,
     .pool = nc_cl_pool,
     .pool_backward = nc_cl_pool_backward,
+    .class_loss = nc_cl_class_loss,
+    .class_loss_backward = nc_cl_class_loss_backward,
     .shutdown = cl_shutdown,
     .augment = nc_cl_augment,
 };

@@ -110,3 +110,52 @@ netcl_status netcl_kl_div(netcl_tensor **out, netcl_tensor *in, netcl_tensor *ta
     }
     return nc_x_return(&x, out, reduce(&x, l, r));
 }
+
+/* ---- class losses over any shape: x [N, C, d...] (or [C]), t [N, d...] ---- */
+
+static netcl_status class_loss(netcl_tensor **out, const char *op, netcl_tensor *in, netcl_tensor *t, netcl_tensor *w,
+                               int logp, int64_t base, int64_t ignore, double eps, netcl_reduction r)
+{
+    nc_x x = NC_X(op);
+    netcl_tensor *x2 = in, *t1 = t;
+    int ok = in->ndim >= 1 && t->ndim == (in->ndim == 1 ? 0 : in->ndim - 1);
+    for (int i = 0; ok && i < t->ndim; i++) ok = t->sizes[i] == in->sizes[i == 0 ? 0 : i + 1];
+    if (!ok)
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "input %s (N, C, ...) and target %s (N, ...) do not match",
+                              nc_describe(in), nc_describe(t)));
+    if ((unsigned)r > NETCL_REDUCTION_SUM && x.st == NETCL_OK)
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "invalid reduction %d", (int)r));
+    if (x.st != NETCL_OK) return nc_x_return(&x, out, NULL);
+    int64_t C = in->ndim == 1 ? in->sizes[0] : in->sizes[1], rows = netcl_tensor_numel(t), shape[2] = {-1, C};
+    if (in->ndim > 2) { /* classes last, one row per position */
+        int perm[NC_MAX_DIMS], k = 0;
+        for (int i = 0; i < in->ndim; i++) if (i != 1) perm[k++] = i;
+        perm[k] = 1;
+        x2 = XC(&x, netcl_tensor_permute, in, in->ndim, perm);
+    }
+    x2 = XC(&x, netcl_tensor_reshape, x2, 2, shape);
+    t1 = XC(&x, netcl_tensor_reshape, t, 1, &rows);
+    netcl_tensor *loss = NULL, *wsum = NULL;
+    if (x.st == NETCL_OK) {
+        nc_x_do(&x, netcl_class_loss(&loss, &wsum, x2, t1, w, logp, base, ignore, eps));
+        nc_x_own(&x, loss);
+        nc_x_own(&x, wsum);
+    }
+    netcl_tensor *res;
+    if (r == NETCL_REDUCTION_NONE) res = XC(&x, netcl_tensor_reshape, loss, t->ndim, t->sizes);
+    else if (r == NETCL_REDUCTION_SUM) res = x_red(&x, NETCL_OP_SUM, loss, -1, 0);
+    else res = x_div(&x, x_red(&x, NETCL_OP_SUM, loss, -1, 0), x_red(&x, NETCL_OP_SUM, wsum, -1, 0));
+    return nc_x_return(&x, out, res);
+}
+
+netcl_status netcl_cross_entropy(netcl_tensor **out, netcl_tensor *logits, netcl_tensor *target, netcl_tensor *weight,
+                                 int64_t index_base, int64_t ignore_index, double label_smoothing, netcl_reduction r)
+{
+    return class_loss(out, "cross_entropy", logits, target, weight, 0, index_base, ignore_index, label_smoothing, r);
+}
+
+netcl_status netcl_nll_loss(netcl_tensor **out, netcl_tensor *logp, netcl_tensor *target, netcl_tensor *weight,
+                            int64_t index_base, int64_t ignore_index, netcl_reduction r)
+{
+    return class_loss(out, "nll_loss", logp, target, weight, 1, index_base, ignore_index, 0, r);
+}

@@ -92,6 +92,8 @@ static const nc_backend cpu_backend = {
     .col2im = nc_cpu_col2im,
     .pool = nc_cpu_pool,
     .pool_backward = nc_cpu_pool_backward,
+    .class_loss = nc_cpu_class_loss,
+    .class_loss_backward = nc_cpu_class_loss_backward,
     .shutdown = NULL,
     .augment = nc_cpu_augment,
 };

@@ -125,17 +125,24 @@ function M.kl_div(x, t, o)
   return call1(C.netcl_kl_div, H(x), H(t), reduction(o, "kl_div", true), o.log_target and 1 or 0)
 end
 
--- mean negative log-likelihood of log-probabilities logp [N, C] at labels
-function M.nll(logp, labels)
-  local n, c = logp:size(1), logp:size(2)
-  local lo, hi = labels:min():item(), labels:max():item()
-  if lo < 1 or hi > c then
-    throw(("nll: labels must be 1-based class indices in 1..%d, got %d..%d"):format(c, lo, hi))
-  end
-  return -(logp * M.one_hot(labels, c, logp.dtype)):sum() / n
+-- cross_entropy(logits [N, C, ...], target [N, ...] of 1-based classes,
+-- {weight = nil, ignore_index = -100, label_smoothing = 0, reduction = "mean"});
+-- one fused kernel each way (log_softmax + nll)
+local function target_handle(t, op)
+  if not is_tensor(t) then throw(op .. ": target must be a tensor of 1-based class indices, got " .. type(t)) end
+  return H(t)
 end
-M.nll_loss = M.nll
-
-function M.cross_entropy(logits, labels) return M.nll(M.log_softmax(logits, 2), labels) end
+function M.cross_entropy(logits, target, o)
+  o = options(o, "cross_entropy")
+  return call1(C.netcl_cross_entropy, H(logits), target_handle(target, "cross_entropy"), opt(o.weight), 1,
+               o.ignore_index or -100, o.label_smoothing or 0, reduction(o, "cross_entropy"))
+end
+-- nll_loss(log-probabilities, target, {weight, ignore_index = -100, reduction = "mean"})
+function M.nll_loss(logp, target, o)
+  o = options(o, "nll_loss")
+  return call1(C.netcl_nll_loss, H(logp), target_handle(target, "nll_loss"), opt(o.weight), 1, o.ignore_index or -100,
+               reduction(o, "nll_loss"))
+end
+M.nll = M.nll_loss
 
 return M
