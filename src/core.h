@@ -236,7 +236,17 @@ struct netcl_tensor {
     int requires_grad, retains_grad;
     netcl_tensor *grad;
     struct nc_node *grad_fn;
+    struct nc_hook *hooks;   /* gradient hooks of a leaf (a non-leaf's live on its grad_fn) */
 };
+
+/* A registered gradient hook (src/autograd/hooks.c). */
+typedef struct nc_hook {
+    netcl_grad_hook_fn fn;
+    void *ctx;
+    int id;
+    struct nc_hook *next;
+} nc_hook;
+void nc_hooks_free(nc_hook *h);
 
 /* Releases a node reference (src/autograd/engine.c). */
 void nc_node_release(struct nc_node *n);

@@ -556,6 +556,14 @@ netcl_status netcl_tensor_set_grad(netcl_tensor *t, netcl_tensor *grad);
 netcl_status netcl_tensor_detach(netcl_tensor **out, netcl_tensor *t);
 /* Name of the op that produced t ("mul", "matmul", ...), NULL for leaves. */
 const char *netcl_tensor_grad_fn(const netcl_tensor *t);
+/* Gradient hooks (tensor.register_hook): during backward, fn(ctx, grad,
+ * &replace) sees the gradient flowing into t (for a leaf, before it is
+ * added to .grad); it may put a new reference of the same shape into
+ * *replace to change it. A non-zero return stops backward with an error.
+ * *id names the hook for netcl_tensor_remove_hook. */
+typedef int (*netcl_grad_hook_fn)(void *ctx, netcl_tensor *grad, netcl_tensor **replace);
+netcl_status netcl_tensor_register_hook(netcl_tensor *t, netcl_grad_hook_fn fn, void *ctx, int *id);
+netcl_status netcl_tensor_remove_hook(netcl_tensor *t, int id);
 /* grad may be NULL when root has one element (then it is 1). */
 netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_graph);
 

@@ -41,6 +41,7 @@ typedef struct nc_node {
     double p[4];                          /* op parameters */
     int64_t ip[24];                       /* integer parameters (pool geometry needs 17) */
     int released;                         /* saved tensors freed by a backward */
+    nc_hook *hooks;                       /* hooks registered on the output tensor */
     /* view nodes: the storage the view shares and its version when the view
      * was taken; an in-place write to it since makes backward refuse */
     nc_storage *view_storage;
@@ -89,6 +90,9 @@ netcl_status nc_rule_unfold(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_fold(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_pool(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_class_loss(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+
+/* Runs the hooks on *g (may replace it); hooks.c. */
+netcl_status nc_hooks_run(nc_hook *h, netcl_tensor **g, const char *what);
 
 /* Sums g over broadcast dims down to (ndim, sizes). */
 netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes);
