@@ -68,6 +68,7 @@ function netcl.devices()
       fp16 = C.netcl_device_has_fp16(h) ~= 0,
       fp64 = C.netcl_device_has_fp64(h) ~= 0,
       compute_capability = C.netcl_device_compute_capability(h),
+      blas = C.netcl_device_type_of(h) == 0 and ffi.string(C.netcl_cpu_blas()) or nil,
     }
   end
   return list
