@@ -81,6 +81,22 @@ typedef struct nc_pool_geom {
 } nc_pool_geom;
 
 struct nc_augment;
+/* A 2-D convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW]
+ * (kernels/convdirect.cl mirrors it). */
+typedef struct nc_conv_args {
+    int64_t N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW;
+} nc_conv_args;
+
+/* The kernels of the direct and Winograd convolution strategies. */
+typedef enum nc_conv_kernel {
+    NC_CONV_FWD,          /* out y <- a x, b w */
+    NC_CONV_BWD_DATA,     /* out dx <- a dy, b w */
+    NC_CONV_BWD_WEIGHT,   /* out dw <- a x, b dy */
+    NC_WINO_INPUT,        /* out V [T, C, P] <- a x (m = p0) */
+    NC_WINO_WEIGHT,       /* out U [T, O, C] <- a w (m = p0; p1: flipped, transposed w [C, O, 3, 3]) */
+    NC_WINO_OUTPUT        /* out y <- a M [T, O, P] (m = p0) */
+} nc_conv_kernel;
+
 typedef struct nc_backend {
     const char *name;
     /* memory: alloc returns NETCL_ERR_OOM (no message needed) when the device is full */
@@ -154,6 +170,11 @@ typedef struct nc_backend {
     netcl_status (*class_loss_backward)(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,
                                         const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore,
                                         double eps);
+    /* One kernel of the direct / Winograd convolution strategies (see
+     * nc_conv_kernel): all operands contiguous, one float dtype, the output
+     * written whole, never aliasing the inputs. */
+    netcl_status (*conv)(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
+                         const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
     void (*shutdown)(netcl_device *dev);
     /* Data augmentation (src/data/augment.c checks arguments): see nc_augment. */
     netcl_status (*augment)(netcl_device *dev, const struct nc_augment *a);

@@ -349,9 +349,16 @@ netcl_status netcl_max_pool2d(netcl_tensor **out, netcl_tensor **indices, netcl_
 netcl_status netcl_avg_pool2d(netcl_tensor **out, netcl_tensor *x, const int64_t *kernel, const int64_t *stride,
                               const int64_t *padding, int ceil_mode, int count_include_pad, int64_t divisor_override);
 netcl_status netcl_adaptive_avg_pool2d(netcl_tensor **out, netcl_tensor *x, const int64_t *size);
-/* Convolutions (composites of unfold/fold and matmul): x [N, C, H, W],
- * w [O, C/groups, kh, kw], b [O] or NULL; conv1d on [N, C, L]; the
- * transposed convolution's w is [C, O/groups, kh, kw]. */
+/* Convolutions: x [N, C, H, W], w [O, C/groups, kh, kw], b [O] or NULL;
+ * conv1d on [N, C, L]; the transposed convolution's w is [C, O/groups,
+ * kh, kw]. Each pass (forward, backward-data, backward-weight) runs the
+ * strategy the planner picks (direct, depthwise, im2col, gemm1x1,
+ * winograd2, winograd4; NETCL_CONV_ALGO=<name> forces one where it
+ * applies). With conv benchmarking on (or NETCL_CONV_BENCHMARK=1), the
+ * first pass of a geometry times every applicable strategy and keeps the
+ * fastest, cached on disk per device. */
+void netcl_set_conv_benchmark(int on);
+int netcl_conv_benchmark(void);
 netcl_status netcl_conv2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
                           const int64_t *padding, const int64_t *dilation, int64_t groups);
 netcl_status netcl_conv1d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, int64_t stride,

@@ -63,6 +63,27 @@ netcl_status nc_fwd_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_t
 netcl_status nc_fwd_class_loss_backward(netcl_tensor **gx, netcl_tensor *g, netcl_tensor *x, netcl_tensor *t,
                                         netcl_tensor *w, int logp, int64_t base, int64_t ignore, double eps);
 
+/* conv2d.c: convolution passes with strategies (see the file header) */
+typedef enum nc_conv_algo {
+    NC_CONV_AUTO, NC_CONV_DIRECT, NC_CONV_DEPTHWISE, NC_CONV_IM2COL, NC_CONV_GEMM1X1, NC_CONV_WINOGRAD2,
+    NC_CONV_WINOGRAD4, NC_CONV_ALGO_COUNT
+} nc_conv_algo;
+/* forward: (x, w) -> y; data: (dy, w) -> dx; weight: (x, dy) -> dw */
+typedef enum nc_conv_pass { NC_CONV_PASS_FWD, NC_CONV_PASS_DATA, NC_CONV_PASS_WEIGHT } nc_conv_pass;
+const char *nc_conv_algo_name(nc_conv_algo a);
+nc_conv_algo nc_conv_algo_from_name(const char *name);   /* NC_CONV_ALGO_COUNT when unknown */
+int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass);
+nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
+/* a new contiguous result of the pass, computed by the planned strategy */
+netcl_status nc_fwd_conv2d_pass(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b);
+/* checks the arguments and fills g (output_padding != NULL: transposed) */
+netcl_status nc_conv2d_setup(const char *op, const netcl_tensor *x, const netcl_tensor *w, const netcl_tensor *b,
+                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                             const int64_t *output_padding, nc_conv_args *g);
+/* conv_tune.c: the measured winner for this geometry (NC_CONV_AUTO when
+ * none is known and benchmarking is off) */
+nc_conv_algo nc_conv_tuned(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
+
 /* In-place forms (inplace.c): the result of the op written into `out`
  * (any strides; out may be an operand), cast to out's dtype; the storage
  * version is bumped. No autograd checks: callers do those. */

@@ -152,3 +152,57 @@ netcl_status netcl_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_te
     nc_node_attach(n, *loss);
     return NETCL_OK;
 }
+
+/* ---- conv2d / conv_transpose2d: primitives with strategies (src/conv2d.c) -----
+ * The node saves the pass's two operands; ip holds the nc_conv_args, p[0]
+ * marks the transposed form (the backward-data pass of the conv in ip). */
+
+/* y += b viewed [1, C, 1, 1]; y is fresh and contiguous */
+static netcl_status add_channel_bias(netcl_tensor *y, netcl_tensor *b)
+{
+    if (!b) return NETCL_OK;
+    int64_t shape[4] = {1, b->sizes[0], 1, 1};
+    netcl_tensor *bv;
+    NC_TRY(nc_fwd_tensor_view(&bv, b, 4, shape));
+    netcl_status st = nc_fwd_binary_into(y, NETCL_OP_ADD, y, bv);
+    netcl_tensor_release(bv);
+    return st;
+}
+
+static netcl_status conv_record(netcl_tensor **out, const char *name, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
+                                const nc_conv_args *g, int transposed)
+{
+    netcl_tensor *ins[3] = {x, w, b};
+    if (!nc_should_record(3, ins)) return NETCL_OK;
+    nc_node *n = nc_node_new(NC_RULE_CONV2D, name, 3, ins);
+    if (!n || nc_node_save(n, 0, x) != NETCL_OK || nc_node_save(n, 1, w) != NETCL_OK) return record_fail(out, n, name);
+    memcpy(n->ip, g, sizeof *g);
+    n->p[0] = transposed;
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+netcl_status netcl_conv2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
+                          const int64_t *padding, const int64_t *dilation, int64_t groups)
+{
+    nc_conv_args g;
+    *out = NULL;
+    NC_TRY(nc_conv2d_setup("conv2d", x, w, b, stride, padding, dilation, groups, NULL, &g));
+    netcl_status st;
+    FORWARD(st, nc_fwd_conv2d_pass(out, &g, NC_CONV_PASS_FWD, x, w));
+    if (st == NETCL_OK && (st = add_channel_bias(*out, b)) != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+    return st == NETCL_OK ? conv_record(out, "conv2d", x, w, b, &g, 0) : st;
+}
+
+netcl_status netcl_conv_transpose2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
+                                    const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
+                                    const int64_t *dilation, int64_t groups)
+{
+    nc_conv_args g;
+    *out = NULL;
+    NC_TRY(nc_conv2d_setup("conv_transpose2d", x, w, b, stride, padding, dilation, groups, output_padding, &g));
+    netcl_status st;
+    FORWARD(st, nc_fwd_conv2d_pass(out, &g, NC_CONV_PASS_DATA, x, w));
+    if (st == NETCL_OK && (st = add_channel_bias(*out, b)) != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+    return st == NETCL_OK ? conv_record(out, "conv_transpose2d", x, w, b, &g, 1) : st;
+}

@@ -64,3 +64,28 @@ netcl_status nc_rule_class_loss(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
     nc_x_grad(&x, n, 0, XC(&x, nc_fwd_class_loss_backward, g, in, t, w, (int)n->ip[0], n->ip[1], n->ip[2], n->p[0]), gin);
     return nc_x_end(&x);
 }
+
+/* conv2d: dx by the backward-data pass, dw by the backward-weight pass, db
+ * the sum of g over (N, H, W). conv_transpose2d is the backward-data pass
+ * of the conv in ip, so its input gradient is that conv's forward pass. */
+netcl_status nc_rule_conv2d(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    nc_x x = NC_X(NULL);
+    nc_conv_args geom;
+    memcpy(&geom, n->ip, sizeof geom);
+    int transposed = n->p[0] != 0;
+    netcl_tensor *in = NULL, *w = NULL;
+    nc_x_do(&x, nc_node_saved(n, 0, &in));
+    nc_x_do(&x, nc_node_saved(n, 1, &w));
+    if (nc_input_needs_grad(n, 0))
+        nc_x_grad(&x, n, 0, XC(&x, nc_fwd_conv2d_pass, &geom, transposed ? NC_CONV_PASS_FWD : NC_CONV_PASS_DATA, g, w), gin);
+    if (nc_input_needs_grad(n, 1)) {
+        netcl_tensor *a = transposed ? g : in, *b = transposed ? in : g;
+        nc_x_grad(&x, n, 1, XC(&x, nc_fwd_conv2d_pass, &geom, NC_CONV_PASS_WEIGHT, a, b), gin);
+    }
+    if (nc_input_needs_grad(n, 2)) {
+        int dims[3] = {0, 2, 3};
+        nc_x_grad(&x, n, 2, XC(&x, netcl_reduce_dims, NETCL_OP_SUM, g, 3, dims, 0), gin);
+    }
+    return nc_x_end(&x);
+}

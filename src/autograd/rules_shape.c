@@ -201,5 +201,6 @@ const nc_backward_fn nc_backward_rules[] = {
     [NC_RULE_FOLD] = nc_rule_fold,
     [NC_RULE_POOL] = nc_rule_pool,
     [NC_RULE_CLASS_LOSS] = nc_rule_class_loss,
+    [NC_RULE_CONV2D] = nc_rule_conv2d,
 };
 _Static_assert(sizeof nc_backward_rules / sizeof nc_backward_rules[0] == NC_RULE_COUNT, "one rule per kind");

@@ -131,6 +131,7 @@ static const nc_backend opencl_backend = {
     .pool_backward = nc_cl_pool_backward,
     .class_loss = nc_cl_class_loss,
     .class_loss_backward = nc_cl_class_loss_backward,
+    .conv = nc_cl_conv,
     .shutdown = cl_shutdown,
     .augment = nc_cl_augment,
 };

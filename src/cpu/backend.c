@@ -94,6 +94,7 @@ static const nc_backend cpu_backend = {
     .pool_backward = nc_cpu_pool_backward,
     .class_loss = nc_cpu_class_loss,
     .class_loss_backward = nc_cpu_class_loss_backward,
+    .conv = nc_cpu_conv,
     .shutdown = NULL,
     .augment = nc_cpu_augment,
 };

@@ -1,0 +1,118 @@
+-- spec/convalgo_spec.lua — every convolution strategy against the direct
+-- reference (forward, backward-data, backward-weight) over strides,
+-- paddings, dilations and groups, each forced with NETCL_CONV_ALGO; a
+-- float64 gradient check per strategy on the cpu; the planner's choices
+-- and the tuner's cache.
+local lu = require("luaunit")
+local ffi = require("ffi")
+local H = require("helper")
+local netcl = H.netcl
+local F = netcl.nn.functional
+local dev = H.device
+
+ffi.cdef [[ int setenv(const char *, const char *, int); int unsetenv(const char *); ]]
+local function with_algo(name, fn)
+  if name then ffi.C.setenv("NETCL_CONV_ALGO", name, 1) else ffi.C.unsetenv("NETCL_CONV_ALGO") end
+  local ok, a, b, c, d = pcall(fn)
+  ffi.C.unsetenv("NETCL_CONV_ALGO")
+  if not ok then error(a, 0) end
+  return a, b, c, d
+end
+
+-- geometries: {N, C, H, W, O, kh, kw, opts}
+local GEOMS = {
+  { 2, 3, 7, 6, 4, 3, 3, { padding = 1 } },
+  { 1, 4, 9, 9, 6, 3, 3, { padding = 0 } },
+  { 2, 4, 8, 7, 6, 3, 2, { stride = { 2, 1 }, padding = { 1, 0 }, dilation = { 1, 2 }, groups = 2 } },
+  { 2, 6, 5, 5, 6, 3, 3, { padding = 1, groups = 6 } },
+  { 3, 5, 4, 4, 7, 1, 1, {} },
+  { 1, 3, 11, 11, 2, 3, 3, { padding = 2 } },
+}
+
+-- forward value and both gradients for one geometry, seeded
+local function run(gm, dtype, d)
+  netcl.manual_seed(21)
+  local o = { device = d, dtype = dtype }
+  local x = netcl.randn(gm[1], gm[2], gm[3], gm[4], o):requires_grad_()
+  local groups = gm[8].groups or 1
+  local w = netcl.randn(gm[5], gm[2] / groups, gm[6], gm[7], o):requires_grad_()
+  local y = F.conv2d(x, w, nil, gm[8])
+  local g = netcl.randn(y:size(), o)
+  y:backward(g)
+  return y:detach(), x.grad, w.grad
+end
+
+local ALGOS = { "direct", "im2col", "gemm1x1", "winograd2", "winograd4", "depthwise" }
+
+TestConvAlgos = {}
+
+function TestConvAlgos:test_every_strategy_matches_direct()
+  for gi, gm in ipairs(GEOMS) do
+    local want = { with_algo("direct", function() return run(gm, "float32", dev) end) }
+    for _, algo in ipairs(ALGOS) do
+      local got = { with_algo(algo, function() return run(gm, "float32", dev) end) }
+      local tol = algo == "winograd4" and 2e-3 or 1e-4
+      for k = 1, 3 do H.assert_close(got[k], want[k], tol, tol, ("geometry %d %s result %d"):format(gi, algo, k)) end
+    end
+  end
+  H.cover("device", { "conv2d" })
+end
+
+function TestConvAlgos:test_gradcheck_per_strategy()
+  lu.skipIf(not H.is_cpu, "gradchecks run on the cpu backend in float64")
+  for _, algo in ipairs(ALGOS) do
+    for _, gi in ipairs({ 1, 3, 4, 5 }) do
+      local gm = GEOMS[gi]
+      netcl.manual_seed(22)
+      local o = { device = "cpu", dtype = "float64" }
+      local x = netcl.randn(gm[1], gm[2], gm[3], gm[4], o):requires_grad_()
+      local w = netcl.randn(gm[5], gm[2] / (gm[8].groups or 1), gm[6], gm[7], o):requires_grad_()
+      with_algo(algo, function()
+        H.gradcheck("conv2d", function(a, b) return F.conv2d(a, b, nil, gm[8]) end, { x, w })
+      end)
+    end
+  end
+end
+
+function TestConvAlgos:test_transposed_strategies()
+  netcl.manual_seed(23)
+  local x = netcl.randn(2, 4, 5, 5, { device = dev })
+  local w = netcl.randn(4, 3, 3, 3, { device = dev })
+  local want = with_algo("direct", function() return F.conv_transpose2d(x, w, nil, { padding = 1 }) end)
+  for _, algo in ipairs({ "im2col", "winograd2", "winograd4" }) do
+    local got = with_algo(algo, function() return F.conv_transpose2d(x, w, nil, { padding = 1 }) end)
+    H.assert_close(got, want, 2e-3, 2e-3, algo)
+  end
+end
+
+function TestConvAlgos:test_unknown_or_inapplicable_algorithm_falls_back()
+  local gm = GEOMS[3]   -- strided, grouped: no Winograd
+  local want = { with_algo(nil, function() return run(gm, "float32", dev) end) }
+  local got = { with_algo("winograd4", function() return run(gm, "float32", dev) end) }
+  H.assert_close(got[1], want[1], 1e-4, 1e-4)
+end
+
+function TestConvAlgos:test_benchmark_cache()
+  lu.skipIf(not H.is_cpu, "one device is enough")
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. dir)
+  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
+  local code = [[
+    local netcl = require("netcl")
+    netcl.C.netcl_set_conv_benchmark(1)
+    local x, w = netcl.randn(2, 3, 8, 8, {device = "cpu"}), netcl.randn(4, 3, 3, 3, {device = "cpu"})
+    print(netcl.nn.functional.conv2d(x, w, nil, {padding = 1}):size(4))
+  ]]
+  local cmd = ("NETCL_CACHE_DIR=%s LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
+    :format(dir, root, root, root, code)
+  local out = H.run(cmd)
+  lu.assertStrContains(out, "8")
+  local f = io.open(dir .. "/conv-tuned.txt")
+  lu.assertNotNil(f, "the tuner wrote its cache")
+  local text = f:read("*a")
+  f:close()
+  lu.assertStrContains(text, "|float32|0|")
+  lu.assertTrue((text:find(" direct\n") or text:find(" im2col\n") or text:find(" winograd")) ~= nil, text)
+  os.execute("rm -rf " .. dir)
+end

@@ -1,0 +1,312 @@
+/* conv2d.c — 2-D convolution passes (forward, backward-data,
+ * backward-weight) with several strategies and the planner that picks one:
+ *   direct     the reference kernels (any geometry; the depthwise choice)
+ *   im2col     unfold + one GEMM per group for the whole batch (+ fold)
+ *   gemm1x1    1x1 stride-1 unpadded: the GEMM on the input as it is
+ *   winograd2  F(2x2, 3x3) and winograd4 F(4x4, 3x3): 3x3, stride 1,
+ *              dilation 1, groups 1 (forward and backward-data)
+ * NETCL_CONV_ALGO=<name> forces one wherever it applies (the planner's
+ * choice elsewhere). Every pass returns a new contiguous tensor. */
+#include "ops.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const algo_names[NC_CONV_ALGO_COUNT] = {
+    [NC_CONV_AUTO] = "auto", [NC_CONV_DIRECT] = "direct", [NC_CONV_DEPTHWISE] = "depthwise",
+    [NC_CONV_IM2COL] = "im2col", [NC_CONV_GEMM1X1] = "gemm1x1", [NC_CONV_WINOGRAD2] = "winograd2",
+    [NC_CONV_WINOGRAD4] = "winograd4",
+};
+
+const char *nc_conv_algo_name(nc_conv_algo a) { return (unsigned)a < NC_CONV_ALGO_COUNT ? algo_names[a] : "?"; }
+
+nc_conv_algo nc_conv_algo_from_name(const char *name)
+{
+    for (int i = 0; i < NC_CONV_ALGO_COUNT; i++)
+        if (name && strcmp(name, algo_names[i]) == 0) return (nc_conv_algo)i;
+    return NC_CONV_ALGO_COUNT;
+}
+
+int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
+{
+    switch (a) {
+    case NC_CONV_DIRECT: case NC_CONV_IM2COL: return 1;
+    case NC_CONV_DEPTHWISE: return g->G == g->C && g->G > 1;
+    case NC_CONV_GEMM1X1:
+        return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PH == 0 && g->PW == 0 && g->G == 1;
+    case NC_CONV_WINOGRAD2: case NC_CONV_WINOGRAD4:
+        return g->KH == 3 && g->KW == 3 && g->SH == 1 && g->SW == 1 && g->DH == 1 && g->DW == 1 && g->G == 1 &&
+               pass != NC_CONV_PASS_WEIGHT && (pass != NC_CONV_PASS_DATA || (g->PH <= 2 && g->PW <= 2));
+    default: return 0;
+    }
+}
+
+/* The planner: a forced choice (NETCL_CONV_ALGO) where it applies, else a
+ * rule per device kind; the tuner's measured winner once it has one. */
+nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
+{
+    (void)dt;
+    const char *env = getenv("NETCL_CONV_ALGO");
+    nc_conv_algo forced = env ? nc_conv_algo_from_name(env) : NC_CONV_ALGO_COUNT;
+    if (forced < NC_CONV_ALGO_COUNT && forced != NC_CONV_AUTO && nc_conv_applicable(forced, g, pass)) return forced;
+    nc_conv_algo tuned = nc_conv_tuned(dev, g, pass, dt);
+    if (tuned != NC_CONV_AUTO) return tuned;
+    if (nc_conv_applicable(NC_CONV_DEPTHWISE, g, pass)) return NC_CONV_DEPTHWISE;
+    if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass)) return NC_CONV_GEMM1X1;
+    return NC_CONV_IM2COL;
+}
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+#define R(t) netcl_tensor_release(t)
+
+/* A scratch list: every temporary of a strategy, released at the end. */
+typedef struct { netcl_tensor *t[24]; int n; netcl_status st; } scratch;
+
+static netcl_tensor *keep(scratch *s, netcl_status st, netcl_tensor *t)
+{
+    if (s->st != NETCL_OK) { R(t); return NULL; }
+    if (st != NETCL_OK || s->n == 24) { s->st = st != NETCL_OK ? st : nc_fail(NETCL_ERR_BACKEND, "conv2d: scratch full"); R(t); return NULL; }
+    s->t[s->n++] = t;
+    return t;
+}
+
+static netcl_status finish(scratch *s, netcl_tensor **out, netcl_tensor *res)
+{
+    if (s->st == NETCL_OK && res) { netcl_tensor_retain(res); *out = res; }
+    for (int i = 0; i < s->n; i++) R(s->t[i]);
+    return s->st;
+}
+
+static netcl_tensor *view(scratch *s, netcl_tensor *t, int nd, const int64_t *sizes)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_tensor_reshape(&o, t, nd, sizes);
+    return keep(s, r, o);
+}
+static netcl_tensor *transpose(scratch *s, netcl_tensor *t, int a, int b)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_tensor_transpose(&o, t, a, b);
+    return keep(s, r, o);
+}
+static netcl_tensor *contig(scratch *s, netcl_tensor *t)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_tensor_contiguous(&o, t);
+    return keep(s, r, o);
+}
+static netcl_tensor *mm(scratch *s, netcl_tensor *a, netcl_tensor *b)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_matmul(&o, a, b);
+    return keep(s, r, o);
+}
+static netcl_tensor *unfold(scratch *s, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p, const int64_t *st)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_unfold(&o, x, k, d, p, st);
+    return keep(s, r, o);
+}
+static netcl_tensor *fold(scratch *s, netcl_tensor *c, const int64_t *size, const int64_t *k, const int64_t *d,
+                          const int64_t *p, const int64_t *st)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_fold(&o, c, size, k, d, p, st);
+    return keep(s, r, o);
+}
+static netcl_tensor *sum0(scratch *s, netcl_tensor *t)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_reduce(&o, NETCL_OP_SUM, t, 0, 0);
+    return keep(s, r, o);
+}
+static netcl_tensor *empty(scratch *s, netcl_tensor *like, int nd, const int64_t *sizes)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_tensor_new(&o, nc_dev(like), like->dtype, nd, sizes);
+    return keep(s, r, o);
+}
+static void kernel(scratch *s, nc_conv_kernel k, const nc_conv_args *g, netcl_tensor *out, netcl_tensor *a,
+                   netcl_tensor *b, int64_t p0, int64_t p1)
+{
+    if (s->st != NETCL_OK || netcl_tensor_numel(out) == 0) return;
+    nc_desc o, x, y;
+    nc_desc_of(&o, out);
+    nc_desc_of(&x, a);
+    if (b) nc_desc_of(&y, b);
+    s->st = nc_dev(out)->backend->conv(nc_dev(out), k, g, &o, &x, b ? &y : NULL, p0, p1);
+}
+
+/* [N, O, OH, OW] -> [G, O/G, N*L] (a copy when N > 1) */
+static netcl_tensor *by_group(scratch *s, netcl_tensor *t, int64_t G)
+{
+    int64_t N = t->sizes[0], C = t->sizes[1], L = t->sizes[2] * t->sizes[3], shape[3] = {G, C / G, N * L};
+    return view(s, N > 1 ? transpose(s, t, 0, 1) : t, 3, shape);
+}
+
+/* [G, O/G, N*L] -> contiguous [N, O, OH, OW] */
+static netcl_tensor *to_nchw(scratch *s, netcl_tensor *y, int64_t N, int64_t O, int64_t OH, int64_t OW)
+{
+    int64_t shape[4] = {O, N, OH, OW};
+    netcl_tensor *v = view(s, y, 4, shape);
+    return N > 1 ? contig(s, transpose(s, v, 0, 1)) : view(s, v, 4, (int64_t[]){N, O, OH, OW});
+}
+
+/* ---- strategies ------------------------------------------------------------------- */
+
+static netcl_tensor *im2col_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+{
+    int64_t k[2] = {g->KH, g->KW}, d[2] = {g->DH, g->DW}, p[2] = {g->PH, g->PW}, st[2] = {g->SH, g->SW};
+    int64_t G = g->G, K = g->C * g->KH * g->KW, L = g->OH * g->OW, N = g->N;
+    if (pass == NC_CONV_PASS_DATA) {   /* a dy, b w: cols = w^T dy, then fold */
+        netcl_tensor *wt = transpose(s, view(s, b, 3, (int64_t[]){G, g->O / G, K / G}), 1, 2);
+        netcl_tensor *dc = mm(s, wt, by_group(s, a, G));                              /* [G, K/G, N*L] */
+        netcl_tensor *dn = view(s, dc, 3, (int64_t[]){K, N, L});
+        netcl_tensor *dnk = N > 1 ? transpose(s, dn, 0, 1) : view(s, dn, 3, (int64_t[]){N, K, L});
+        return fold(s, dnk, (int64_t[]){g->H, g->W}, k, d, p, st);
+    }
+    netcl_tensor *cols = unfold(s, a, k, d, p, st);                                   /* [N, K, L] */
+    netcl_tensor *c2 = view(s, N > 1 ? transpose(s, cols, 0, 1) : cols, 3, (int64_t[]){G, K / G, N * L});
+    if (pass == NC_CONV_PASS_WEIGHT) { /* dw = dy cols^T */
+        netcl_tensor *dw = mm(s, by_group(s, b, G), transpose(s, c2, 1, 2));          /* [G, O/G, K/G] */
+        return view(s, dw, 4, (int64_t[]){g->O, g->C / G, g->KH, g->KW});
+    }
+    netcl_tensor *y = mm(s, view(s, b, 3, (int64_t[]){G, g->O / G, K / G}), c2);    /* [G, O/G, N*L] */
+    return to_nchw(s, y, N, g->O, g->OH, g->OW);
+}
+
+static netcl_tensor *gemm1x1_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+{
+    int64_t N = g->N, HW = g->H * g->W;
+    if (pass == NC_CONV_PASS_WEIGHT) {  /* sum over n of dy[n] x[n]^T */
+        netcl_tensor *x3 = view(s, a, 3, (int64_t[]){N, g->C, HW}), *dy3 = view(s, b, 3, (int64_t[]){N, g->O, HW});
+        netcl_tensor *per = mm(s, dy3, transpose(s, x3, 1, 2));                       /* [N, O, C] */
+        return view(s, sum0(s, per), 4, (int64_t[]){g->O, g->C, 1, 1});
+    }
+    netcl_tensor *w2 = view(s, b, 2, (int64_t[]){g->O, g->C});
+    if (pass == NC_CONV_PASS_DATA) {
+        netcl_tensor *dx = mm(s, transpose(s, w2, 0, 1), view(s, a, 3, (int64_t[]){N, g->O, HW}));
+        return view(s, dx, 4, (int64_t[]){N, g->C, g->H, g->W});
+    }
+    netcl_tensor *y = mm(s, w2, view(s, a, 3, (int64_t[]){N, g->C, HW}));
+    return view(s, y, 4, (int64_t[]){N, g->O, g->OH, g->OW});
+}
+
+/* forward on (x, w) with geometry g; flip: w is the original [C, O] weight */
+static netcl_tensor *winograd_fwd(scratch *s, const nc_conv_args *g, int64_t m, netcl_tensor *x, netcl_tensor *w, int flip)
+{
+    int64_t th = (g->OH + m - 1) / m, tw = (g->OW + m - 1) / m, P = g->N * th * tw, T = (m + 2) * (m + 2);
+    netcl_tensor *V = empty(s, x, 3, (int64_t[]){T, g->C, P}), *U = empty(s, x, 3, (int64_t[]){T, g->O, g->C});
+    kernel(s, NC_WINO_INPUT, g, V, x, NULL, m, 0);
+    kernel(s, NC_WINO_WEIGHT, g, U, w, NULL, m, flip);
+    netcl_tensor *M = mm(s, U, V);
+    netcl_tensor *y = empty(s, x, 4, (int64_t[]){g->N, g->O, g->OH, g->OW});
+    kernel(s, NC_WINO_OUTPUT, g, y, M, NULL, m, 0);
+    return y;
+}
+
+static netcl_tensor *winograd_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, int64_t m, netcl_tensor *a,
+                                   netcl_tensor *b)
+{
+    if (pass == NC_CONV_PASS_FWD) return winograd_fwd(s, g, m, a, b, 0);
+    /* backward-data of a stride-1 3x3 conv: a forward conv of dy with the
+     * flipped, transposed weights and padding 2 - p */
+    nc_conv_args t = {g->N, g->O, g->OH, g->OW, g->C, 1, 3, 3, 1, 1, 2 - g->PH, 2 - g->PW, 1, 1, g->H, g->W};
+    return winograd_fwd(s, &t, m, a, b, 1);
+}
+
+static netcl_tensor *direct_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+{
+    static const nc_conv_kernel kinds[3] = {NC_CONV_FWD, NC_CONV_BWD_DATA, NC_CONV_BWD_WEIGHT};
+    int64_t shapes[3][4] = {{g->N, g->O, g->OH, g->OW}, {g->N, g->C, g->H, g->W}, {g->O, g->C / g->G, g->KH, g->KW}};
+    netcl_tensor *out = empty(s, a, 4, shapes[pass]);
+    kernel(s, kinds[pass], g, out, a, b, 0, 0);
+    return out;
+}
+
+netcl_status nc_fwd_conv2d_pass(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+{
+    *out = NULL;
+    scratch s = {{0}, 0, NETCL_OK};
+    netcl_tensor *ac = contig(&s, a), *bc = contig(&s, b), *r = NULL;
+    nc_conv_algo algo = nc_conv_plan(nc_dev(a), g, pass, a->dtype);
+    if (s.st == NETCL_OK) {
+        switch (algo) {
+        case NC_CONV_IM2COL: r = im2col_pass(&s, g, pass, ac, bc); break;
+        case NC_CONV_GEMM1X1: r = gemm1x1_pass(&s, g, pass, ac, bc); break;
+        case NC_CONV_WINOGRAD2: r = winograd_pass(&s, g, pass, 2, ac, bc); break;
+        case NC_CONV_WINOGRAD4: r = winograd_pass(&s, g, pass, 4, ac, bc); break;
+        default: r = direct_pass(&s, g, pass, ac, bc); break;
+        }
+    }
+    if (s.st == NETCL_OK && r && !netcl_tensor_is_contiguous(r)) r = contig(&s, r);
+    netcl_status st = finish(&s, out, r);
+    if (st != NETCL_OK) nc_error_prefix("conv2d (%s): ", nc_conv_algo_name(algo));
+    return st;
+}
+
+/* ---- argument checks: the geometry of conv2d / conv_transpose2d ------------------ */
+
+/* x [N, C, H, W] and w [O, C/G, KH, KW] (transposed: x [N, Cin, H, W], w
+ * [Cin, Cout/G, KH, KW], and g describes the forward conv whose
+ * backward-data pass the transposed conv is: g's "x" is the output). */
+netcl_status nc_conv2d_setup(const char *op, const netcl_tensor *x, const netcl_tensor *w, const netcl_tensor *b,
+                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                             const int64_t *output_padding, nc_conv_args *g)
+{
+    if (x->ndim != 4 || w->ndim != 4)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: input %s and weight %s must be 4-dimensional", op, nc_describe(x), nc_describe(w));
+    NC_TRY(nc_same_device(op, x, w));
+    if (b) NC_TRY(nc_same_device(op, x, b));
+    if (!nc_dtype_is_float(x->dtype) || w->dtype != x->dtype || (b && b->dtype != x->dtype))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: input %s, weight %s%s%s must share one floating dtype", op, nc_describe(x),
+                       nc_describe(w), b ? " and bias " : "", b ? nc_describe(b) : "");
+    for (int i = 0; i < 2; i++)
+        if (stride[i] <= 0 || dilation[i] <= 0 || padding[i] < 0)
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: stride (%lld, %lld) and dilation (%lld, %lld) must be positive and "
+                           "padding (%lld, %lld) non-negative", op, (long long)stride[0], (long long)stride[1],
+                           (long long)dilation[0], (long long)dilation[1], (long long)padding[0], (long long)padding[1]);
+    int64_t G = groups, Cx = x->sizes[1];
+    int transposed = output_padding != NULL;
+    int64_t O = transposed ? w->sizes[1] * G : w->sizes[0];
+    if (G < 1 || (transposed ? (w->sizes[0] != Cx || Cx % G) : (O % G || Cx != w->sizes[1] * G)))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: input %s does not match weight %s with groups = %lld (%s)", op,
+                       nc_describe(x), nc_describe(w), (long long)G,
+                       transposed ? "weight dim 1 must equal the input channels, divisible by groups"
+                                  : "input channels must be weight dim 2 x groups, output channels divisible by groups");
+    if (b && (b->ndim != 1 || b->sizes[0] != O))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: bias %s must have %lld elements (one per output channel)", op,
+                       nc_describe(b), (long long)O);
+    int64_t KH = w->sizes[2], KW = w->sizes[3];
+    if (!transposed) {
+        *g = (nc_conv_args){x->sizes[0], Cx, x->sizes[2], x->sizes[3], O, G, KH, KW, stride[0], stride[1], padding[0],
+                            padding[1], dilation[0], dilation[1], 0, 0};
+        g->OH = nc_window_positions(g->H, KH, g->SH, g->PH, g->DH, 0);
+        g->OW = nc_window_positions(g->W, KW, g->SW, g->PW, g->DW, 0);
+        if (g->OH <= 0 || g->OW <= 0)
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: a %lld x %lld kernel (dilation %lld, %lld) does not fit into %s padded by "
+                           "(%lld, %lld)", op, (long long)KH, (long long)KW, (long long)g->DH, (long long)g->DW,
+                           nc_describe(x), (long long)g->PH, (long long)g->PW);
+        return NETCL_OK;
+    }
+    int64_t size[2];
+    for (int i = 0; i < 2; i++) {
+        if (output_padding[i] < 0 || (output_padding[i] >= stride[i] && output_padding[i] >= dilation[i]))
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: output_padding (%lld, %lld) must be smaller than the stride or the dilation",
+                           op, (long long)output_padding[0], (long long)output_padding[1]);
+        size[i] = (x->sizes[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * ((i ? KW : KH) - 1) + output_padding[i] + 1;
+    }
+    if (size[0] <= 0 || size[1] <= 0)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: the output of %s with this kernel and padding would be empty", op, nc_describe(x));
+    *g = (nc_conv_args){x->sizes[0], O, size[0], size[1], Cx, G, KH, KW, stride[0], stride[1], padding[0], padding[1],
+                        dilation[0], dilation[1], x->sizes[2], x->sizes[3]};
+    return NETCL_OK;
+}

@@ -1,0 +1,202 @@
+/* convdirect.c — CPU direct convolution (forward, backward-data,
+ * backward-weight) and the Winograd F(m x m, 3 x 3) transforms: the
+ * references for kernels/convdirect.cl (same loops), computed in double,
+ * parallel over output elements. Operands contiguous from their offsets. */
+#include "cpu.h"
+#include <math.h>
+
+static inline double ld(const nc_desc *d, int64_t i)
+{
+    i += d->offset;
+    if (d->dtype == NETCL_DTYPE_FLOAT32) return ((const float *)d->buf)[i];
+    if (d->dtype == NETCL_DTYPE_FLOAT64) return ((const double *)d->buf)[i];
+    return nc_load_double(d->buf, d->dtype, i);
+}
+
+static inline void st(const nc_desc *d, int64_t i, double v)
+{
+    i += d->offset;
+    if (d->dtype == NETCL_DTYPE_FLOAT32) ((float *)d->buf)[i] = (float)v;
+    else if (d->dtype == NETCL_DTYPE_FLOAT64) ((double *)d->buf)[i] = v;
+    else nc_store_double(d->buf, d->dtype, i, v);
+}
+
+typedef struct { const nc_conv_args *g; const nc_desc *out, *a, *b; int64_t m, flip, th, tw; } job;
+
+static void fwd(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t Cg = g->C / g->G, Og = g->O / g->G;
+    for (int64_t i = s; i < e; i++) {
+        int64_t ox = i % g->OW, oy = (i / g->OW) % g->OH, o = (i / (g->OW * g->OH)) % g->O, n = i / (g->OW * g->OH * g->O);
+        int64_t c0 = (o / Og) * Cg;
+        double acc = 0;
+        for (int64_t c = 0; c < Cg; c++)
+            for (int64_t ki = 0; ki < g->KH; ki++) {
+                int64_t h = oy * g->SH - g->PH + ki * g->DH;
+                if (h < 0 || h >= g->H) continue;
+                for (int64_t kj = 0; kj < g->KW; kj++) {
+                    int64_t w = ox * g->SW - g->PW + kj * g->DW;
+                    if (w < 0 || w >= g->W) continue;
+                    acc += ld(j->a, ((n * g->C + c0 + c) * g->H + h) * g->W + w) * ld(j->b, ((o * Cg + c) * g->KH + ki) * g->KW + kj);
+                }
+            }
+        st(j->out, i, acc);
+    }
+}
+
+static void bwd_data(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t Cg = g->C / g->G, Og = g->O / g->G;
+    for (int64_t i = s; i < e; i++) {
+        int64_t w = i % g->W, h = (i / g->W) % g->H, c = (i / (g->W * g->H)) % g->C, n = i / (g->W * g->H * g->C);
+        int64_t grp = c / Cg, cg = c % Cg;
+        double acc = 0;
+        for (int64_t ki = 0; ki < g->KH; ki++) {
+            int64_t th = h + g->PH - ki * g->DH;
+            if (th < 0 || th % g->SH || th / g->SH >= g->OH) continue;
+            for (int64_t kj = 0; kj < g->KW; kj++) {
+                int64_t tw = w + g->PW - kj * g->DW;
+                if (tw < 0 || tw % g->SW || tw / g->SW >= g->OW) continue;
+                for (int64_t og = 0; og < Og; og++) {
+                    int64_t o = grp * Og + og;
+                    acc += ld(j->a, ((n * g->O + o) * g->OH + th / g->SH) * g->OW + tw / g->SW) *
+                           ld(j->b, ((o * Cg + cg) * g->KH + ki) * g->KW + kj);
+                }
+            }
+        }
+        st(j->out, i, acc);
+    }
+}
+
+static void bwd_weight(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, S = g->OH * g->OW;
+    for (int64_t i = s; i < e; i++) {
+        int64_t kj = i % g->KW, ki = (i / g->KW) % g->KH, cg = (i / (g->KW * g->KH)) % Cg, o = i / (g->KW * g->KH * Cg);
+        int64_t c = (o / Og) * Cg + cg;
+        double acc = 0;
+        for (int64_t n = 0; n < g->N; n++)
+            for (int64_t oy = 0; oy < g->OH; oy++) {
+                int64_t h = oy * g->SH - g->PH + ki * g->DH;
+                if (h < 0 || h >= g->H) continue;
+                for (int64_t ox = 0; ox < g->OW; ox++) {
+                    int64_t w = ox * g->SW - g->PW + kj * g->DW;
+                    if (w >= 0 && w < g->W)
+                        acc += ld(j->a, ((n * g->C + c) * g->H + h) * g->W + w) * ld(j->b, (n * g->O + o) * S + oy * g->OW + ox);
+                }
+            }
+        st(j->out, i, acc);
+    }
+}
+
+/* ---- Winograd: the transform matrices of F(2x2, 3x3) and F(4x4, 3x3) ---------------- */
+static const double BT2[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+static const double AT2[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+static const double BT4[6][6] = {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                 {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+static const double G4[6][3] = {{0.25, 0, 0}, {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+static const double AT4[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+
+#define BTM(m, a, b) ((m) == 2 ? BT2[a][b] : BT4[a][b])
+#define GMM(m, a, b) ((m) == 2 ? G2[a][b] : G4[a][b])
+#define ATM(m, a, b) ((m) == 2 ? AT2[a][b] : AT4[a][b])
+
+static void wino_input(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t m = j->m, A = m + 2, P = g->N * j->th * j->tw;
+    double d[6][6], t[6][6];
+    for (int64_t i = s; i < e; i++) {
+        int64_t p = i % P, c = i / P, n = p / (j->th * j->tw), ty = (p / j->tw) % j->th, tx = p % j->tw;
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t b = 0; b < A; b++) {
+                int64_t h = ty * m - g->PH + a, w = tx * m - g->PW + b;
+                d[a][b] = h >= 0 && h < g->H && w >= 0 && w < g->W ? ld(j->a, ((n * g->C + c) * g->H + h) * g->W + w) : 0;
+            }
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t b = 0; b < A; b++) {
+                double acc = 0;
+                for (int64_t k = 0; k < A; k++) acc += BTM(m, a, k) * d[k][b];
+                t[a][b] = acc;
+            }
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t b = 0; b < A; b++) {
+                double acc = 0;
+                for (int64_t k = 0; k < A; k++) acc += t[a][k] * BTM(m, b, k);
+                st(j->out, ((a * A + b) * g->C + c) * P + p, acc);
+            }
+    }
+}
+
+static void wino_weight(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t m = j->m, A = m + 2, O = g->O, C = g->C;
+    double k[3][3], t[6][3];
+    for (int64_t i = s; i < e; i++) {
+        int64_t c = i % C, o = i / C;
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                k[a][b] = j->flip ? ld(j->a, ((c * O + o) * 3 + 2 - a) * 3 + 2 - b) : ld(j->a, ((o * C + c) * 3 + a) * 3 + b);
+        for (int64_t a = 0; a < A; a++)
+            for (int b = 0; b < 3; b++) t[a][b] = GMM(m, a, 0) * k[0][b] + GMM(m, a, 1) * k[1][b] + GMM(m, a, 2) * k[2][b];
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t b = 0; b < A; b++)
+                st(j->out, ((a * A + b) * O + o) * C + c, t[a][0] * GMM(m, b, 0) + t[a][1] * GMM(m, b, 1) + t[a][2] * GMM(m, b, 2));
+    }
+}
+
+static void wino_output(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t m = j->m, A = m + 2, P = g->N * j->th * j->tw;
+    double t[4][6];
+    for (int64_t i = s; i < e; i++) {
+        int64_t p = i % P, o = i / P, n = p / (j->th * j->tw), ty = (p / j->tw) % j->th, tx = p % j->tw;
+        for (int64_t a = 0; a < m; a++)
+            for (int64_t b = 0; b < A; b++) {
+                double acc = 0;
+                for (int64_t k = 0; k < A; k++) acc += ATM(m, a, k) * ld(j->a, ((k * A + b) * g->O + o) * P + p);
+                t[a][b] = acc;
+            }
+        for (int64_t a = 0; a < m; a++)
+            for (int64_t b = 0; b < m; b++) {
+                int64_t oy = ty * m + a, ox = tx * m + b;
+                if (oy >= g->OH || ox >= g->OW) continue;
+                double acc = 0;
+                for (int64_t k = 0; k < A; k++) acc += t[a][k] * ATM(m, b, k);
+                st(j->out, ((n * g->O + o) * g->OH + oy) * g->OW + ox, acc);
+            }
+    }
+}
+
+netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out,
+                         const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1)
+{
+    (void)dev;
+    int64_t m = p0 > 0 ? p0 : 1;
+    job j = {g, out, a, b, p0, p1, (g->OH + m - 1) / m, (g->OW + m - 1) / m};
+    int64_t per, n;
+    nc_range_fn fn;
+    switch (kind) {
+    case NC_CONV_FWD: fn = fwd; n = g->N * g->O * g->OH * g->OW; per = (g->C / g->G) * g->KH * g->KW; break;
+    case NC_CONV_BWD_DATA: fn = bwd_data; n = g->N * g->C * g->H * g->W; per = (g->O / g->G) * g->KH * g->KW; break;
+    case NC_CONV_BWD_WEIGHT: fn = bwd_weight; n = g->O * (g->C / g->G) * g->KH * g->KW; per = g->N * g->OH * g->OW; break;
+    case NC_WINO_INPUT: fn = wino_input; n = g->C * g->N * j.th * j.tw; per = 100; break;
+    case NC_WINO_WEIGHT: fn = wino_weight; n = g->O * g->C; per = 100; break;
+    default: fn = wino_output; n = g->O * g->N * j.th * j.tw; per = 100; break;
+    }
+    nc_parallel_for(n, per >= 16384 ? 1 : 16384 / (per + 1) + 1, fn, &j);
+    return NETCL_OK;
+}
