@@ -14,6 +14,8 @@ typedef enum nc_rule {
     NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_REDUCE, NC_RULE_REDUCE_INDEX,
     NC_RULE_MATMUL, NC_RULE_RESHAPE, NC_RULE_TRANSPOSE, NC_RULE_PERMUTE, NC_RULE_EXPAND,
     NC_RULE_SLICE, NC_RULE_SELECT, NC_RULE_CAST, NC_RULE_TO_DEVICE, NC_RULE_PAD,
+    /* indexing, sort, scan (rules_index.c) */
+    NC_RULE_CAT, NC_RULE_GATHER, NC_RULE_SCATTER, NC_RULE_SORT, NC_RULE_SCAN,
     NC_RULE_COUNT
 } nc_rule;
 
@@ -80,6 +82,18 @@ netcl_status nc_rule_mask(netcl_tensor **o, netcl_op cmp, netcl_tensor *a, netcl
 netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_binary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_binary_scalar(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+
+/* rules_index.c */
+netcl_status nc_rule_cat(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_gather(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_scatter(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_sort(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_scan(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+/* inplace.c: the in-place protocol for other families (api_index.c):
+ * refuse targets that cannot take a recorded write; a takes r's values
+ * and history (consumes r). */
+netcl_status nc_inplace_check(const netcl_tensor *a, const char *op);
+netcl_status nc_inplace_adopt(netcl_tensor *a, netcl_tensor *r);
 
 /* Sums g over broadcast dims down to (ndim, sizes). */
 netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes);

@@ -86,6 +86,10 @@ static const nc_backend cpu_backend = {
     .matmul = nc_cpu_matmul,
     .rng = cpu_rng,
     .shutdown = NULL,
+    .gather = nc_cpu_gather,
+    .scatter = nc_cpu_scatter,
+    .sort = nc_cpu_sort,
+    .scan = nc_cpu_scan,
 };
 
 /* Copies the value of the first "key : value" line of /proc/cpuinfo. */
