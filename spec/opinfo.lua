@@ -12,6 +12,7 @@
 local netcl = require("netcl")
 
 local M = {}
+M.netcl = netcl
 
 local function maker(kind, shape, lo, hi)
   return function(env, seed)

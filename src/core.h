@@ -25,6 +25,11 @@ void nc_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 bool nc_dtype_is_float(netcl_dtype dt);
 /* The dtype two operands meet at (float beats int, wider beats narrower). */
 netcl_dtype nc_dtype_promote(netcl_dtype a, netcl_dtype b);
+/* Comparisons and logical ops: their result is bool. */
+static inline bool nc_op_is_predicate(netcl_op op)
+{
+    return (op >= NETCL_OP_EQ && op <= NETCL_OP_GE) || (op >= NETCL_OP_LOGICAL_AND && op <= NETCL_OP_LOGICAL_XOR);
+}
 /* True for ops integer tensors compute in their own dtype (ops.c). */
 bool nc_op_int_ok(netcl_op op);
 double nc_load_double(const void *base, netcl_dtype dt, int64_t index);
@@ -99,6 +104,19 @@ typedef struct nc_backend {
     /* out contiguous; Philox4x32-10 stream: element i draws from counter
      * (offset + i/4 ... see rng.h); identical to the C reference. */
     netcl_status (*rng)(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
+    /* ---- selection and nn families -------------------------------------------
+     * out = cond ? a : b elementwise: cond bool, a and b of out's dtype (a
+     * NULL: the scalar sa; b NULL: sb), all of out's shape (broadcast inputs
+     * have stride 0); out may not overlap the inputs. */
+    netcl_status (*where)(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
+                          const nc_desc *b, double sa, double sb);
+    /* Row-wise over contiguous a [rows, R] (R > 0): out = softmax(a) or, with
+     * log, log_softmax(a); out contiguous, a's float dtype. */
+    netcl_status (*softmax)(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
+    /* Its backward from the forward output y and the gradient g (all
+     * contiguous [rows, R], one dtype): gin = y (g - sum(g y)) for softmax,
+     * g - exp(y) sum(g) for log_softmax. */
+    netcl_status (*softmax_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
     void (*shutdown)(netcl_device *dev);
     /* ---- indexing, sort, scan (src/index.c, src/sort.c) -------------------
      * Index descriptors are int64 or int32, any strides (stride 0 allowed);

@@ -97,7 +97,7 @@ typedef enum netcl_op {
     NETCL_OP_SILU = 22,
     NETCL_OP_GELU = 23,        /* erf form */
     NETCL_OP_GELU_TANH = 24,   /* tanh approximation */
-    NETCL_OP_SOFTPLUS = 25,    /* log(1 + exp(x)) */
+    NETCL_OP_SOFTPLUS = 25,    /* log(1 + exp(p1 x)) / p1, x where p1 x > p2 (p1: beta, 0 means 1; p2: threshold, 0 means 20) */
     NETCL_OP_RELU6 = 26,
     NETCL_OP_LEAKY_RELU = 27,  /* p1: negative slope */
     NETCL_OP_ELU = 28,         /* p1: alpha */
@@ -118,7 +118,12 @@ typedef enum netcl_op {
     NETCL_OP_LE = 74,
     NETCL_OP_GT = 75,
     NETCL_OP_GE = 76,
-    NETCL_OP_BINARY_END = 77,
+    NETCL_OP_FMOD = 77,        /* remainder with the sign of the dividend (C fmod) */
+    NETCL_OP_ATAN2 = 78,       /* atan2(a, b) */
+    NETCL_OP_LOGICAL_AND = 79, /* logical ops: operands read as (x != 0), bool result */
+    NETCL_OP_LOGICAL_OR = 80,
+    NETCL_OP_LOGICAL_XOR = 81,
+    NETCL_OP_BINARY_END = 82,
     /* reductions */
     NETCL_OP_SUM = 96,
     NETCL_OP_MEAN = 97,
@@ -306,6 +311,35 @@ netcl_status netcl_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int6
 /* 1-D·1-D dot, 2-D matrix product, batched with broadcasting for >2-D. */
 netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 
+/* ---- ops: selection and neural-network functions --------------------------
+ * where: out = cond ? a : b with broadcasting; cond is read as bool; a NULL
+ * a (b) means the scalar sa (sb). The result dtype is the tensors'
+ * promotion (a lone integer tensor with a fractional scalar: float32). */
+netcl_status netcl_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb);
+/* softmax (log != 0: log_softmax) over dim, computed max-subtracted in the
+ * input's float dtype (float16/bfloat16 in float32). */
+netcl_status netcl_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log);
+
+/* ---- ops: composite reductions and matrix products --------------------------
+ * Built from the ops above, so they differentiate like them. dims are
+ * 0-based; ndims == 0 reduces every dim. correction: 1 for the unbiased
+ * estimate, 0 for the population one. norm: p = 1, 2, other p > 0, +inf
+ * (max |a|), -inf (min |a|). any/all give bool. */
+netcl_status netcl_reduce_dims(netcl_tensor **out, netcl_op op, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+netcl_status netcl_var(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim);
+netcl_status netcl_std(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim);
+netcl_status netcl_norm(netcl_tensor **out, netcl_tensor *a, double p, int ndims, const int *dims, int keepdim);
+netcl_status netcl_logsumexp(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+netcl_status netcl_any(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+netcl_status netcl_all(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+/* mm: 2-D only; bmm: 3-D with equal batches; addmm: beta c + alpha a@b;
+ * linear: x @ w^T + b (b may be NULL); outer: [n] x [m] -> [n, m]; dot: 1-D. */
+netcl_status netcl_mm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_bmm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_addmm(netcl_tensor **out, netcl_tensor *c, netcl_tensor *a, netcl_tensor *b, double beta, double alpha);
+netcl_status netcl_linear(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b);
+netcl_status netcl_outer(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_dot(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 /* ---- ops: indexing, shape, sort, scan, random ------------------------------
  * Index arguments are int64 or int32 tensors of any strides (an expanded,
  * stride-0 index is fine). `index_base` (0 or 1) is subtracted from every

@@ -13,6 +13,8 @@ netcl_status nc_broadcast_shape(const char *op, const netcl_tensor *a, const net
 void nc_broadcast_desc(nc_desc *d, const netcl_tensor *t, int ndim, const int64_t *sizes);
 /* dtype an elementwise op computes in for operands meeting at dt */
 netcl_dtype nc_compute_dtype(netcl_op op, netcl_dtype dt);
+/* Fills in the defaults of a unary op's parameters (softplus: 0 -> 1, 20). */
+void nc_unary_params(netcl_op op, double *p1, double *p2);
 
 netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2);
 netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
@@ -34,6 +36,13 @@ netcl_status nc_fwd_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim,
 netcl_status nc_fwd_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim);
 netcl_status nc_fwd_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim);
 netcl_status nc_fwd_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int64_t *pads, double value);
+/* select.c: where and softmax (dim is 0-based; the result keeps a's layout
+ * order of dims, possibly as a permuted view) */
+netcl_status nc_fwd_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb);
+netcl_status nc_fwd_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log);
+/* gin from the gradient g and the forward output y */
+netcl_status nc_fwd_softmax_backward(netcl_tensor **gin, netcl_tensor *g, netcl_tensor *y, int dim, int log);
+
 /* In-place forms (inplace.c): the result of the op written into `out`
  * (any strides; out may be an operand), cast to out's dtype; the storage
  * version is bumped. No autograd checks: callers do those. */

@@ -26,7 +26,8 @@ static const nc_opdef table[] = {
     UN("clamp"), UN("floor"), UN("ceil"), UN("round"), UN("trunc"), UN("erf"),
     /* elementwise binary (kernels/binary.cl, rules.c) */
     BIN("add"), BIN("sub"), BIN("mul"), BIN("div"), BIN("pow"), BIN("maximum"), BIN("minimum"),
-    CMP("eq"), CMP("ne"), CMP("lt"), CMP("le"), CMP("gt"), CMP("ge"),
+    CMP("eq"), CMP("ne"), CMP("lt"), CMP("le"), CMP("gt"), CMP("ge"), BIN("fmod"), BIN("atan2"),
+    CMP("logical_and"), CMP("logical_or"), CMP("logical_xor"),
     /* reductions (kernels/reduce.cl, rules_shape.c) */
     {"sum", "netcl_reduce", "reduce", "reduce", 1},
     {"mean", "netcl_reduce", "reduce", "reduce", 1},
@@ -47,6 +48,24 @@ static const nc_opdef table[] = {
     {"cast", "netcl_tensor_cast", "cast", "copy", 1},
     {"to", "netcl_tensor_to_device", "to_device", "copy", 1},
     {"pad", "netcl_pad", "pad", "copy", 1},
+    /* selection and nn functions (kernels/select.cl, rules_nn.c) */
+    {"where", "netcl_where", "where", "select", 1},
+    {"softmax", "netcl_softmax", "softmax", "select", 1},
+    {"log_softmax", "netcl_softmax", "softmax", "select", 1},
+    /* composite reductions and matrix products (src/composite/) */
+    {"reduce_dims", "netcl_reduce_dims", "composite", "composite", 1},
+    {"var", "netcl_var", "composite", "composite", 1},
+    {"std", "netcl_std", "composite", "composite", 1},
+    {"norm", "netcl_norm", "composite", "composite", 1},
+    {"logsumexp", "netcl_logsumexp", "composite", "composite", 1},
+    {"any", "netcl_any", "-", "composite", 0},
+    {"all", "netcl_all", "-", "composite", 0},
+    {"mm", "netcl_mm", "composite", "composite", 1},
+    {"bmm", "netcl_bmm", "composite", "composite", 1},
+    {"addmm", "netcl_addmm", "composite", "composite", 1},
+    {"linear", "netcl_linear", "composite", "composite", 1},
+    {"outer", "netcl_outer", "composite", "composite", 1},
+    {"dot", "netcl_dot", "composite", "composite", 1},
 };
 
 int netcl_op_table_size(void) { return (int)(sizeof table / sizeof table[0]); }

@@ -27,7 +27,8 @@ local OP = {
   round = 20, trunc = 21, silu = 22, gelu = 23, gelu_tanh = 24, softplus = 25, relu6 = 26, leaky_relu = 27,
   elu = 28, clamp = 29, erf = 30,
   add = 64, sub = 65, mul = 66, div = 67, pow = 68, maximum = 69, minimum = 70,
-  eq = 71, ne = 72, lt = 73, le = 74, gt = 75, ge = 76,
+  eq = 71, ne = 72, lt = 73, le = 74, gt = 75, ge = 76, fmod = 77, atan2 = 78,
+  logical_and = 79, logical_or = 80, logical_xor = 81,
   sum = 96, mean = 97, max = 98, min = 99, argmax = 100, argmin = 101, prod = 102,
 }
 M.OP = OP

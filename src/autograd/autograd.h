@@ -14,6 +14,8 @@ typedef enum nc_rule {
     NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_REDUCE, NC_RULE_REDUCE_INDEX,
     NC_RULE_MATMUL, NC_RULE_RESHAPE, NC_RULE_TRANSPOSE, NC_RULE_PERMUTE, NC_RULE_EXPAND,
     NC_RULE_SLICE, NC_RULE_SELECT, NC_RULE_CAST, NC_RULE_TO_DEVICE, NC_RULE_PAD,
+    /* selection and nn families (rules_nn.c) */
+    NC_RULE_WHERE, NC_RULE_SOFTMAX,
     /* indexing, sort, scan (rules_index.c) */
     NC_RULE_CAT, NC_RULE_GATHER, NC_RULE_SCATTER, NC_RULE_SORT, NC_RULE_SCAN,
     NC_RULE_COUNT
@@ -83,6 +85,8 @@ netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_binary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_binary_scalar(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 
+netcl_status nc_rule_where(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_softmax(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 /* rules_index.c */
 netcl_status nc_rule_cat(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_gather(nc_node *n, netcl_tensor *g, netcl_tensor **gin);

@@ -29,8 +29,9 @@ typedef struct nc_x {
 /* Registers the result of a call that returned st (the tensor is x->last). */
 netcl_tensor *nc_x_take(nc_x *x, netcl_status st);
 /* fn(&out, args...) unless the scope already failed; the result is a
- * temporary. Do not nest XC inside XC's arguments (the inner one may fail
- * after the outer one checked); the x_* functions below nest safely. */
+ * temporary. XC's arguments must be plain values, never calls that may fail
+ * (XC or x_*): XC checks the scope before its arguments are evaluated. The
+ * x_* functions below check after, so they nest inside each other freely. */
 #define XC(x, fn, ...) ((x)->st != NETCL_OK ? NULL : nc_x_take((x), fn(&(x)->last, __VA_ARGS__)))
 /* A status-only call (in-place ops): skipped after a failure. */
 void nc_x_do(nc_x *x, netcl_status st);

@@ -122,6 +122,9 @@ static const nc_backend opencl_backend = {
     .reduce = nc_cl_reduce,
     .matmul = nc_cl_matmul,
     .rng = nc_cl_rng,
+    .where = nc_cl_where,
+    .softmax = nc_cl_softmax,
+    .softmax_backward = nc_cl_softmax_backward,
     .shutdown = cl_shutdown,
 };
 

@@ -6,24 +6,14 @@ local M = {}
 
 local function netcl() return require("netcl") end
 
--- x [N, in] @ w[out, in]^T + b[out]
-function M.linear(x, w, b)
-  local y = x:matmul(w:t())
-  if b then y = y + b end
-  return y
-end
+-- x [..., in] @ w[out, in]^T + b[out]
+function M.linear(x, w, b) return netcl().linear(x, w, b) end
 
 function M.relu(x) return x:relu() end
 
--- log(softmax(x)) along dim, shifted by the (constant) max for stability
-function M.log_softmax(x, dim)
-  dim = dim or -1
-  local m = netcl().no_grad(function() return (x:max(dim, true)) end)
-  local z = x - m
-  return z - z:exp():sum(dim, true):log()
-end
-
-function M.softmax(x, dim) return M.log_softmax(x, dim):exp() end
+-- softmax / log_softmax along dim (default: the last), one kernel each way
+function M.log_softmax(x, dim) return x:log_softmax(dim) end
+function M.softmax(x, dim) return x:softmax(dim) end
 
 -- labels [N] (1-based integers) -> float [N, C] of 0/1
 function M.one_hot(labels, num_classes, dtype)
