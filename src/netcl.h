@@ -361,11 +361,11 @@ typedef enum netcl_pad_mode {
 netcl_status netcl_cat(netcl_tensor **out, int n, netcl_tensor *const *tensors, int dim);
 /* The n tensors (one shape) joined along a new dim (0..ndim). */
 netcl_status netcl_stack(netcl_tensor **out, int n, netcl_tensor *const *tensors, int dim);
-/* out[p] = a[p with coordinate dim replaced by index[p]]: out has index's
- * shape; index has a's ndim and index.size(d) <= a.size(d) for d != dim. */
+/* out[p] = a[q], q = p with coordinate dim replaced by index[p]. out has index's shape;
+ * index has a's ndim and index.size(d) <= a.size(d) for d != dim. */
 netcl_status netcl_gather(netcl_tensor **out, netcl_tensor *a, int dim, netcl_tensor *index, int index_base);
-/* out = a copy of a, then for every p of index's shape out[p with coordinate
- * dim replaced by index[p]] = src[p] (accumulate: +=). src (cast to a's
+/* out = a copy of a, then for every p of index's shape out[q] = src[p]
+ * (accumulate: +=), q = p with coordinate dim replaced by index[p]. src (cast to a's
  * dtype) has a's ndim and sizes >= index's; index.size(d) <= a.size(d) for
  * d != dim. Duplicate indices without accumulate: the last in index order
  * wins on cpu, any one of them on OpenCL. Accumulation order on OpenCL is
