@@ -36,7 +36,8 @@ netcl_status nc_fwd_sort(netcl_tensor **values, netcl_tensor **indices, netcl_te
     *values = *indices = NULL;
     if (a->ndim == 0) { /* one element: itself, at position 0 */
         NC_TRY(nc_fwd_tensor_cast(values, a, a->dtype));
-        netcl_status st = netcl_tensor_full(indices, nc_dev(a), NETCL_DTYPE_INT64, 0, NULL, 0);
+        int64_t no_dims = 0;
+        netcl_status st = netcl_tensor_full(indices, nc_dev(a), NETCL_DTYPE_INT64, 0, &no_dims, 0);
         if (st != NETCL_OK) { netcl_tensor_release(*values); *values = NULL; }
         return st;
     }

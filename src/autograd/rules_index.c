@@ -61,7 +61,8 @@ netcl_status nc_rule_scatter(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
     if (nc_input_needs_grad(n, 0)) {
         netcl_tensor *ga = g;
         if (!acc) {
-            netcl_tensor *zero = XC(&x, netcl_tensor_full, nc_dev(g), g->dtype, 0, NULL, 0);
+            int64_t no_dims = 0;   /* sizes of a 0-dim tensor (never read, never NULL) */
+            netcl_tensor *zero = XC(&x, netcl_tensor_full, nc_dev(g), g->dtype, 0, &no_dims, 0);
             netcl_tensor *zeros = XC(&x, nc_fwd_tensor_expand, zero, idx->ndim, idx->sizes);
             ga = XC(&x, netcl_tensor_cast, g, g->dtype);
             if (x.st == NETCL_OK) nc_x_do(&x, nc_fwd_scatter_into(ga, dim, idx, zeros, 0, base));

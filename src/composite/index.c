@@ -159,7 +159,8 @@ netcl_status netcl_one_hot(netcl_tensor **out, netcl_tensor *index, int64_t num_
     nc_x x = NC_X("one_hot");
     netcl_tensor *z = XC(&x, netcl_tensor_full, nc_dev(index), dtype, nd, shape, 0);
     netcl_tensor *iu = XC(&x, netcl_tensor_unsqueeze, index, nd - 1);
-    netcl_tensor *one = XC(&x, netcl_tensor_full, nc_dev(index), dtype, 0, NULL, 1);
+    int64_t no_dims = 0;   /* sizes of a 0-dim tensor (never read, never NULL) */
+    netcl_tensor *one = XC(&x, netcl_tensor_full, nc_dev(index), dtype, 0, &no_dims, 1);
     netcl_tensor *ones = iu ? XC(&x, netcl_tensor_expand, one, nd, iu->sizes) : NULL;
     XDO(&x, netcl_scatter_(z, nd - 1, iu, ones, 0, index_base));
     return nc_x_return(&x, out, z);

@@ -18,6 +18,7 @@ local outp = ffi.new("netcl_tensor *[1]")
 local outp2 = ffi.new("netcl_tensor *[1]")
 local pads_buf = ffi.new("int64_t[16]")
 local dims_buf = ffi.new("int[8]")
+local no_dims = ffi.new("int64_t[1]")   -- the sizes of a 0-dim tensor (never NULL)
 local PAD_MODES = { constant = 0, reflect = 1, replicate = 2, circular = 3 }
 
 local function integer(v, what)
@@ -186,7 +187,7 @@ return function(netcl, methods)
   local function source(t, idx, src, op)
     if is_tensor(src) then return src end
     if type(src) ~= "number" then throw(op .. ": the source must be a tensor or a number, got " .. type(src)) end
-    local v = call1(C.netcl_tensor_full, C.netcl_tensor_device(H(t)), C.netcl_tensor_dtype(H(t)), 0, nil, src)
+    local v = call1(C.netcl_tensor_full, C.netcl_tensor_device(H(t)), C.netcl_tensor_dtype(H(t)), 0, no_dims, src)
     return v:expand(idx:size())
   end
 
