@@ -164,6 +164,8 @@ function methods.type(t, dtype)
   if code == cur then return t end
   return M.call1(C.netcl_tensor_cast, H(t), code)
 end
+-- true when both tensors view one storage (Torch7's isSetTo, loosely)
+function methods.shares_storage(t, other) return C.netcl_tensor_same_storage(H(t), H(other)) ~= 0 end
 function methods.is_contiguous(t) return C.netcl_tensor_is_contiguous(H(t)) ~= 0 end
 local function device_name(t) return ffi.string(C.netcl_device_name(C.netcl_tensor_device(H(t)))) end
 -- t.device is the name string (PyTorch's attribute), so the method form is spelled device_name
@@ -534,11 +536,53 @@ function methods.requires_grad_(t, flag)
   return t
 end
 
+-- ---- gradient hooks: one FFI callback dispatches to the Lua functions ----------
+local hook_fns, hook_key, hook_error = {}, 0, nil
+local hook_dispatch = ffi.cast("netcl_grad_hook_fn", function(ctx, g, replace)
+  local fn = hook_fns[tonumber(ffi.cast("intptr_t", ctx))]
+  if not fn then return 0 end
+  C.netcl_tensor_retain(g)
+  local ok, r = pcall(fn, wrap(g))
+  if not ok then hook_error = tostring(r); return 1 end
+  if r ~= nil then
+    if not istype(Box, r) then hook_error = "a gradient hook must return nil or a tensor, got " .. type(r); return 1 end
+    C.netcl_tensor_retain(r.h)
+    replace[0] = r.h
+  end
+  return 0
+end)
+local hook_id = ffi.new("int[1]")
+
+-- t:register_hook(fn): fn(grad) runs during backward with the gradient
+-- flowing into t (for a leaf, before .grad accumulates it) and may return
+-- a replacement. Returns a handle with :remove().
+function methods.register_hook(t, fn)
+  if type(fn) ~= "function" then throw("register_hook: expected a function, got " .. type(fn)) end
+  hook_key = hook_key + 1
+  local key = hook_key
+  check(C.netcl_tensor_register_hook(H(t), hook_dispatch, ffi.cast("void *", key), hook_id))
+  hook_fns[key] = fn
+  local id, h = hook_id[0], t
+  return { remove = function()
+    if hook_fns[key] then
+      hook_fns[key] = nil
+      check(C.netcl_tensor_remove_hook(H(h), id))
+    end
+  end }
+end
+
+-- Interpreted (jit.off below): hooks call back into Lua from inside it.
 function methods.backward(t, grad, retain_graph)
   if type(grad) == "boolean" then grad, retain_graph = nil, grad end
+  hook_error = nil
   local st = C.netcl_backward(H(t), grad and H(grad) or nil, retain_graph and 1 or 0)
-  check(st)
+  if st ~= 0 then
+    local msg = ffi.string(C.netcl_last_error())
+    if hook_error then msg = msg .. ": " .. hook_error end
+    throw(msg)
+  end
 end
+jit.off(methods.backward)
 
 function methods.detach(t) return call1(C.netcl_tensor_detach, H(t)) end
 

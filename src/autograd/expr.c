@@ -1,6 +1,7 @@
 /* expr.c — the scope behind XC(): temporaries, the first failure, and
  * handing results out (see expr.h). */
 #include "expr.h"
+#include <string.h>
 
 netcl_tensor *nc_x_own(nc_x *x, netcl_tensor *t)
 {
@@ -38,7 +39,11 @@ static void release_all(nc_x *x)
 netcl_status nc_x_end(nc_x *x)
 {
     release_all(x);
-    if (x->st != NETCL_OK && x->op) nc_error_prefix("%s: ", x->op);
+    if (x->st != NETCL_OK && x->op) { /* name the op once, even when an inner call named it already */
+        const char *msg = netcl_last_error();
+        size_t n = strlen(x->op);
+        if (strncmp(msg, x->op, n) != 0 || msg[n] != ':') nc_error_prefix("%s: ", x->op);
+    }
     return x->st;
 }
 

@@ -33,7 +33,8 @@ netcl_tensor *nc_x_take(nc_x *x, netcl_status st);
  * (XC or x_*): XC checks the scope before its arguments are evaluated. The
  * x_* functions below check after, so they nest inside each other freely. */
 #define XC(x, fn, ...) ((x)->st != NETCL_OK ? NULL : nc_x_take((x), fn(&(x)->last, __VA_ARGS__)))
-/* A status-only call (in-place ops): skipped after a failure. */
+/* A status-only call (in-place ops): skipped after a failure; like XC, its
+ * arguments must be plain values. */
 void nc_x_do(nc_x *x, netcl_status st);
 #define XDO(x, call) do { if ((x)->st == NETCL_OK) nc_x_do((x), (call)); } while (0)
 /* Records a failure made by the caller (argument checks). */

@@ -26,18 +26,13 @@ static int dim_set(nc_x *x, const char *op, const netcl_tensor *t, int ndims, co
     return ndims;
 }
 
-/* t with the reduced dims merged into one last dim: [kept..., R] */
-static netcl_tensor *merged(nc_x *x, netcl_tensor *t, const int *reduced, int nred)
+/* r (reduced with keepdim) without the reduced dims */
+static netcl_tensor *merged_out(nc_x *x, netcl_tensor *r, const netcl_tensor *t, const int *reduced)
 {
-    int perm[NC_MAX_DIMS], n = 0;
-    int64_t shape[NC_MAX_DIMS], R = 1;
-    for (int i = 0; i < t->ndim; i++) if (!reduced[i]) { perm[n] = i; shape[n] = t->sizes[i]; n++; }
-    for (int i = 0; i < t->ndim; i++) if (reduced[i]) { perm[n++] = i; R *= t->sizes[i]; }
-    (void)nred;
-    netcl_tensor *p = XC(x, netcl_tensor_permute, t, t->ndim, perm);
-    int kept = t->ndim - nred;
-    shape[kept] = R;
-    return p ? XC(x, netcl_tensor_reshape, p, kept + 1, shape) : NULL;
+    int64_t shape[NC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++) if (!reduced[i]) shape[n++] = t->sizes[i];
+    return XC(x, netcl_tensor_reshape, r, n, shape);
 }
 
 /* r (the reduced result, kept dims only) viewed with size-1 reduced dims */
@@ -48,13 +43,43 @@ static netcl_tensor *keep_dims(nc_x *x, netcl_tensor *r, const netcl_tensor *t, 
     return XC(x, netcl_tensor_reshape, r, t->ndim, shape);
 }
 
-/* op over the dims; the building block of the rest of the file */
+/* The reduced dims merged into one last dim of a view, when the strides
+ * allow it without a copy (else NULL, and the scope stays clean). */
+static netcl_tensor *merged_view(nc_x *x, netcl_tensor *t, const int *reduced, int nred)
+{
+    int perm[NC_MAX_DIMS], n = 0;
+    int64_t shape[NC_MAX_DIMS], R = 1;
+    for (int i = 0; i < t->ndim; i++) if (!reduced[i]) { perm[n] = i; shape[n] = t->sizes[i]; n++; }
+    for (int i = 0; i < t->ndim; i++) if (reduced[i]) { perm[n++] = i; R *= t->sizes[i]; }
+    shape[t->ndim - nred] = R;
+    netcl_tensor *p = XC(x, netcl_tensor_permute, t, t->ndim, perm), *v = NULL;
+    if (!p || netcl_tensor_view(&v, p, t->ndim - nred + 1, shape) != NETCL_OK) return NULL;
+    return nc_x_own(x, v);
+}
+
+/* op over the dims; the building block of the rest of the file. One
+ * kernel when the reduced dims merge into a view; otherwise one reduction
+ * per dim, innermost first (strided rows, no copy of the input). */
 static netcl_tensor *reduce_set(nc_x *x, netcl_op op, netcl_tensor *t, const int *reduced, int nred, int keepdim)
 {
     if (x->st != NETCL_OK) return NULL;
     netcl_tensor *r;
-    if (nred == t->ndim) r = x_red(x, op, t, -1, 0);   /* every dim (also a 0-dim tensor) */
-    else r = x_red(x, op, merged(x, t, reduced, nred), t->ndim - nred, 0);
+    if (nred == t->ndim) {
+        r = x_red(x, op, t, -1, 0);   /* every dim (also a 0-dim tensor) */
+    } else if (nred == 1) {
+        int d = 0;
+        while (!reduced[d]) d++;
+        r = x_red(x, op, t, d, 0);
+    } else {
+        netcl_tensor *v = merged_view(x, t, reduced, nred);
+        if (v) {
+            r = x_red(x, op, v, t->ndim - nred, 0);
+        } else {
+            r = t;
+            for (int d = t->ndim - 1; d >= 0; d--) if (reduced[d]) r = x_red(x, op, r, d, 1);
+            return keepdim ? r : merged_out(x, r, t, reduced);
+        }
+    }
     return keepdim ? keep_dims(x, r, t, reduced) : r;
 }
 

@@ -36,7 +36,18 @@ netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc 
 netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
                           const nc_desc *b, double sa, double sb);
 netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
+netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
+netcl_status nc_cpu_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
+netcl_status nc_cpu_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
+netcl_status nc_cpu_pool_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
+                                  const nc_pool_geom *g);
+netcl_status nc_cpu_class_loss(netcl_device *dev, const nc_desc *loss, const nc_desc *wsum, const nc_desc *x,
+                               const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore, double eps);
+netcl_status nc_cpu_class_loss_backward(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,
+                                        const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore,
+                                        double eps);
 netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
 /* indexing, sort, scan (index.c, sort.c) */
 netcl_status nc_cpu_gather(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
 netcl_status nc_cpu_scatter(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
