@@ -2,8 +2,10 @@
  * stops the op with NETCL_ERR_ARGUMENT before its element is touched.
  * Scatter runs each line along the dim in index order on one thread (lines
  * are split among threads: they never write the same element), so
- * duplicates resolve to the last one and sums are deterministic. Scans
- * accumulate floats in double, integers in int64 with wrap-around. */
+ * duplicates resolve to the last one and sums are deterministic. An
+ * expanded (stride-0) index — index_select, index_add, embedding — is read
+ * once per run of elements that share it, which then move as plain loops.
+ * Scans accumulate floats in double, integers in int64 with wrap-around. */
 #include "cpu.h"
 #include "../index.h"
 #include <stdatomic.h>
@@ -37,6 +39,19 @@ static void copy_elem(void *dst, int64_t o, const void *src, int64_t s, int es)
     }
 }
 
+/* n elements dst[o + k ostep] = src[s + k sstep] of es bytes each */
+static void copy_run(void *dst, int64_t o, int64_t ostep, const void *src, int64_t s, int64_t sstep, int64_t n, int es)
+{
+#define RUN(T) { T *d = (T *)dst + o; const T *x = (const T *)src + s; for (int64_t k = 0; k < n; k++) d[k * ostep] = x[k * sstep]; break; }
+    switch (es) {
+    case 1: RUN(uint8_t)
+    case 2: RUN(uint16_t)
+    case 4: RUN(uint32_t)
+    default: RUN(uint64_t)
+    }
+#undef RUN
+}
+
 static int64_t load_index(const nc_desc *idx, int64_t i)
 {
     return idx->dtype == NETCL_DTYPE_INT64 ? ((const int64_t *)idx->buf)[i] : ((const int32_t *)idx->buf)[i];
@@ -55,6 +70,12 @@ typedef struct {
 static void gather_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
 {
     gather_ctx *c = vctx;
+    if (step[1] == 0) { /* one index for the whole run (an expanded index: index_select) */
+        int64_t v = load_index(c->idx, off[1]) - c->base;
+        if (v < 0 || v >= c->asize) { note_bad(&c->bad, v + c->base, c->asize); return; }
+        copy_run(c->out->buf, off[0], step[0], c->a->buf, off[2] + v * c->astride, step[2], n, c->es);
+        return;
+    }
     for (int64_t j = 0; j < n; j++) {
         int64_t v = load_index(c->idx, off[1] + j * step[1]) - c->base;
         if (v < 0 || v >= c->asize) { note_bad(&c->bad, v + c->base, c->asize); return; }
@@ -90,31 +111,67 @@ typedef struct {
     bad_index bad;
 } scatter_ctx;
 
-static void scatter_line(scatter_ctx *c, int64_t io, int64_t so, int64_t oo)
+/* element j of a line (starts io, so, oo in idx, src, out); 0 after a bad index */
+static int scatter_elem(scatter_ctx *c, int64_t io, int64_t so, int64_t oo, int64_t j)
 {
-    for (int64_t j = 0; j < c->len; j++) {
-        int64_t v = load_index(c->idx, io + j * c->istep) - c->base;
-        if (v < 0 || v >= c->osize) { note_bad(&c->bad, v + c->base, c->osize); return; }
-        int64_t o = oo + v * c->ostep, s = so + j * c->sstep;
-        if (!c->acc) { copy_elem(c->out->buf, o, c->src->buf, s, c->es); continue; }
-        switch (c->out->dtype) {
-        case NETCL_DTYPE_FLOAT32: ((float *)c->out->buf)[o] += ((const float *)c->src->buf)[s]; break;
-        case NETCL_DTYPE_FLOAT64: ((double *)c->out->buf)[o] += ((const double *)c->src->buf)[s]; break;
-        case NETCL_DTYPE_INT32:
-            ((int32_t *)c->out->buf)[o] = (int32_t)((uint32_t)((int32_t *)c->out->buf)[o] + (uint32_t)((const int32_t *)c->src->buf)[s]);
-            break;
-        default:
-            ((int64_t *)c->out->buf)[o] = (int64_t)((uint64_t)((int64_t *)c->out->buf)[o] + (uint64_t)((const int64_t *)c->src->buf)[s]);
-            break;
-        }
+    int64_t v = load_index(c->idx, io + j * c->istep) - c->base;
+    if (v < 0 || v >= c->osize) { note_bad(&c->bad, v + c->base, c->osize); return 0; }
+    int64_t o = oo + v * c->ostep, s = so + j * c->sstep;
+    if (!c->acc) { copy_elem(c->out->buf, o, c->src->buf, s, c->es); return 1; }
+    switch (c->out->dtype) {
+    case NETCL_DTYPE_FLOAT32: ((float *)c->out->buf)[o] += ((const float *)c->src->buf)[s]; break;
+    case NETCL_DTYPE_FLOAT64: ((double *)c->out->buf)[o] += ((const double *)c->src->buf)[s]; break;
+    case NETCL_DTYPE_INT32:
+        ((int32_t *)c->out->buf)[o] = (int32_t)((uint32_t)((int32_t *)c->out->buf)[o] + (uint32_t)((const int32_t *)c->src->buf)[s]);
+        break;
+    default:
+        ((int64_t *)c->out->buf)[o] = (int64_t)((uint64_t)((int64_t *)c->out->buf)[o] + (uint64_t)((const int64_t *)c->src->buf)[s]);
+        break;
     }
+    return 1;
 }
 
+/* Lines l0..l1 sharing one index at j (an expanded index, as index_add
+ * makes): one check, then a plain loop. 0 when the index is bad (the
+ * element path reports it) or the dtype has no fast loop here. */
+static int scatter_shared(scatter_ctx *c, const int64_t *off, const int64_t *step, int64_t l0, int64_t l1, int64_t j)
+{
+    int64_t v = load_index(c->idx, off[0] + j * c->istep) - c->base;
+    if (v < 0 || v >= c->osize) return 0;
+    int64_t o = off[2] + v * c->ostep, s = off[1] + j * c->sstep;
+    if (c->acc && c->out->dtype == NETCL_DTYPE_FLOAT32) {
+        float *y = (float *)c->out->buf + o;
+        const float *x = (const float *)c->src->buf + s;
+        for (int64_t l = l0; l < l1; l++) y[l * step[2]] += x[l * step[1]];
+        return 1;
+    }
+    if (c->acc && c->out->dtype == NETCL_DTYPE_FLOAT64) {
+        double *y = (double *)c->out->buf + o;
+        const double *x = (const double *)c->src->buf + s;
+        for (int64_t l = l0; l < l1; l++) y[l * step[2]] += x[l * step[1]];
+        return 1;
+    }
+    if (c->acc) return 0;
+    copy_run(c->out->buf, o + l0 * step[2], step[2], c->src->buf, s + l0 * step[1], step[1], l1 - l0, c->es);
+    return 1;
+}
+
+/* n lines, LINES at a time: j outer and lines inner, because neighbouring
+ * lines usually sit next to each other in memory (a scatter along a
+ * leading dim); each line still takes its elements in index order. */
+#define LINES 256
 static void scatter_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
 {
     scatter_ctx *c = vctx;
-    for (int64_t l = 0; l < n && !atomic_load(&c->bad.flag); l++)
-        scatter_line(c, off[0] + l * step[0], off[1] + l * step[1], off[2] + l * step[2]);
+    for (int64_t l0 = 0; l0 < n; l0 += LINES) {
+        int64_t l1 = l0 + LINES < n ? l0 + LINES : n;
+        for (int64_t j = 0; j < c->len; j++) {
+            if (atomic_load_explicit(&c->bad.flag, memory_order_relaxed)) return;
+            if (step[0] == 0 && scatter_shared(c, off, step, l0, l1, j)) continue;
+            for (int64_t l = l0; l < l1; l++)
+                if (!scatter_elem(c, off[0] + l * step[0], off[1] + l * step[1], off[2] + l * step[2], j)) return;
+        }
+    }
 }
 
 static void scatter_range(void *vctx, int64_t s, int64_t e)
