@@ -206,6 +206,8 @@ void netcl_memory_reset_peak(netcl_device *dev);
 int64_t netcl_runtime_programs_compiled(void);   /* built from source */
 int64_t netcl_runtime_programs_loaded(void);     /* loaded from the disk cache */
 int64_t netcl_runtime_kernels_launched(void);
+/* Nanoseconds spent inside the OpenCL driver's kernel enqueue, in total. */
+int64_t netcl_runtime_enqueue_ns(void);
 
 /* ---- the op table --------------------------------------------------------
  * Every op netcl offers (src/optable.c): entry i is "name forward backward

@@ -106,6 +106,7 @@ function netcl.runtime_stats()
     programs_compiled = tonumber(C.netcl_runtime_programs_compiled()),
     programs_loaded = tonumber(C.netcl_runtime_programs_loaded()),
     kernels_launched = tonumber(C.netcl_runtime_kernels_launched()),
+    enqueue_ns = tonumber(C.netcl_runtime_enqueue_ns()),
   }
 end
 
