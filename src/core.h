@@ -178,6 +178,37 @@ typedef struct nc_backend {
     void (*shutdown)(netcl_device *dev);
     /* Data augmentation (src/data/augment.c checks arguments): see nc_augment. */
     netcl_status (*augment)(netcl_device *dev, const struct nc_augment *a);
+    /* ---- indexing, sort, scan (src/index.c, src/sort.c) -------------------
+     * Index descriptors are int64 or int32, any strides (stride 0 allowed);
+     * every index has `base` (0 or 1) subtracted. An index outside
+     * [0, size) is never used to address memory: cpu fails with
+     * NETCL_ERR_ARGUMENT (nc_index_error in index.h); OpenCL skips the
+     * element and reports it through the device's error word (src/cl/index.c)
+     * at the next blocking read or synchronize.
+     * gather: out[p] = a[p with coordinate dim replaced by idx[p] - base].
+     * out contiguous with idx's shape; a any strides, same ndim and dtype as
+     * out (its sizes other than dim may exceed idx's); out never aliases a. */
+    netcl_status (*gather)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
+    /* scatter: for every p of idx's shape, out[p with coordinate dim replaced
+     * by idx[p] - base] = src[p] (accumulate: +=), written in place. out any
+     * strides without overlapping elements; src has idx's shape and out's
+     * dtype, any strides (stride 0 for a scalar), never aliases out.
+     * accumulate only for float32, float64, int32, int64 (the ops layer
+     * widens the others); devices may refuse 64-bit dtypes without
+     * cl_khr_int64_base_atomics (NETCL_ERR_UNSUPPORTED). Duplicates without
+     * accumulate: the last in index order wins on cpu, unspecified elsewhere. */
+    netcl_status (*scatter)(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
+    /* sort: sorts the LAST dim of a (shape [..., R], any strides, any dtype)
+     * into values (a's dtype) and indices (int64, 0-based), both any strides
+     * with a's shape. Ascending or descending by value, ties by index (so
+     * every backend gives the same result), NaN greater than any number. */
+    netcl_status (*sort)(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a, int descending);
+    /* scan: inclusive prefix SUM or PROD along the LAST dim of a (any strides,
+     * including negative ones, which the ops layer uses for reverse scans);
+     * out has a's shape and dtype (any strides, never aliasing a). Floats
+     * accumulate in double on cpu (double where the device has it on OpenCL);
+     * integers in int64 with wrap-around. */
+    netcl_status (*scan)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a);
 } nc_backend;
 
 /* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out

@@ -426,6 +426,88 @@ netcl_status netcl_addmm(netcl_tensor **out, netcl_tensor *c, netcl_tensor *a, n
 netcl_status netcl_linear(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b);
 netcl_status netcl_outer(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 netcl_status netcl_dot(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+/* ---- ops: indexing, shape, sort, scan, random ------------------------------
+ * Index arguments are int64 or int32 tensors of any strides (an expanded,
+ * stride-0 index is fine). `index_base` (0 or 1) is subtracted from every
+ * index, so the Lua layer passes its 1-based indices unchanged. An index out
+ * of range never touches memory out of bounds and is NETCL_ERR_ARGUMENT: on
+ * cpu at once; on OpenCL the kernel skips that element and the error is
+ * returned by the next blocking read (to_host, to_doubles, get_item) or
+ * synchronize on that device. Returned indices (sort, topk, nonzero,
+ * randperm, multinomial) are int64 and 0-based. Differentiable ops record
+ * autograd nodes like every other op. */
+typedef enum netcl_pad_mode {
+    NETCL_PAD_CONSTANT = 0,
+    NETCL_PAD_REFLECT = 1,     /* mirror without repeating the edge: pads < size */
+    NETCL_PAD_REPLICATE = 2,   /* repeat the edge element */
+    NETCL_PAD_CIRCULAR = 3     /* wrap around: pads <= size */
+} netcl_pad_mode;
+/* The n tensors (same ndim, sizes equal except along dim) joined along dim;
+ * dtypes promote as for binary ops. 1-D empty tensors are skipped (Torch7). */
+netcl_status netcl_cat(netcl_tensor **out, int n, netcl_tensor *const *tensors, int dim);
+/* The n tensors (one shape) joined along a new dim (0..ndim). */
+netcl_status netcl_stack(netcl_tensor **out, int n, netcl_tensor *const *tensors, int dim);
+/* out[p] = a[q], q = p with coordinate dim replaced by index[p]. out has index's shape;
+ * index has a's ndim and index.size(d) <= a.size(d) for d != dim. */
+netcl_status netcl_gather(netcl_tensor **out, netcl_tensor *a, int dim, netcl_tensor *index, int index_base);
+/* out = a copy of a, then for every p of index's shape out[q] = src[p]
+ * (accumulate: +=), q = p with coordinate dim replaced by index[p]. src (cast to a's
+ * dtype) has a's ndim and sizes >= index's; index.size(d) <= a.size(d) for
+ * d != dim. Duplicate indices without accumulate: the last in index order
+ * wins on cpu, any one of them on OpenCL. Accumulation order on OpenCL is
+ * unspecified (float sums may differ in the last bits). */
+netcl_status netcl_scatter(netcl_tensor **out, netcl_tensor *a, int dim, netcl_tensor *index, netcl_tensor *src, int accumulate, int index_base);
+netcl_status netcl_scatter_(netcl_tensor *a, int dim, netcl_tensor *index, netcl_tensor *src, int accumulate, int index_base);
+/* index 1-D with k entries: a with dim replaced by the k selected slices. */
+netcl_status netcl_index_select(netcl_tensor **out, netcl_tensor *a, int dim, netcl_tensor *index, int index_base);
+/* a with src's slices added at index along dim (src: a's shape with dim of
+ * the index's length; duplicates accumulate). */
+netcl_status netcl_index_add(netcl_tensor **out, netcl_tensor *a, int dim, netcl_tensor *index, netcl_tensor *src, int index_base);
+netcl_status netcl_index_add_(netcl_tensor *a, int dim, netcl_tensor *index, netcl_tensor *src, int index_base);
+/* a with value where mask (bool, broadcast to a's shape) is true. */
+netcl_status netcl_masked_fill(netcl_tensor **out, netcl_tensor *a, netcl_tensor *mask, double value);
+netcl_status netcl_masked_fill_(netcl_tensor *a, netcl_tensor *mask, double value);
+/* 1-D: a's elements where mask (bool; a and mask broadcast) is true, in
+ * row-major order. Reads the mask on the host (synchronises). */
+netcl_status netcl_masked_select(netcl_tensor **out, netcl_tensor *a, netcl_tensor *mask);
+/* int64 [n, ndim]: coordinates of the non-zero elements (NaN counts), in
+ * row-major order. Reads a on the host (synchronises). */
+netcl_status netcl_nonzero(netcl_tensor **out, netcl_tensor *a);
+/* out[..., c] = 1 where index[...] - index_base == c, else 0, for c <
+ * num_classes, as dtype (index's shape + [num_classes]). */
+netcl_status netcl_one_hot(netcl_tensor **out, netcl_tensor *index, int64_t num_classes, netcl_dtype dtype, int index_base);
+/* weight [V, D]: out[..., :] = weight[index[...], :] (index's shape + [D]). */
+netcl_status netcl_embedding(netcl_tensor **out, netcl_tensor *index, netcl_tensor *weight, int index_base);
+/* Reverses the element order along each of the ndims dims. */
+netcl_status netcl_flip(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims);
+/* PyTorch's repeat: ndim >= a's ndim counts (a gets leading size-1 dims);
+ * out.size(d) = size(d) * repeats[d]. */
+netcl_status netcl_repeat(netcl_tensor **out, netcl_tensor *a, int ndim, const int64_t *repeats);
+/* netcl_pad with a mode; value is used by NETCL_PAD_CONSTANT only. */
+netcl_status netcl_pad_with(netcl_tensor **out, netcl_tensor *a, int npad, const int64_t *pads, netcl_pad_mode mode, double value);
+/* Sorts along dim, stable (equal values keep their order, so every backend
+ * gives the same indices); NaN sorts as the largest value. values: a's
+ * dtype and shape; indices: int64 positions along dim. */
+netcl_status netcl_sort(netcl_tensor **values, netcl_tensor **indices, netcl_tensor *a, int dim, int descending);
+/* The k largest (largest = 0: smallest) along dim, in sorted order. */
+netcl_status netcl_topk(netcl_tensor **values, netcl_tensor **indices, netcl_tensor *a, int64_t k, int dim, int largest);
+/* Inclusive prefix sum / product along dim; integer and bool inputs give int64. */
+netcl_status netcl_cumsum(netcl_tensor **out, netcl_tensor *a, int dim);
+netcl_status netcl_cumprod(netcl_tensor **out, netcl_tensor *a, int dim);
+/* 1 with probability p[i] (else 0), p's dtype (float), from the global
+ * stream exactly as netcl_tensor_rand (uniform u < p). */
+netcl_status netcl_bernoulli(netcl_tensor **out, netcl_tensor *p);
+/* A random permutation of 0..n-1 (dtype: any integer or float type).
+ * Generated on the host from the global stream (n counters: element i of
+ * the Fisher-Yates shuffle uses counter offset + i) and uploaded, so it is
+ * identical on every backend. */
+netcl_status netcl_randperm(netcl_tensor **out, netcl_device *dev, int64_t n, netcl_dtype dtype);
+/* n category indices per row of probs ([C] or [B, C]; non-negative weights,
+ * each row with a positive sum), with or without replacement (then n <= the
+ * row's non-zero count). Reads probs on the host (synchronises); draws from
+ * the global stream on the host (with replacement n counters per row,
+ * without C), so the result is identical on every backend. */
+netcl_status netcl_multinomial(netcl_tensor **out, netcl_tensor *probs, int64_t n, int replacement);
 
 /* ---- data readers ----------------------------------------------------------
  * IDX files (MNIST, Fashion-MNIST), gzip-compressed or plain: a new cpu

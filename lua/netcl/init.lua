@@ -300,7 +300,7 @@ end
 -- module functions and tensor methods of one family (1-based dims and
 -- indices there, converted to 0-based for the C call).
 
-local OP_FAMILIES = { "select", "reductions", "conv" }
+local OP_FAMILIES = { "select", "reductions", "conv", "index" }
 for _, family in ipairs(OP_FAMILIES) do require("netcl.ops." .. family)(netcl, methods) end
 
 -- ---- autograd switches ---------------------------------------------------------------

@@ -404,19 +404,6 @@ end
 
 function methods.contiguous(t) return call1(C.netcl_tensor_contiguous, H(t)) end
 
--- pad(pads, value): constant padding; pads = {left, right, top, bottom, ...}
--- for the last dims, last dim first (PyTorch's F.pad order); negative crops.
-local pads_buf = ffi.new("int64_t[16]")
-function methods.pad(t, pads, value)
-  if type(pads) ~= "table" or #pads % 2 ~= 0 or #pads == 0 then
-    throw("pad: pads must be a table of (before, after) pairs, last dim first, got " .. tostring(pads))
-  end
-  if #pads > 16 then throw("pad: at most 8 dims can be padded, got " .. #pads / 2) end
-  for i = 1, #pads do pads_buf[i - 1] = integer(pads[i], "pad: pads[" .. i .. "]") end
-  if value ~= nil and type(value) ~= "number" then throw("pad: value must be a number, got " .. type(value)) end
-  return call1(C.netcl_pad, H(t), #pads, pads_buf, value or 0)
-end
-
 -- Torch7-style slice: one entry per dim, a number selects, {a, b} is the
 -- inclusive range a..b (negatives count from the end), {} keeps the dim.
 local function slice_view(t, spec)

@@ -16,6 +16,8 @@ typedef enum nc_rule {
     NC_RULE_SLICE, NC_RULE_SELECT, NC_RULE_CAST, NC_RULE_TO_DEVICE, NC_RULE_PAD,
     /* selection and nn families (rules_nn.c) */
     NC_RULE_WHERE, NC_RULE_SOFTMAX, NC_RULE_UNFOLD, NC_RULE_FOLD, NC_RULE_POOL, NC_RULE_CLASS_LOSS, NC_RULE_CONV2D,
+    /* indexing, sort, scan (rules_index.c) */
+    NC_RULE_CAT, NC_RULE_GATHER, NC_RULE_SCATTER, NC_RULE_SORT, NC_RULE_SCAN,
     NC_RULE_COUNT
 } nc_rule;
 
@@ -94,6 +96,17 @@ netcl_status nc_rule_conv2d(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 
 /* Runs the hooks on *g (may replace it); hooks.c. */
 netcl_status nc_hooks_run(nc_hook *h, netcl_tensor **g, const char *what);
+/* rules_index.c */
+netcl_status nc_rule_cat(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_gather(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_scatter(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_sort(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_scan(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+/* inplace.c: the in-place protocol for other families (api_index.c):
+ * refuse targets that cannot take a recorded write; a takes r's values
+ * and history (consumes r). */
+netcl_status nc_inplace_check(const netcl_tensor *a, const char *op);
+netcl_status nc_inplace_adopt(netcl_tensor *a, netcl_tensor *r);
 
 /* Sums g over broadcast dims down to (ndim, sizes). */
 netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes);

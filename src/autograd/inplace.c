@@ -75,3 +75,7 @@ netcl_status netcl_unary_(netcl_op op, netcl_tensor *a, double p1, double p2)
     netcl_tensor_release(old);
     return st == NETCL_OK ? adopt(a, r) : st;
 }
+
+/* the same protocol for in-place ops of other families (api_index.c) */
+netcl_status nc_inplace_check(const netcl_tensor *a, const char *op) { return check_target(a, op); }
+netcl_status nc_inplace_adopt(netcl_tensor *a, netcl_tensor *r) { return adopt(a, r); }

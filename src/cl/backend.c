@@ -82,7 +82,7 @@ static netcl_status cl_read(netcl_device *dev, void *buf, size_t off, void *dst,
     nc_cl_device *cd = nc_cl_dev(dev);
     NETCL_CL_CHECK(nc_cl.clEnqueueReadBuffer(cd->queue, (cl_mem)buf, CL_TRUE, off, n, dst, 0, NULL, NULL));
     nc_cl_poll_pending(cd, 0);
-    return NETCL_OK;
+    return nc_cl_check_index_error(cd);
 }
 
 static netcl_status cl_sync(netcl_device *dev)
@@ -91,7 +91,7 @@ static netcl_status cl_sync(netcl_device *dev)
     nc_cl_device *cd = nc_cl_dev(dev);
     NETCL_CL_CHECK(nc_cl.clFinish(cd->queue));
     nc_cl_poll_pending(cd, 1);
-    return NETCL_OK;
+    return nc_cl_check_index_error(cd);
 }
 
 static void cl_shutdown(netcl_device *dev)
@@ -101,6 +101,7 @@ static void cl_shutdown(netcl_device *dev)
     nc_cl.clFinish(cd->queue);
     nc_cl_poll_pending(cd, 1);
     nc_cl_release_programs(cd);
+    nc_cl_release_index(cd);
     nc_cl.clReleaseCommandQueue(cd->queue);
     nc_cl.clReleaseContext(cd->ctx);
     free(cd);
@@ -134,6 +135,10 @@ static const nc_backend opencl_backend = {
     .conv = nc_cl_conv,
     .shutdown = cl_shutdown,
     .augment = nc_cl_augment,
+    .gather = nc_cl_gather,
+    .scatter = nc_cl_scatter,
+    .sort = nc_cl_sort,
+    .scan = nc_cl_scan,
 };
 
 static void info_str(cl_device_id id, cl_device_info what, char *buf, size_t len)
@@ -187,6 +192,7 @@ static void add_device(cl_platform_id plat, cl_device_id id)
     nc_cl_device *cd = calloc(1, sizeof *cd);
     if (!cd) return;
     cd->id = id;
+    cd->int64_atomics = -1;
     cd->ctx = nc_cl.clCreateContext(NULL, 1, &id, NULL, NULL, &err);
     if (err == CL_SUCCESS) cd->queue = nc_cl.clCreateCommandQueue(cd->ctx, id, 0, &err);
     if (err != CL_SUCCESS) {

@@ -38,6 +38,13 @@ typedef struct nc_cl_device {
     nc_cl_pending *pending;
     size_t max_wg;
     int64_t max_alloc;
+    /* index family (index.c): the error word index kernels report
+     * out-of-range indices in (created on first use), whether an index
+     * kernel ran since the host last looked at it, and whether the device
+     * has 64-bit atomics (-1: not asked yet) */
+    cl_mem err_word;
+    int err_pending;
+    int int64_atomics;
 } nc_cl_device;
 
 /* Strided geometry passed by value to kernels; the layout matches the
@@ -103,5 +110,17 @@ netcl_status nc_cl_set_scalar(cl_kernel k, int i, netcl_dtype dt, double v);
 /* Sets a WIDE_T argument (double where the device has fp64, see common.cl). */
 netcl_status nc_cl_set_wide(netcl_device *dev, cl_kernel k, int i, double v);
 #define NC_ARG(k, i, v) NETCL_CL_CHECK(nc_cl.clSetKernelArg((k), (i), sizeof(v), &(v)))
+
+/* ---- indexing, sort, scan (index.c, sort.c) ------------------------------ */
+netcl_status nc_cl_gather(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
+netcl_status nc_cl_scatter(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
+netcl_status nc_cl_sort(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a, int descending);
+netcl_status nc_cl_scan(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a);
+/* Called at every blocking point (read, synchronize): when an index kernel
+ * ran since the last call, reads the error word and, if a kernel recorded
+ * an out-of-range index, clears it and returns NETCL_ERR_ARGUMENT naming
+ * the op, the index, the size and the device. Costs nothing otherwise. */
+netcl_status nc_cl_check_index_error(nc_cl_device *cd);
+void nc_cl_release_index(nc_cl_device *cd);
 
 #endif

@@ -97,6 +97,10 @@ static const nc_backend cpu_backend = {
     .conv = nc_cpu_conv,
     .shutdown = NULL,
     .augment = nc_cpu_augment,
+    .gather = nc_cpu_gather,
+    .scatter = nc_cpu_scatter,
+    .sort = nc_cpu_sort,
+    .scan = nc_cpu_scan,
 };
 
 /* Copies the value of the first "key : value" line of /proc/cpuinfo. */

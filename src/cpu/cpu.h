@@ -54,5 +54,10 @@ netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
 netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
 netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
+/* indexing, sort, scan (index.c, sort.c) */
+netcl_status nc_cpu_gather(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
+netcl_status nc_cpu_scatter(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
+netcl_status nc_cpu_sort(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a, int descending);
+netcl_status nc_cpu_scan(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a);
 
 #endif
