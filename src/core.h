@@ -100,6 +100,13 @@ typedef struct nc_backend {
      * (offset + i/4 ... see rng.h); identical to the C reference. */
     netcl_status (*rng)(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
     void (*shutdown)(netcl_device *dev);
+    /* Fused optimizer update (src/optim.c checks the operands): p, g and
+     * each non-NULL s[0..2] are contiguous 1-D descriptors of one float
+     * dtype and p->sizes[0] elements; s[k] is NULL where netcl_optim_step
+     * (netcl.h) says the kind and flags leave it unused. hyper holds
+     * NETCL_OPTIM_NHYPER values indexed by netcl_optim_hyper. */
+    netcl_status (*optim_step)(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p,
+                               const nc_desc *g, const nc_desc *const *s, const double *hyper);
 } nc_backend;
 
 /* ---- strided iteration (strided.c) -------------------------------------------

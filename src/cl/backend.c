@@ -123,6 +123,7 @@ static const nc_backend opencl_backend = {
     .matmul = nc_cl_matmul,
     .rng = nc_cl_rng,
     .shutdown = cl_shutdown,
+    .optim_step = nc_cl_optim_step,
 };
 
 static void info_str(cl_device_id id, cl_device_info what, char *buf, size_t len)

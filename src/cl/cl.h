@@ -79,6 +79,8 @@ netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, co
 netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
 netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
 netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
+netcl_status nc_cl_optim_step(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
+                              const nc_desc *const *s, const double *hyper);
 
 /* Sets kernel argument i from a value of the kernel's compute type for
  * dtype dt (float, double or long): scalars cross as that type. */

@@ -86,6 +86,7 @@ static const nc_backend cpu_backend = {
     .matmul = nc_cpu_matmul,
     .rng = cpu_rng,
     .shutdown = NULL,
+    .optim_step = nc_cpu_optim_step,
 };
 
 /* Copies the value of the first "key : value" line of /proc/cpuinfo. */
