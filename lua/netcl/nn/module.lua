@@ -261,7 +261,7 @@ function Module:named_modules(prefix) return pairs_iter(collect_modules(self, pr
 function Module:modules() return values_of(collect_modules(self, "", {}, {})) end
 
 -- number of parameter elements (trainable_only: those that require grad)
-function Module:num_parameters(trainable_only)
+function Module:count_parameters(trainable_only)
   local n = 0
   for _, p in ipairs(self:parameters()) do
     if not trainable_only or p.requires_grad then n = n + p:numel() end
@@ -451,7 +451,7 @@ local function count_str(n)
 end
 
 local function tree(m, indent)
-  local n = m:num_parameters()
+  local n = Module.count_parameters(m)
   local note = n > 0 and ("  # " .. count_str(n) .. " params") or ""
   local head = m.__name .. "(" .. m:extra_repr()
   local kids = rawget(m, "_modules_order")
