@@ -310,7 +310,7 @@ function TestOptimState:test_state_dict_layout_and_errors()
   local other = optim.Adam({ ps[1], ps[2] })
   H.assert_error(function() other:load_state_dict(sd) end, "the state has 2 parameter groups, this optimizer has 1")
   local sgd = optim.SGD({ { params = { ps[1] } }, { params = { ps[2] } } })
-  H.assert_error(function() sgd:load_state_dict(sd) end, "'exp_avg'", "is not a state of SGD")
+  H.assert_error(function() sgd:load_state_dict(sd) end, "'exp_avg' (parameter 1) is not a state of SGD")
   sd.state[2].exp_avg = netcl.zeros(5)
   H.assert_error(function() opt:load_state_dict(sd) end, "exp_avg of parameter 2 is [5], the parameter is [4]")
 end

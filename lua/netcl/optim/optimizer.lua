@@ -352,7 +352,11 @@ local function check_group_state(self, gi, lg, state)
     if st ~= nil then
       if type(st) ~= "table" then throw(("%s: state of parameter %s is a %s, not a table"):format(who, tostring(idx), type(st))) end
       local p = group.params[pos]
-      for name, t in pairs(st) do
+      local names = {}
+      for name in pairs(st) do names[#names + 1] = tostring(name) end
+      table.sort(names)   -- the first problem reported is the same every run
+      for _, name in ipairs(names) do
+        local t = st[name]
         if name == "step" then
           if not (type(t) == "number" or is_tensor(t)) then throw(("%s: step of parameter %s must be a number"):format(who, tostring(idx))) end
         elseif not known[name] then
