@@ -91,27 +91,33 @@ local function build_buckets(params)
   return list
 end
 
+-- Puts parameter i's gradient view back (copying a foreign gradient in,
+-- or zeroing the slice when there is none, if copy_foreign).
+local function reattach(b, i, copy_foreign)
+  local p = b.params[i]
+  netcl().no_grad(function()
+    local gs, cur = slot(b, b.grad, i), p.grad
+    if copy_foreign then
+      if cur then gs:copy_(cur) else gs:zero_() end
+    end
+    p.grad = gs
+  end)
+end
+
 -- Host-side check of every parameter of a bucket (see the header). Returns
--- false when a parameter left its slice. copy_foreign: a replaced gradient
--- is copied into the slice (else the slice is left for the caller to fill).
+-- false when a parameter left its slice. (No closure in this loop: it runs
+-- every step and must stay JIT-compiled.)
 local function attach(b, copy_foreign)
   local fh, gh = b.flat_h, b.grad_h
-  for i, p in ipairs(b.params) do
-    local ph = H(p)
-    local off = b.offsets[i]
+  local params, offsets = b.params, b.offsets
+  for i = 1, #params do
+    local ph = H(params[i])
+    local off = offsets[i]
     if C.netcl_tensor_same_storage(ph, fh) == 0 or tonumber(C.netcl_tensor_offset(ph)) ~= off then return false end
     local g = C.netcl_tensor_grad(ph)
     local ok = g ~= nil and C.netcl_tensor_same_storage(g, gh) ~= 0 and tonumber(C.netcl_tensor_offset(g)) == off
     if g ~= nil then C.netcl_tensor_release(g) end
-    if not ok then
-      netcl().no_grad(function()
-        local gs, cur = slot(b, b.grad, i), p.grad
-        if copy_foreign then
-          if cur then gs:copy_(cur) else gs:zero_() end
-        end
-        p.grad = gs
-      end)
-    end
+    if not ok then reattach(b, i, copy_foreign) end
   end
   return true
 end
