@@ -48,6 +48,7 @@ function TestCheckpoint:test_round_trip_every_value_kind()
     mixed = { 1, 2, name = "n", [true] = "yes", __private = 3 },
     nested = { { { { deep = { 1 } } } } },
     nothing = {},
+    binkey = { ["\255k"] = netcl.ones(2, { device = dev }) },   -- a tensor under a non-UTF-8 key
   }
   netcl.save(obj, path)
   local r = netcl.load(path, { device = dev })
@@ -70,6 +71,7 @@ function TestCheckpoint:test_round_trip_every_value_kind()
   lu.assertEquals(r.mixed, obj.mixed)
   lu.assertEquals(r.nested, obj.nested)
   lu.assertEquals(r.nothing, {})
+  H.assert_close(r.binkey["\255k"], { 1, 1 })
   -- a bare tensor, and an object with a state_dict
   netcl.save(big, path)
   H.assert_close(netcl.load(path), big, 0, 0)

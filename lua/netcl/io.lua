@@ -55,6 +55,7 @@ local function tensor_entry(ctx, t, path)
   local k = module.key_of(t)
   if ctx.by_key[k] then return ctx.by_key[k] end   -- one tensor saved once, however often it appears
   local name = path == "" and "tensor" or path
+  if not json.valid_utf8(name) then name = "hex:" .. hex(name) end   -- header keys must be UTF-8
   if ctx.names[name] then
     local i = 2
     while ctx.names[name .. "#" .. i] do i = i + 1 end
@@ -98,7 +99,9 @@ local function encode(v, path, ctx, seen)
     seen[v] = true
     local out
     local plain = next(v) ~= nil
-    for k in pairs(v) do if type(k) ~= "string" or k:sub(1, 2) == "__" then plain = false end end
+    for k in pairs(v) do
+      if type(k) ~= "string" or k:sub(1, 2) == "__" or not json.valid_utf8(k) then plain = false end
+    end
     if next(v) == nil then out = {}
     elseif is_seq(v) then
       out = {}

@@ -34,10 +34,10 @@ end
 
 -- channels of [N, C, H, W] (or unbatched [C, H, W]) dropped whole
 function M.dropout2d(x, p, training)
-  if F.dropout2d then return F.dropout2d(x, p, training) end
-  if not training or p == 0 then return x end
   local d = x:dim()
   if d ~= 3 and d ~= 4 then throw(("Dropout2d: expected a 3-D or 4-D input, got shape [%s]"):format(table.concat(x:size(), ", "))) end
+  if F.dropout2d then return F.dropout2d(x, p, training) end
+  if not training or p == 0 then return x end
   local shape = x:size()
   for i = (d == 4 and 3 or 2), d do shape[i] = 1 end
   return masked(x, p, shape)
