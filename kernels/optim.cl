@@ -1,6 +1,6 @@
 /* optim.cl — fused optimizer updates over flat buffers, one work item per
  * element (grid-stride): TA = TO = the parameters' dtype, arithmetic in
- * A_CT. The formulas are src/cpu/optim_impl.h's, line for line. Every
+ * A_CT. The formulas and rounding order are src/cpu/optim_impl.h's. Every
  * kernel takes p (read/write), g (read) and the states s0..s2
  * (read/write); `has` bit k says whether s_k is present (an absent one
  * aliases p and is never touched). `flags` holds netcl_optim_flag bits.
@@ -50,7 +50,7 @@ __kernel void optim_adam(OPTIM_ARGS)
             vi = vm > vi ? vm : vi;
             O_STORE(s2, s2o + i, vi);
         }
-        O_STORE(p, po + i, pi - lr * mi / (sqrt(vi) / bc2 + eps));
+        O_STORE(p, po + i, pi - lr * (mi / (sqrt(vi) / bc2 + eps)));
     }
 }
 
@@ -76,7 +76,7 @@ __kernel void optim_rmsprop(OPTIM_ARGS)
             O_STORE(s1, s1o + i, b);
             O_STORE(p, po + i, pi - lr * b);
         } else {
-            O_STORE(p, po + i, pi - lr * gi / avg);
+            O_STORE(p, po + i, pi - lr * (gi / avg));
         }
     }
 }
@@ -90,6 +90,6 @@ __kernel void optim_adagrad(OPTIM_ARGS)
         if (wd != 0) gi += wd * pi;
         A_CT si = A_LOAD(s0, s0o + i) + gi * gi;
         O_STORE(s0, s0o + i, si);
-        O_STORE(p, po + i, pi - lr * gi / (sqrt(si) + eps));
+        O_STORE(p, po + i, pi - lr * (gi / (sqrt(si) + eps)));
     }
 }
