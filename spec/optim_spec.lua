@@ -101,9 +101,9 @@ local function reference(name, groups, steps)
   return out
 end
 
-local function params(d)
-  return { netcl.tensor({ { A0[1], A0[2], A0[3] }, { A0[4], A0[5], A0[6] } }, { device = d, requires_grad = true }),
-           netcl.tensor(B0, { device = d, requires_grad = true }) }
+local function params(d, dtype)
+  return { netcl.tensor({ { A0[1], A0[2], A0[3] }, { A0[4], A0[5], A0[6] } }, { device = d, dtype = dtype, requires_grad = true }),
+           netcl.tensor(B0, { device = d, dtype = dtype, requires_grad = true }) }
 end
 
 local function loss_at(t, ps)
@@ -111,7 +111,7 @@ local function loss_at(t, ps)
   for which, p in ipairs(ps) do
     local c = {}
     for i = 1, p:numel() do c[i] = coef(t, i, which) end
-    local l = (p * netcl.tensor(c, { device = p.device }):view(p:size())):sum() + (p * p):sum() * 0.5
+    local l = (p * netcl.tensor(c, { device = p.device, dtype = p.dtype }):view(p:size())):sum() + (p * p):sum() * 0.5
     total = total and total + l or l
   end
   return total
@@ -136,12 +136,12 @@ local function run(name, groups, steps, d, ps)
   return ps, opt
 end
 
-local function check(name, opts, steps)
+local function check(name, opts, steps, dtype, rtol)
   local groups = { { which = { 1, 2 }, opts = opts } }
-  local ps = run(name, groups, steps or 4)
+  local ps = run(name, groups, steps or 4, nil, dtype and params(dev, dtype))
   local want = reference(name, groups, steps or 4)
-  H.assert_close(H.flatten(ps[1]:totable()), want[1], 1e-5, 1e-6, name .. " a")
-  H.assert_close(ps[2]:totable(), want[2], 1e-5, 1e-6, name .. " b")
+  H.assert_close(H.flatten(ps[1]:totable()), want[1], rtol or 1e-5, (rtol or 1e-5) / 10, name .. " a")
+  H.assert_close(ps[2]:totable(), want[2], rtol or 1e-5, (rtol or 1e-5) / 10, name .. " b")
 end
 
 TestOptimFormulas = {}
@@ -169,6 +169,17 @@ function TestOptimFormulas:test_rmsprop_adagrad()
   check("RMSprop", { lr = 0.01, centered = true, momentum = 0.5 })
   check("Adagrad", { lr = 0.1 })
   check("Adagrad", { lr = 0.1, lr_decay = 0.1, weight_decay = 0.05, initial_accumulator_value = 0.5, maximize = true })
+end
+
+-- float64 computes in double; float16/bfloat16 store rounded, compute in float
+function TestOptimFormulas:test_other_dtypes()
+  if H.device_info().fp64 then
+    check("Adam", { lr = 0.01, amsgrad = true }, 4, "float64", 1e-12)
+    check("SGD", { lr = 0.1, momentum = 0.9, nesterov = true }, 4, "float64", 1e-12)
+  end
+  check("SGD", { lr = 0.1, momentum = 0.9 }, 2, "float16", 1e-2)
+  check("Adam", { lr = 0.01 }, 2, "bfloat16", 2e-2)
+  check("RMSprop", { lr = 0.01, centered = true }, 2, "float16", 1e-2)
 end
 
 function TestOptimFormulas:test_param_groups()
