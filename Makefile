@@ -8,7 +8,7 @@ OPT     ?= -O2
 WERROR  := $(if $(CI),-Werror,)
 CFLAGS  += -std=c11 $(OPT) -g -fPIC -Wall -Wextra $(WERROR) -D_GNU_SOURCE \
            -DCL_TARGET_OPENCL_VERSION=120 -fvisibility=hidden -Isrc -pthread
-LDLIBS  += -ldl -lm -lpthread -lz
+LDLIBS  += -ldl -lm -lpthread -lz -lpng
 
 SRCS    := $(wildcard src/*.c src/*/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/kernels_embed.o
@@ -57,11 +57,11 @@ $(LIB): $(OBJS) Makefile
 
 # The FFI declarations are the header's cdef section minus comments and
 # preprocessor lines; spec/cdef_spec.lua fails when they drift apart.
-$(CDEF): src/netcl.h
+$(CDEF): src/netcl.h Makefile
 	@{ echo '-- generated from src/netcl.h by make; do not edit'; \
-	  echo 'return [['; \
+	  echo 'return [==['; \
 	  sed -n '/cdef-begin/,/cdef-end/p' src/netcl.h | sed -e '/cdef-/d' -e '/^#/d'; \
-	  echo ']]'; } > $@
+	  echo ']==]'; } > $@
 
 $(LAUNCH): lua/netcl/launcher.sh
 	@mkdir -p $(BUILD)

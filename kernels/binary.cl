@@ -41,6 +41,9 @@ BINARY(lt, OP_LT)
 BINARY(le, OP_LE)
 BINARY(gt, OP_GT)
 BINARY(ge, OP_GE)
+BINARY(logical_and, OP_LOGICAL_AND)
+BINARY(logical_or, OP_LOGICAL_OR)
+BINARY(logical_xor, OP_LOGICAL_XOR)
 #else
 BINARY(add, OP_ADD)
 BINARY(sub, OP_SUB)
@@ -48,7 +51,9 @@ BINARY(mul, OP_MUL)
 BINARY(div, OP_DIV)
 BINARY(maximum, OP_MAXIMUM)
 BINARY(minimum, OP_MINIMUM)
+BINARY(fmod, OP_FMOD)
 #if A_FLOAT
 BINARY(pow, OP_POW)
+BINARY(atan2, OP_ATAN2)
 #endif
 #endif

@@ -28,7 +28,8 @@
 #define OP_GELU(x) ((A_CT)0.5 * (x) * ((A_CT)1 + erf((x) * (A_CT)0.70710678118654752440)))
 #define OP_GELU_TANH(x) \
     ((A_CT)0.5 * (x) * ((A_CT)1 + tanh((A_CT)0.79788456080286535588 * ((x) + (A_CT)0.044715 * (x) * (x) * (x)))))
-#define OP_SOFTPLUS(x) (((x) > 0 ? (x) : (A_CT)0) + log1p(exp(-fabs(x))))
+#define OP_SOFTPLUS(x) \
+    ((x) * p1 > p2 ? (x) : (((x) * p1 > 0 ? (x) * p1 : (A_CT)0) + log1p(exp(-fabs((x) * p1)))) / p1)
 #define OP_RELU6(x) ((x) > 0 ? ((x) < 6 ? (x) : (A_CT)6) : (A_CT)0)
 #define OP_LEAKY_RELU(x) ((x) > 0 ? (x) : p1 * (x))
 #define OP_ELU(x) ((x) > 0 ? (x) : p1 * expm1(x))
@@ -37,6 +38,8 @@
 #define OP_POW(x, y) pow((x), (y))
 #define OP_MAXIMUM(x, y) ((isnan(x) || isnan(y)) ? (x) + (y) : fmax((x), (y)))
 #define OP_MINIMUM(x, y) ((isnan(x) || isnan(y)) ? (x) + (y) : fmin((x), (y)))
+#define OP_FMOD(x, y) fmod((x), (y))
+#define OP_ATAN2(x, y) atan2((x), (y))
 #else
 #define OP_NEG(x) ((long)(0 - (ulong)(x)))
 #define OP_ABS(x) ((x) < 0 ? (long)(0 - (ulong)(x)) : (x))
@@ -46,6 +49,7 @@
 #define OP_DIV(x, y) ((y) == 0 ? 0 : ((y) == -1 ? (long)(0 - (ulong)(x)) : (x) / (y)))
 #define OP_MAXIMUM(x, y) ((x) > (y) ? (x) : (y))
 #define OP_MINIMUM(x, y) ((x) < (y) ? (x) : (y))
+#define OP_FMOD(x, y) (((y) == 0 || (y) == -1) ? 0 : (x) % (y))
 #endif
 #define OP_CLAMP(x) ((x) < p1 ? p1 : ((x) > p2 ? p2 : (x)))
 #define OP_ADD(x, y) ((x) + (y))
@@ -57,4 +61,7 @@
 #define OP_LE(x, y) ((x) <= (y))
 #define OP_GT(x, y) ((x) > (y))
 #define OP_GE(x, y) ((x) >= (y))
+#define OP_LOGICAL_AND(x, y) ((x) != 0 && (y) != 0)
+#define OP_LOGICAL_OR(x, y) ((x) != 0 || (y) != 0)
+#define OP_LOGICAL_XOR(x, y) (((x) != 0) != ((y) != 0))
 

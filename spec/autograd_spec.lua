@@ -280,3 +280,32 @@ function TestGraph:test_training_loop_memory_is_bounded()
   lu.assertTrue(s.bytes_in_use < 300 * 1024 * 1024, "in use " .. s.bytes_in_use)
   lu.assertTrue(peak_after_warmup ~= nil)
 end
+
+TestHooks = {}
+
+function TestHooks:test_hooks_see_and_replace_gradients()
+  local x = netcl.tensor({ 1, 2, 3 }, { device = dev, requires_grad = true })
+  local seen
+  local h = x:register_hook(function(g) seen = g:totable(); return g * 2 end)
+  local y = x * 3
+  y:register_hook(function(g) return g + 1 end)     -- on a non-leaf: before it flows on
+  y:sum():backward()
+  lu.assertEquals(seen, { 6, 6, 6 })
+  lu.assertEquals(x.grad:totable(), { 12, 12, 12 })
+  h.remove()
+  x.grad = nil
+  ;(x * 3):sum():backward()
+  lu.assertEquals(x.grad:totable(), { 3, 3, 3 })
+  for _ = 1, 200 do (x * 1):sum():backward() end    -- stays correct once the loop is compiled
+  lu.assertEquals(x.grad:totable(), { 203, 203, 203 })
+end
+
+function TestHooks:test_hook_errors_are_clear()
+  local x = netcl.tensor({ 1, 2 }, { device = dev, requires_grad = true })
+  local h = x:register_hook(function() error("boom") end)
+  H.assert_error(function() (x * 1):sum():backward() end, "gradient hook on a leaf tensor failed", "boom")
+  h.remove()
+  x:register_hook(function() return netcl.zeros(3, { device = dev }) end)
+  H.assert_error(function() (x * 1):sum():backward() end, "hook returned", "same shape")
+  H.assert_error(function() netcl.ones(2):register_hook(print) end, "does not require grad")
+end

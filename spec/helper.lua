@@ -85,6 +85,36 @@ function H.run(cmd)
   return body or out, tonumber(code)
 end
 
+-- ---- op-table coverage ------------------------------------------------------
+-- A full run of spec/run.lua sets NETCL_COVERAGE_FILE; checks append the op
+-- names they covered ("grad NAME" / "device NAME"), and the runner fails
+-- for any op of the C op table (netcl_op_table_entry) left uncovered.
+local coverage_file = os.getenv("NETCL_COVERAGE_FILE")
+
+function H.cover(kind, names)
+  if not coverage_file then return end
+  if type(names) == "string" then names = { names } end
+  local f = io.open(coverage_file, "a")
+  if not f then return end
+  for _, n in ipairs(names) do f:write(kind, " ", n, "\n") end
+  f:close()
+end
+
+-- gradcheck that counts towards the op table's "grad" coverage
+function H.gradcheck(names, fn, inputs, opts)
+  local ok, err = netcl.autograd.gradcheck(fn, inputs, opts)
+  lu.assertTrue(ok, (type(names) == "table" and names[1] or names) .. ": " .. tostring(err))
+  H.cover("grad", names)
+end
+
+-- against_cpu that counts towards the op table's "device" coverage (only
+-- where a comparison actually ran: on an OpenCL device)
+function H.device_check(names, fn, rtol, atol)
+  local r = { H.against_cpu(fn, rtol, atol) }
+  if not H.is_cpu then H.cover("device", names) end
+  return unpack(r)
+end
+
 function H.device_info()
   for _, d in ipairs(netcl.devices()) do
     if d.name == H.device then return d end

@@ -45,6 +45,25 @@ end
 
 local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
+-- Op-table coverage, on full runs only: every op needs a cpu-vs-device
+-- test (when an OpenCL device is present) and, if differentiable, a gradcheck.
+local coverage_file = not pattern and os.tmpname() or nil
+local function op_table()
+  local cmd = 'luajit -e "package.path=\'' .. root .. '/lua/?.lua;' .. root .. '/lua/?/init.lua;\'..package.path; ' ..
+              'package.cpath=\'' .. root .. '/build/?.so;\'..package.cpath; NETCL_NO_OPENCL=1; ' ..
+              'local n = require(\'netcl\'); local ffi = require(\'ffi\'); local d = ffi.new(\'int[1]\'); ' ..
+              'for i = 0, n.C.netcl_op_table_size() - 1 do ' ..
+              'print(ffi.string(n.C.netcl_op_table_entry(i, d)) .. \' \' .. d[0]) end"'
+  local p = io.popen("NETCL_NO_OPENCL=1 " .. cmd)
+  local ops = {}
+  for l in p:lines() do
+    local name, fwd, bwd, k, diff = l:match("^(%S+) (%S+) (%S+) (%S+) (%d)$")
+    if name then ops[#ops + 1] = { name = name, diff = diff == "1" } end
+  end
+  p:close()
+  return ops
+end
+
 local passed, failed = 0, 0
 local compiled, loaded = 0, 0
 local failures = {}
@@ -53,7 +72,8 @@ for _, dev in ipairs(list_devices()) do
   for _, file in ipairs(list_specs()) do
     local name = file:match("([^/]+)_spec%.lua$")
     local no_cl = os.getenv("NETCL_TEST_OPENCL") == "0" and "NETCL_NO_OPENCL=1 " or ""
-    local cmd = no_cl .. "NETCL_TEST_DEVICE=" .. dev .. " luajit " .. shell_quote(root .. "/spec/run_one.lua") ..
+    local cov = coverage_file and ("NETCL_COVERAGE_FILE=" .. shell_quote(coverage_file) .. " ") or ""
+    local cmd = cov .. no_cl .. "NETCL_TEST_DEVICE=" .. dev .. " luajit " .. shell_quote(root .. "/spec/run_one.lua") ..
                 " " .. shell_quote(file) .. " 2>&1"
     local p = io.popen(cmd)
     local out = p:read("*a")
@@ -73,6 +93,30 @@ for _, dev in ipairs(list_devices()) do
     end
     io.stdout:flush()
   end
+end
+if coverage_file then
+  local seen = { grad = {}, device = {} }
+  local f = io.open(coverage_file)
+  if f then
+    for l in f:lines() do
+      local kind, name = l:match("^(%S+) (%S+)$")
+      if kind and seen[kind] then seen[kind][name] = true end
+    end
+    f:close()
+  end
+  os.remove(coverage_file)
+  local has_opencl = false
+  for _, d in ipairs(list_devices()) do if d ~= "cpu" then has_opencl = true end end
+  local missing = {}
+  for _, op in ipairs(op_table()) do
+    if op.diff and not seen.grad[op.name] then missing[#missing + 1] = op.name .. " (no gradcheck)" end
+    if has_opencl and not seen.device[op.name] then missing[#missing + 1] = op.name .. " (no cpu-vs-device test)" end
+  end
+  if #missing > 0 then
+    failed = failed + #missing
+    failures[#failures + 1] = "op table coverage: " .. #missing .. " missing:\n  " .. table.concat(missing, "\n  ")
+  end
+  print(("%-24s %-10s %4d missing"):format("op-table coverage", "all", #missing))
 end
 for _, f in ipairs(failures) do print("\n==== " .. f) end
 print(("(%d s; OpenCL programs: %d compiled from source, %d loaded from the disk cache)"):format(

@@ -25,6 +25,11 @@ void nc_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 bool nc_dtype_is_float(netcl_dtype dt);
 /* The dtype two operands meet at (float beats int, wider beats narrower). */
 netcl_dtype nc_dtype_promote(netcl_dtype a, netcl_dtype b);
+/* Comparisons and logical ops: their result is bool. */
+static inline bool nc_op_is_predicate(netcl_op op)
+{
+    return (op >= NETCL_OP_EQ && op <= NETCL_OP_GE) || (op >= NETCL_OP_LOGICAL_AND && op <= NETCL_OP_LOGICAL_XOR);
+}
 /* True for ops integer tensors compute in their own dtype (ops.c). */
 bool nc_op_int_ok(netcl_op op);
 double nc_load_double(const void *base, netcl_dtype dt, int64_t index);
@@ -62,6 +67,20 @@ static inline int nc_is_contiguous(int ndim, const int64_t *sizes, const int64_t
 }
 static inline int nc_desc_is_contiguous(const nc_desc *d) { return nc_is_contiguous(d->ndim, d->sizes, d->strides); }
 
+/* Geometry of a 2-D convolution window over contiguous NCHW input x [N, C,
+ * H, W] giving oh x ow positions (kernels/conv.cl mirrors it). */
+typedef struct nc_conv_geom {
+    int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+} nc_conv_geom;
+
+/* Geometry of 2-D pooling (kernels/pool.cl mirrors it). mode 0 max, 1
+ * average (count_pad: padding counts in the divisor; divisor > 0 overrides
+ * it), 2 adaptive average (kernel/stride/padding unused). */
+typedef struct nc_pool_geom {
+    int64_t N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor;
+} nc_pool_geom;
+
+struct nc_augment;
 typedef struct nc_backend {
     const char *name;
     /* memory: alloc returns NETCL_ERR_OOM (no message needed) when the device is full */
@@ -99,7 +118,45 @@ typedef struct nc_backend {
     /* out contiguous; Philox4x32-10 stream: element i draws from counter
      * (offset + i/4 ... see rng.h); identical to the C reference. */
     netcl_status (*rng)(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
+    /* ---- selection and nn families -------------------------------------------
+     * out = cond ? a : b elementwise: cond bool, a and b of out's dtype (a
+     * NULL: the scalar sa; b NULL: sb), all of out's shape (broadcast inputs
+     * have stride 0); out may not overlap the inputs. */
+    netcl_status (*where)(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
+                          const nc_desc *b, double sa, double sb);
+    /* Row-wise over contiguous a [rows, R] (R > 0): out = softmax(a) or, with
+     * log, log_softmax(a); out contiguous, a's float dtype. */
+    netcl_status (*softmax)(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
+    /* Its backward from the forward output y and the gradient g (all
+     * contiguous [rows, R], one dtype): gin = y (g - sum(g y)) for softmax,
+     * g - exp(y) sum(g) for log_softmax. */
+    netcl_status (*softmax_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+    /* cols [N, C*kh*kw, oh*ow] <- x [N, C, H, W] (zero padding) and its
+     * adjoint, x = sum of the cols entries that read each pixel; both
+     * contiguous, one float dtype, never aliasing. */
+    netcl_status (*im2col)(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
+    netcl_status (*col2im)(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
+    /* out [N, C, oh, ow] <- x [N, C, H, W]; idx (int64, max only) the
+     * winner's h*W + w; and the gradient gin [N, C, H, W] from gout (and
+     * idx). All contiguous, one float dtype. */
+    netcl_status (*pool)(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
+    netcl_status (*pool_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
+                                  const nc_pool_geom *g);
+    /* Class losses over contiguous x [rows, C] with contiguous int64 targets
+     * t [rows] (class t - base; t == ignore: a row of 0) and optional class
+     * weights w [C] in x's dtype: loss [rows] and wsum [rows] (the target's
+     * weight), cross-entropy with label smoothing eps on logits, or (logp)
+     * nll of log-probabilities; the backward writes gx [rows, C] from g
+     * [rows]. All outputs contiguous and new; a target out of range fails
+     * on the cpu and gives NaN rows on devices. */
+    netcl_status (*class_loss)(netcl_device *dev, const nc_desc *loss, const nc_desc *wsum, const nc_desc *x,
+                               const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore, double eps);
+    netcl_status (*class_loss_backward)(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,
+                                        const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore,
+                                        double eps);
     void (*shutdown)(netcl_device *dev);
+    /* Data augmentation (src/data/augment.c checks arguments): see nc_augment. */
+    netcl_status (*augment)(netcl_device *dev, const struct nc_augment *a);
     /* Fused optimizer update (src/optim.c checks the operands): p, g and
      * each non-NULL s[0..2] are contiguous 1-D descriptors of one float
      * dtype and p->sizes[0] elements; s[k] is NULL where netcl_optim_step
@@ -108,6 +165,19 @@ typedef struct nc_backend {
     netcl_status (*optim_step)(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p,
                                const nc_desc *g, const nc_desc *const *s, const double *hyper);
 } nc_backend;
+
+/* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out
+ * contiguous, same dtype: [N,C,oh,ow] for CROP, x's shape otherwise (never
+ * aliasing x). params: host floats [N, nparams] (see netcl_augment_kind). */
+typedef struct nc_augment {
+    netcl_augment_kind kind;
+    const nc_desc *out, *x;
+    const float *params;
+    int nparams;
+    int64_t pad;       /* CROP: padding on every side */
+    int reflect;       /* CROP: 1 reflect, 0 constant `value` */
+    double value;
+} nc_augment;
 
 /* ---- strided iteration (strided.c) -------------------------------------------
  * Operands share the shape of op 0; dims are collapsed where every operand
@@ -173,7 +243,17 @@ struct netcl_tensor {
     int requires_grad, retains_grad;
     netcl_tensor *grad;
     struct nc_node *grad_fn;
+    struct nc_hook *hooks;   /* gradient hooks of a leaf (a non-leaf's live on its grad_fn) */
 };
+
+/* A registered gradient hook (src/autograd/hooks.c). */
+typedef struct nc_hook {
+    netcl_grad_hook_fn fn;
+    void *ctx;
+    int id;
+    struct nc_hook *next;
+} nc_hook;
+void nc_hooks_free(nc_hook *h);
 
 /* Releases a node reference (src/autograd/engine.c). */
 void nc_node_release(struct nc_node *n);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* comparisons write bool, which the backend expects as their output dtype */
-static int is_compare(netcl_op op) { return op >= NETCL_OP_EQ && op <= NETCL_OP_GE; }
+static int is_compare(netcl_op op) { return nc_op_is_predicate(op); }
 
 /* True when t (viewed through descriptor d) shares memory with out in a
  * layout other than out's own: element i of the op would read what an
@@ -114,6 +114,7 @@ netcl_status nc_fwd_binary_scalar_into(netcl_tensor *out, netcl_op op, netcl_ten
 
 netcl_status nc_fwd_unary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, double p1, double p2)
 {
+    nc_unary_params(op, &p1, &p2);
     const char *name = netcl_op_name(op);
     NC_TRY(nc_same_device(name, out, a));
     NC_TRY(check_shape(name, out, a->ndim, a->sizes));

@@ -97,7 +97,7 @@ typedef enum netcl_op {
     NETCL_OP_SILU = 22,
     NETCL_OP_GELU = 23,        /* erf form */
     NETCL_OP_GELU_TANH = 24,   /* tanh approximation */
-    NETCL_OP_SOFTPLUS = 25,    /* log(1 + exp(x)) */
+    NETCL_OP_SOFTPLUS = 25,    /* log(1 + exp(p1 x)) / p1, x where p1 x > p2 (p1: beta, 0 means 1; p2: threshold, 0 means 20) */
     NETCL_OP_RELU6 = 26,
     NETCL_OP_LEAKY_RELU = 27,  /* p1: negative slope */
     NETCL_OP_ELU = 28,         /* p1: alpha */
@@ -118,7 +118,12 @@ typedef enum netcl_op {
     NETCL_OP_LE = 74,
     NETCL_OP_GT = 75,
     NETCL_OP_GE = 76,
-    NETCL_OP_BINARY_END = 77,
+    NETCL_OP_FMOD = 77,        /* remainder with the sign of the dividend (C fmod) */
+    NETCL_OP_ATAN2 = 78,       /* atan2(a, b) */
+    NETCL_OP_LOGICAL_AND = 79, /* logical ops: operands read as (x != 0), bool result */
+    NETCL_OP_LOGICAL_OR = 80,
+    NETCL_OP_LOGICAL_XOR = 81,
+    NETCL_OP_BINARY_END = 82,
     /* reductions */
     NETCL_OP_SUM = 96,
     NETCL_OP_MEAN = 97,
@@ -129,6 +134,14 @@ typedef enum netcl_op {
     NETCL_OP_PROD = 102,
     NETCL_OP_REDUCE_END = 103
 } netcl_op;
+
+/* How a loss reduces its per-element values. */
+typedef enum netcl_reduction {
+    NETCL_REDUCTION_NONE = 0,
+    NETCL_REDUCTION_MEAN = 1,
+    NETCL_REDUCTION_SUM = 2,
+    NETCL_REDUCTION_BATCHMEAN = 3   /* sum / size of dim 0 (kl_div) */
+} netcl_reduction;
 
 typedef enum netcl_rng_kind {
     NETCL_RNG_UNIFORM = 0,   /* [p1, p2) */
@@ -193,6 +206,13 @@ void netcl_memory_reset_peak(netcl_device *dev);
 int64_t netcl_runtime_programs_compiled(void);   /* built from source */
 int64_t netcl_runtime_programs_loaded(void);     /* loaded from the disk cache */
 int64_t netcl_runtime_kernels_launched(void);
+
+/* ---- the op table --------------------------------------------------------
+ * Every op netcl offers (src/optable.c): entry i is "name forward backward
+ * kernels" (space-separated), *differentiable set; NULL past the end. The
+ * test runner checks each against the specs' coverage. */
+int netcl_op_table_size(void);
+const char *netcl_op_table_entry(int i, int *differentiable);
 
 /* ---- random numbers ------------------------------------------------------ */
 /* The global generator: Philox4x32-10, keyed by the seed; every draw takes
@@ -299,12 +319,220 @@ netcl_status netcl_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int6
 /* 1-D·1-D dot, 2-D matrix product, batched with broadcasting for >2-D. */
 netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 
+/* ---- ops: selection and neural-network functions --------------------------
+ * where: out = cond ? a : b with broadcasting; cond is read as bool; a NULL
+ * a (b) means the scalar sa (sb). The result dtype is the tensors'
+ * promotion (a lone integer tensor with a fractional scalar: float32). */
+netcl_status netcl_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb);
+/* softmax (log != 0: log_softmax) over dim, computed max-subtracted in the
+ * input's float dtype (float16/bfloat16 in float32). */
+netcl_status netcl_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log);
+
+/* unfold (im2col): x [N, C, H, W] -> [N, C*kh*kw, L], L the window
+ * positions; fold (col2im) is its adjoint: cols [N, C*kh*kw, L] -> [N, C,
+ * size[0], size[1]], overlapping entries summed. kernel, dilation, padding,
+ * stride are (h, w) pairs. */
+netcl_status netcl_unfold(netcl_tensor **out, netcl_tensor *x, const int64_t *kernel, const int64_t *dilation,
+                          const int64_t *padding, const int64_t *stride);
+netcl_status netcl_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *size, const int64_t *kernel,
+                        const int64_t *dilation, const int64_t *padding, const int64_t *stride);
+/* 2-D pooling over x [N, C, H, W] with (h, w) pairs; padding at most half
+ * the kernel. max_pool2d's indices (may be NULL) are int64, 0-based h*W + w
+ * within each plane. avg_pool2d: divisor_override 0 = none. */
+netcl_status netcl_max_pool2d(netcl_tensor **out, netcl_tensor **indices, netcl_tensor *x, const int64_t *kernel,
+                              const int64_t *stride, const int64_t *padding, const int64_t *dilation, int ceil_mode);
+netcl_status netcl_avg_pool2d(netcl_tensor **out, netcl_tensor *x, const int64_t *kernel, const int64_t *stride,
+                              const int64_t *padding, int ceil_mode, int count_include_pad, int64_t divisor_override);
+netcl_status netcl_adaptive_avg_pool2d(netcl_tensor **out, netcl_tensor *x, const int64_t *size);
+/* Convolutions (composites of unfold/fold and matmul): x [N, C, H, W],
+ * w [O, C/groups, kh, kw], b [O] or NULL; conv1d on [N, C, L]; the
+ * transposed convolution's w is [C, O/groups, kh, kw]. */
+netcl_status netcl_conv2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
+                          const int64_t *padding, const int64_t *dilation, int64_t groups);
+netcl_status netcl_conv1d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, int64_t stride,
+                          int64_t padding, int64_t dilation, int64_t groups);
+netcl_status netcl_conv_transpose2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
+                                    const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
+                                    const int64_t *dilation, int64_t groups);
+
+/* Normalisation and dropout (composites). batch_norm: x [N, C, ...],
+ * statistics over every dim but 1; training updates running_mean/var in
+ * place (momentum; the variance unbiased) when given; any of running_*,
+ * weight, bias may be NULL (eval needs the running ones). layer_norm
+ * normalises the last nnorm dims (weight/bias of their shape). dropout:
+ * x * mask / (1 - p) with mask ~ Bernoulli(1 - p) from the global
+ * generator; channelwise draws one per (n, c) (dropout2d); not training:
+ * x itself. */
+netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
+                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps);
+netcl_status netcl_layer_norm(netcl_tensor **out, netcl_tensor *x, int nnorm, netcl_tensor *weight, netcl_tensor *bias,
+                              double eps);
+netcl_status netcl_group_norm(netcl_tensor **out, netcl_tensor *x, int64_t groups, netcl_tensor *weight,
+                              netcl_tensor *bias, double eps);
+netcl_status netcl_dropout(netcl_tensor **out, netcl_tensor *x, double p, int training, int channelwise);
+/* Elementwise losses (composites) with PyTorch's formulas; input and
+ * target of one shape. weight/pos_weight broadcast (may be NULL). */
+netcl_status netcl_mse_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_reduction r);
+netcl_status netcl_l1_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_reduction r);
+netcl_status netcl_smooth_l1_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, double beta, netcl_reduction r);
+netcl_status netcl_huber_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, double delta, netcl_reduction r);
+netcl_status netcl_binary_cross_entropy(netcl_tensor **out, netcl_tensor *p, netcl_tensor *y, netcl_tensor *weight,
+                                        netcl_reduction r);
+netcl_status netcl_binary_cross_entropy_with_logits(netcl_tensor **out, netcl_tensor *x, netcl_tensor *y,
+                                                    netcl_tensor *weight, netcl_tensor *pos_weight, netcl_reduction r);
+/* Class losses: x [N, C] or [N, C, d...] (or [C] with a 0-dim target),
+ * integer targets [N, d...]; class = target - index_base (Lua passes 1);
+ * rows whose target equals ignore_index count 0 and leave the mean's
+ * denominator. cross_entropy takes logits (label_smoothing in [0, 1]),
+ * nll_loss log-probabilities. mean divides by the summed target weights.
+ * class_loss is the per-row primitive both use: loss and wsum [rows]. */
+netcl_status netcl_cross_entropy(netcl_tensor **out, netcl_tensor *logits, netcl_tensor *target, netcl_tensor *weight,
+                                 int64_t index_base, int64_t ignore_index, double label_smoothing, netcl_reduction r);
+netcl_status netcl_nll_loss(netcl_tensor **out, netcl_tensor *logp, netcl_tensor *target, netcl_tensor *weight,
+                            int64_t index_base, int64_t ignore_index, netcl_reduction r);
+netcl_status netcl_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_tensor *x, netcl_tensor *target,
+                              netcl_tensor *weight, int logp, int64_t index_base, int64_t ignore_index, double label_smoothing);
+netcl_status netcl_kl_div(netcl_tensor **out, netcl_tensor *input, netcl_tensor *target, netcl_reduction r, int log_target);
+
+/* ---- ops: composite reductions and matrix products --------------------------
+ * Built from the ops above, so they differentiate like them. dims are
+ * 0-based; ndims == 0 reduces every dim. correction: 1 for the unbiased
+ * estimate, 0 for the population one. norm: p = 1, 2, other p > 0, +inf
+ * (max |a|), -inf (min |a|). any/all give bool. */
+netcl_status netcl_reduce_dims(netcl_tensor **out, netcl_op op, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+netcl_status netcl_var(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim);
+netcl_status netcl_std(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim);
+netcl_status netcl_norm(netcl_tensor **out, netcl_tensor *a, double p, int ndims, const int *dims, int keepdim);
+netcl_status netcl_logsumexp(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+netcl_status netcl_any(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+netcl_status netcl_all(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim);
+/* mm: 2-D only; bmm: 3-D with equal batches; addmm: beta c + alpha a@b;
+ * linear: x @ w^T + b (b may be NULL); outer: [n] x [m] -> [n, m]; dot: 1-D. */
+netcl_status netcl_mm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_bmm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_addmm(netcl_tensor **out, netcl_tensor *c, netcl_tensor *a, netcl_tensor *b, double beta, double alpha);
+netcl_status netcl_linear(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b);
+netcl_status netcl_outer(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+netcl_status netcl_dot(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+
 /* ---- data readers ----------------------------------------------------------
  * IDX files (MNIST, Fashion-MNIST), gzip-compressed or plain: a new cpu
  * tensor of the file's element type (uint8 -> uint8, int8 -> int32 widened,
  * int16/int32 -> int32, float32, float64) and shape. Truncated or malformed
  * files give NETCL_ERR_ARGUMENT naming the path and what is wrong. */
 netcl_status netcl_read_idx(netcl_tensor **out, const char *path);
+
+/* ---- data: loader ring, wire format, readers, augmentation -----------------
+ * The C half of lua/netcl/data (docs/data.md). Everything here is CPU-side
+ * and fork-safe (no OpenCL) except netcl_augment/netcl_augment_crop, which
+ * run on the input's device. */
+typedef struct netcl_ring netcl_ring;
+
+typedef enum netcl_ring_state {
+    NETCL_RING_FREE = 0,      /* owned by the parent, may be assigned */
+    NETCL_RING_ASSIGNED = 1,  /* parent assigned a batch; a worker will fill it */
+    NETCL_RING_WRITING = 2,   /* a worker is copying a batch in */
+    NETCL_RING_READY = 3,     /* the batch is complete; the parent may copy it out */
+    NETCL_RING_READING = 4    /* the parent is copying it out; FREE right after */
+} netcl_ring_state;
+
+/* Shared-memory ring of nslots batch slots of slot_bytes each: one anonymous
+ * MAP_SHARED mapping made before the workers fork (it has no name, so it
+ * cannot outlive the processes that map it). */
+netcl_status netcl_ring_create(netcl_ring **out, int nslots, int64_t slot_bytes);
+/* Unmaps the ring in this process; NULL is allowed. */
+void netcl_ring_destroy(netcl_ring *ring);
+int netcl_ring_slots(const netcl_ring *ring);
+int64_t netcl_ring_slot_bytes(const netcl_ring *ring);
+netcl_ring_state netcl_ring_state_of(const netcl_ring *ring, int slot);
+/* Parent: FREE -> ASSIGNED(batch). */
+netcl_status netcl_ring_assign(netcl_ring *ring, int slot, int64_t batch);
+/* Worker: ASSIGNED(batch) -> WRITING, copies the fields (any cpu tensors)
+ * in, -> READY. A batch larger than a slot is NETCL_ERR_ARGUMENT and leaves
+ * the slot ASSIGNED (the caller sends it through the pipe instead). */
+netcl_status netcl_ring_put(netcl_ring *ring, int slot, int64_t batch, int nfields, netcl_tensor *const *fields);
+/* Parent: READY(batch) -> READING, new contiguous cpu tensors copied out into
+ * fields[0..*nfields), -> FREE. */
+netcl_status netcl_ring_take(netcl_ring *ring, int slot, int64_t batch, netcl_tensor **fields, int maxfields, int *nfields);
+/* Parent: ASSIGNED -> FREE (the batch came through the pipe), or any state
+ * -> FREE with force (every worker is gone). */
+netcl_status netcl_ring_release(netcl_ring *ring, int slot, int force);
+/* Bytes nfields tensors take in a slot (fields are 64-byte aligned). */
+int64_t netcl_ring_bytes_needed(int nfields, netcl_tensor *const *fields);
+
+/* Messages on a pipe between the loader and its workers (docs/data.md, "wire
+ * format"): a 32-byte header {magic, kind, batch, a, b} and a payload. */
+typedef enum netcl_wire_kind {
+    NETCL_WIRE_NONE = 0,    /* recv: nothing arrived within the timeout */
+    NETCL_WIRE_TASK = 1,    /* parent -> worker: a = epoch, b = ring slot or -1 */
+    NETCL_WIRE_BATCH = 2,   /* worker -> parent: a = nfields, b = ring slot or -1 (fields follow) */
+    NETCL_WIRE_ERROR = 3,   /* worker -> parent: a = message bytes (the text follows) */
+    NETCL_WIRE_STOP = 4,    /* parent -> worker: exit */
+    NETCL_WIRE_EOF = 5      /* recv: the other end was closed (the process died or exited) */
+} netcl_wire_kind;
+
+/* A pipe whose ends close on exec, with a 1 MiB buffer where Linux allows. */
+netcl_status netcl_wire_pipe(int *fds);
+netcl_status netcl_wire_send(int fd, netcl_wire_kind kind, int64_t batch, int64_t a, int64_t b);
+/* BATCH header, then each field (dtype, shape, raw bytes) unless slot >= 0. */
+netcl_status netcl_wire_send_batch(int fd, int64_t batch, int slot, int nfields, netcl_tensor *const *fields);
+netcl_status netcl_wire_send_error(int fd, int64_t batch, const char *message);
+/* Waits up to timeout_ms (< 0: forever) for a header; NONE on timeout, EOF
+ * when the writer is gone. A header that starts arriving is read whole. */
+netcl_status netcl_wire_recv(int fd, int timeout_ms, netcl_wire_kind *kind, int64_t *batch, int64_t *a, int64_t *b);
+/* The payload of a BATCH sent inline: nfields new cpu tensors. */
+netcl_status netcl_wire_recv_fields(int fd, int nfields, netcl_tensor **fields);
+/* The payload of an ERROR: n bytes into buf (NUL-terminated, truncated to buflen). */
+netcl_status netcl_wire_recv_text(int fd, int64_t n, char *buf, int64_t buflen);
+/* Forks a loader worker. In the child (*pid = 0): closes the listed fds,
+ * asks to be killed when the parent dies, restores SIGPIPE's default. */
+netcl_status netcl_worker_fork(int *pid, const int *close_fds, int nclose);
+/* Ignores SIGPIPE in this process: a worker that dies makes a write fail
+ * with EPIPE instead of killing the loader. */
+void netcl_worker_ignore_sigpipe(void);
+
+/* Loader helpers (cpu only). */
+/* out[0..n) = a permutation of 0..n-1 (Fisher-Yates over Philox draws keyed
+ * by seed, counters from stream << 32): the same on every machine. */
+netcl_status netcl_data_permutation(int64_t *out, int64_t n, uint64_t seed, uint64_t stream);
+/* A 64-bit key mixed from (seed, a, b) (splitmix64 rounds). */
+uint64_t netcl_data_mix(uint64_t seed, uint64_t a, uint64_t b);
+/* out = n tensors of one dtype and shape stacked along a new leading dim,
+ * a new contiguous cpu tensor (items may be strided, on any device). */
+netcl_status netcl_data_stack(netcl_tensor **out, int n, netcl_tensor *const *items);
+/* out = rows indices[0..n) (0-based) of t along dim 0, a new cpu tensor. */
+netcl_status netcl_data_gather(netcl_tensor **out, netcl_tensor *t, int64_t n, const int64_t *indices);
+/* Names in a directory (not . and ..), sorted bytewise, each NUL-terminated,
+ * directories with a trailing '/'. *needed = bytes the list takes; when
+ * buflen < *needed nothing is written (call again with a larger buffer). */
+netcl_status netcl_fs_list_dir(const char *path, char *buf, int64_t buflen, int64_t *needed);
+
+/* CIFAR-10/100 binary batch file: images uint8 [N,3,32,32] and labels uint8
+ * [N,label_bytes] (CIFAR-10: 1 label byte; CIFAR-100: 2, coarse then fine),
+ * labels 0-based as stored. A size that is not a whole number of records is
+ * NETCL_ERR_ARGUMENT naming the path. */
+netcl_status netcl_read_cifar(netcl_tensor **images, netcl_tensor **labels, const char *path, int label_bytes);
+/* PNG (libpng) -> uint8 [C,H,W]: C = 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA;
+ * palettes expand to RGB(A), 16-bit samples reduce to 8. */
+netcl_status netcl_image_read_png(netcl_tensor **out, const char *path);
+/* uint8 [C,H,W] (C 1..4) or [H,W] on any device -> 8-bit PNG file. */
+netcl_status netcl_image_write_png(const netcl_tensor *t, const char *path);
+
+/* Per-sample image augmentation with host-supplied randomness: pure
+ * functions of (x, params), the same on every device. */
+typedef enum netcl_augment_kind {
+    NETCL_AUGMENT_FLIP = 0,     /* params [N,1]: non-zero flips sample n left-right */
+    NETCL_AUGMENT_JITTER = 1,   /* params [N,2] (b, c): x*c + b (uint8: rounded half-even, clamped 0..255) */
+    NETCL_AUGMENT_ERASE = 2,    /* params [N,5] (top, left, h, w, value): the box (clipped) = value */
+    NETCL_AUGMENT_CROP = 3      /* netcl_augment_crop */
+} netcl_augment_kind;
+/* out = a new tensor like x (float32 or uint8 [N,C,H,W], any strides, any
+ * device); params a float32 cpu tensor [N,k] for the kind. */
+netcl_status netcl_augment(netcl_tensor **out, netcl_augment_kind kind, netcl_tensor *x, netcl_tensor *params);
+/* out [N,C,out_h,out_w]: x padded by `padding` on every side (reflect != 0:
+ * mirror without repeating the edge, else the constant value) and cut at
+ * params [N,2] (top, left), 0-based in padded coordinates. */
+netcl_status netcl_augment_crop(netcl_tensor **out, netcl_tensor *x, netcl_tensor *params, int64_t padding, int64_t out_h, int64_t out_w, int reflect, double value);
 
 /* ---- optimizers: fused updates over flat buffers -----------------------------
  * One call updates a whole flat parameter buffer and its state buffers in
@@ -373,6 +601,14 @@ netcl_status netcl_tensor_set_grad(netcl_tensor *t, netcl_tensor *grad);
 netcl_status netcl_tensor_detach(netcl_tensor **out, netcl_tensor *t);
 /* Name of the op that produced t ("mul", "matmul", ...), NULL for leaves. */
 const char *netcl_tensor_grad_fn(const netcl_tensor *t);
+/* Gradient hooks (tensor.register_hook): during backward, fn(ctx, grad,
+ * &replace) sees the gradient flowing into t (for a leaf, before it is
+ * added to .grad); it may put a new reference of the same shape into
+ * *replace to change it. A non-zero return stops backward with an error.
+ * *id names the hook for netcl_tensor_remove_hook. */
+typedef int (*netcl_grad_hook_fn)(void *ctx, netcl_tensor *grad, netcl_tensor **replace);
+netcl_status netcl_tensor_register_hook(netcl_tensor *t, netcl_grad_hook_fn fn, void *ctx, int *id);
+netcl_status netcl_tensor_remove_hook(netcl_tensor *t, int id);
 /* grad may be NULL when root has one element (then it is 1). */
 netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_graph);
 

@@ -18,7 +18,8 @@ static const char *const op_names[NETCL_OP_REDUCE_END] = {
     [NETCL_OP_ADD] = "add", [NETCL_OP_SUB] = "sub", [NETCL_OP_MUL] = "mul", [NETCL_OP_DIV] = "div",
     [NETCL_OP_POW] = "pow", [NETCL_OP_MAXIMUM] = "maximum", [NETCL_OP_MINIMUM] = "minimum",
     [NETCL_OP_EQ] = "eq", [NETCL_OP_NE] = "ne", [NETCL_OP_LT] = "lt", [NETCL_OP_LE] = "le",
-    [NETCL_OP_GT] = "gt", [NETCL_OP_GE] = "ge",
+    [NETCL_OP_GT] = "gt", [NETCL_OP_GE] = "ge", [NETCL_OP_FMOD] = "fmod", [NETCL_OP_ATAN2] = "atan2",
+    [NETCL_OP_LOGICAL_AND] = "logical_and", [NETCL_OP_LOGICAL_OR] = "logical_or", [NETCL_OP_LOGICAL_XOR] = "logical_xor",
     [NETCL_OP_SUM] = "sum", [NETCL_OP_MEAN] = "mean", [NETCL_OP_MAX] = "max", [NETCL_OP_MIN] = "min",
     [NETCL_OP_ARGMAX] = "argmax", [NETCL_OP_ARGMIN] = "argmin", [NETCL_OP_PROD] = "prod",
 };
@@ -30,7 +31,7 @@ const char *netcl_op_name(netcl_op op)
 
 static bool is_unary(netcl_op op) { return op >= NETCL_OP_NEG && op < NETCL_OP_UNARY_END; }
 static bool is_binary(netcl_op op) { return op >= NETCL_OP_ADD && op < NETCL_OP_BINARY_END; }
-static bool is_compare(netcl_op op) { return op >= NETCL_OP_EQ && op <= NETCL_OP_GE; }
+static bool is_compare(netcl_op op) { return nc_op_is_predicate(op); }
 static bool is_reduce(netcl_op op) { return op >= NETCL_OP_SUM && op < NETCL_OP_REDUCE_END; }
 
 netcl_status nc_same_device(const char *op, const netcl_tensor *a, const netcl_tensor *b)
@@ -84,7 +85,7 @@ netcl_status nc_broadcast_shape(const char *op, const netcl_tensor *a, const net
 bool nc_op_int_ok(netcl_op op)
 {
     return op == NETCL_OP_NEG || op == NETCL_OP_ABS || op == NETCL_OP_RELU || op == NETCL_OP_SIGN ||
-           op == NETCL_OP_SQUARE || op == NETCL_OP_CLAMP || (is_binary(op) && op != NETCL_OP_DIV && op != NETCL_OP_POW);
+           op == NETCL_OP_SQUARE || op == NETCL_OP_CLAMP || (is_binary(op) && op != NETCL_OP_DIV && op != NETCL_OP_POW && op != NETCL_OP_ATAN2);
 }
 
 netcl_dtype nc_compute_dtype(netcl_op op, netcl_dtype dt)
@@ -95,9 +96,18 @@ netcl_dtype nc_compute_dtype(netcl_op op, netcl_dtype dt)
     return dt;
 }
 
+void nc_unary_params(netcl_op op, double *p1, double *p2)
+{
+    if (op == NETCL_OP_SOFTPLUS) {   /* beta 0 and threshold 0 mean PyTorch's defaults 1 and 20 */
+        if (*p1 == 0) *p1 = 1;
+        if (*p2 == 0) *p2 = 20;
+    }
+}
+
 netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2)
 {
     *out = NULL;
+    nc_unary_params(op, &p1, &p2);
     if (!is_unary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "unary: %s (%d) is not a unary op", netcl_op_name(op), (int)op);
     netcl_tensor *cast = NULL;
     netcl_status st = cast_in_place(&a, nc_compute_dtype(op, a->dtype), &cast);

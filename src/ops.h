@@ -13,6 +13,8 @@ netcl_status nc_broadcast_shape(const char *op, const netcl_tensor *a, const net
 void nc_broadcast_desc(nc_desc *d, const netcl_tensor *t, int ndim, const int64_t *sizes);
 /* dtype an elementwise op computes in for operands meeting at dt */
 netcl_dtype nc_compute_dtype(netcl_op op, netcl_dtype dt);
+/* Fills in the defaults of a unary op's parameters (softplus: 0 -> 1, 20). */
+void nc_unary_params(netcl_op op, double *p1, double *p2);
 
 netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2);
 netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
@@ -34,6 +36,33 @@ netcl_status nc_fwd_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim,
 netcl_status nc_fwd_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim);
 netcl_status nc_fwd_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim);
 netcl_status nc_fwd_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int64_t *pads, double value);
+/* select.c: where and softmax (dim is 0-based; the result keeps a's layout
+ * order of dims, possibly as a permuted view) */
+netcl_status nc_fwd_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb);
+netcl_status nc_fwd_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log);
+/* gin from the gradient g and the forward output y */
+netcl_status nc_fwd_softmax_backward(netcl_tensor **gin, netcl_tensor *g, netcl_tensor *y, int dim, int log);
+
+/* conv.c: unfold/fold (k, d, p, s are (h, w) pairs) and pooling. A pool's
+ * geometry comes from nc_pool_setup (mode 0 max, 1 avg, 2 adaptive avg). */
+/* window positions along a dim of size `in` (ceil_mode as in pooling) */
+int64_t nc_window_positions(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode);
+netcl_status nc_fwd_unfold(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
+                           const int64_t *s);
+netcl_status nc_fwd_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *size, const int64_t *k, const int64_t *d,
+                         const int64_t *p, const int64_t *s);
+netcl_status nc_pool_setup(const char *op, const netcl_tensor *x, int mode, const int64_t *k, const int64_t *s,
+                           const int64_t *p, const int64_t *d, int ceil_mode, int count_pad, int64_t divisor,
+                           const int64_t *out_size, nc_pool_geom *g);
+netcl_status nc_fwd_pool(netcl_tensor **out, netcl_tensor **idx, netcl_tensor *x, const nc_pool_geom *g);
+netcl_status nc_fwd_pool_backward(netcl_tensor **gin, netcl_tensor *gout, netcl_tensor *idx, const nc_pool_geom *g);
+
+/* loss.c: class losses over x [rows, C] (see nc_backend.class_loss) */
+netcl_status nc_fwd_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_tensor *x, netcl_tensor *t, netcl_tensor *w,
+                               int logp, int64_t base, int64_t ignore, double eps);
+netcl_status nc_fwd_class_loss_backward(netcl_tensor **gx, netcl_tensor *g, netcl_tensor *x, netcl_tensor *t,
+                                        netcl_tensor *w, int logp, int64_t base, int64_t ignore, double eps);
+
 /* In-place forms (inplace.c): the result of the op written into `out`
  * (any strides; out may be an operand), cast to out's dtype; the storage
  * version is bumped. No autograd checks: callers do those. */

@@ -92,6 +92,7 @@ void netcl_tensor_release(netcl_tensor *t)
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     netcl_tensor_release(t->grad);
     nc_node_release(t->grad_fn);
+    nc_hooks_free(t->hooks);
     nc_storage_release(t->storage);
     free(t);
 }

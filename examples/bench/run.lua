@@ -58,6 +58,65 @@ workloads[#workloads + 1] = {
   end,
 }
 
+-- a + b and sum(x) on the same 64M floats: bytes moved per second
+workloads[#workloads + 1] = {
+  name = "add a+b", key = "add", unit = "GB/s", higher = true, size = ew_n,
+  run = function()
+    local a, b = netcl.rand(ew_n, { device = devname }), netcl.rand(ew_n, { device = devname })
+    return 12 * ew_n / time_it(function() local c = a + b end, 10) / 1e9
+  end,
+}
+workloads[#workloads + 1] = {
+  name = "sum(x)", key = "sum", unit = "GB/s", higher = true, size = ew_n,
+  run = function()
+    local x = netcl.rand(ew_n, { device = devname })
+    return 4 * ew_n / time_it(function() local s = x:sum() end, 10) / 1e9
+  end,
+}
+
+-- softmax and cross_entropy forward + backward on (4096, 1000)
+local sm_rows = opts.quick and 256 or 4096
+local F = netcl.nn.functional
+workloads[#workloads + 1] = {
+  name = "softmax fwd+bwd", key = "softmax", unit = "ms", higher = false, size = sm_rows,
+  run = function()
+    local x = netcl.randn(sm_rows, 1000, { device = devname, requires_grad = true })
+    local g = netcl.randn(sm_rows, 1000, { device = devname })
+    return time_it(function() x.grad = nil; x:softmax(2):backward(g) end, 10) * 1e3
+  end,
+}
+workloads[#workloads + 1] = {
+  name = "cross_entropy fwd+bwd", key = "cross_entropy", unit = "ms", higher = false, size = sm_rows,
+  run = function()
+    local x = netcl.randn(sm_rows, 1000, { device = devname, requires_grad = true })
+    local t = netcl.randint(1, 1001, { sm_rows }, { device = devname })
+    return time_it(function() x.grad = nil; F.cross_entropy(x, t):backward() end, 10) * 1e3
+  end,
+}
+
+-- a small MLP training step (784-256-10, batch 128, plain SGD in place)
+workloads[#workloads + 1] = {
+  name = "MLP step 784-256-10", key = "mlp", unit = "us", higher = false, size = 128,
+  run = function()
+    local o = { device = devname }
+    local w1 = (netcl.randn(256, 784, o) * 0.05):requires_grad_()
+    local b1 = netcl.zeros(256, o):requires_grad_()
+    local w2 = (netcl.randn(10, 256, o) * 0.05):requires_grad_()
+    local b2 = netcl.zeros(10, o):requires_grad_()
+    local x = netcl.randn(128, 784, o)
+    local y = netcl.randint(1, 11, { 128 }, o)
+    local params = { w1, b1, w2, b2 }
+    local function step()
+      local loss = F.cross_entropy(F.linear(F.linear(x, w1, b1):relu(), w2, b2), y)
+      loss:backward()
+      netcl.no_grad(function()
+        for _, p in ipairs(params) do p:sub_(p.grad * 0.01); p.grad:zero_() end
+      end)
+    end
+    return time_it(step, 20) * 1e6
+  end,
+}
+
 local mm_sizes = is_gpu and { 1024, 4096 } or (opts.quick and { 256 } or { 256, 1024 })
 for _, n in ipairs(mm_sizes) do
   workloads[#workloads + 1] = {
@@ -81,6 +140,24 @@ workloads[#workloads + 1] = {
     local b = netcl.rand(64, { device = devname })
     local t = time_it(function() for _ = 1, small_reps do local c = a + b end end, 3)
     return t / small_reps * 1e6
+  end,
+}
+-- host time from the Lua call until the op is enqueued: 1000 small adds
+-- timed without waiting for the device (a sync before and after, untimed)
+workloads[#workloads + 1] = {
+  name = "launch cost (add, host)", key = "launch", unit = "us/op", higher = false, size = 1000,
+  run = function()
+    local a = netcl.rand(64, { device = devname })
+    local b = netcl.rand(64, { device = devname })
+    local best = math.huge
+    for _ = 1, 5 do
+      netcl.synchronize(devname)
+      local t0 = now()
+      for _ = 1, 1000 do local c = a + b end
+      best = math.min(best, now() - t0)
+      netcl.synchronize(devname)
+    end
+    return best / 1000 * 1e6
   end,
 }
 workloads[#workloads + 1] = {

@@ -44,6 +44,58 @@ def create(reps):
             torch.zeros(64, device=dev)
     return time_it(loop, 3) / reps * 1e6
 
+def add(n):
+    a = torch.rand(n, device=dev); b = torch.rand(n, device=dev)
+    return 12 * n / time_it(lambda: a + b, 10) / 1e9
+
+def sum(n):
+    x = torch.rand(n, device=dev)
+    return 4 * n / time_it(lambda: x.sum(), 10) / 1e9
+
+def softmax(rows):
+    x = torch.randn(rows, 1000, device=dev, requires_grad=True)
+    g = torch.randn(rows, 1000, device=dev)
+    def step():
+        x.grad = None
+        torch.softmax(x, 1).backward(g)
+    return time_it(step, 10) * 1e3
+
+def cross_entropy(rows):
+    x = torch.randn(rows, 1000, device=dev, requires_grad=True)
+    t = torch.randint(0, 1000, (rows,), device=dev)
+    def step():
+        x.grad = None
+        torch.nn.functional.cross_entropy(x, t).backward()
+    return time_it(step, 10) * 1e3
+
+def mlp(batch):
+    F = torch.nn.functional
+    w1 = (torch.randn(256, 784, device=dev) * 0.05).requires_grad_()
+    b1 = torch.zeros(256, device=dev, requires_grad=True)
+    w2 = (torch.randn(10, 256, device=dev) * 0.05).requires_grad_()
+    b2 = torch.zeros(10, device=dev, requires_grad=True)
+    x = torch.randn(batch, 784, device=dev)
+    y = torch.randint(0, 10, (batch,), device=dev)
+    params = [w1, b1, w2, b2]
+    def step():
+        loss = F.cross_entropy(F.linear(F.relu(F.linear(x, w1, b1)), w2, b2), y)
+        loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p.sub_(p.grad * 0.01)
+                p.grad.zero_()
+    return time_it(step, 20) * 1e6
+
+def launch(reps):
+    a = torch.rand(64, device=dev); b = torch.rand(64, device=dev)
+    best = float("inf")
+    for _ in range(5):
+        sync(); t0 = time.perf_counter()
+        for _ in range(reps):
+            a + b
+        best = min(best, time.perf_counter() - t0); sync()
+    return best / reps * 1e6
+
 for spec in sys.argv[2].split(","):
     key, size = spec.split(":")
     print(key, size, globals()[key](int(size)), flush=True)

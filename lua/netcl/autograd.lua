@@ -29,10 +29,21 @@ function Tape:backward(loss, grad, retain_graph)
   loss:backward(grad, retain_graph)
 end
 
+-- Linear index i (1-based, row-major) -> a slice spec selecting that element.
+local function element_spec(sizes, i)
+  local spec, rest = {}, i - 1
+  for d = #sizes, 1, -1 do
+    spec[d] = rest % sizes[d] + 1
+    rest = math.floor(rest / sizes[d])
+  end
+  return spec
+end
+
 -- Compares backward's gradients of sum(fn(inputs...) * w) (w a fixed random
 -- weight, so every output element matters) with central differences.
--- inputs: tensors that require grad (float64 recommended). Returns true, or
--- false and a message naming the input, element and both values.
+-- inputs: tensors that require grad (float64 recommended; any strides).
+-- Returns true, or false and a message naming the input, element and both
+-- values.
 function M.gradcheck(fn, inputs, opts)
   opts = opts or {}
   local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
@@ -46,14 +57,15 @@ function M.gradcheck(fn, inputs, opts)
   ;(out * w):sum():backward()
   for k, x in ipairs(inputs) do
     local analytic = x.grad and x.grad:contiguous():view(-1):totable() or {}
-    local flat = netcl.no_grad(function() return x:view(-1) end)
+    local sizes = x:size()
     for i = 1, x:numel() do
-      local v = flat[i]
-      netcl.no_grad(function() flat[i] = v + eps end)
+      local spec = element_spec(sizes, i)
+      local v = x[spec]:item()
+      netcl.no_grad(function() x[spec] = v + eps end)
       local hi = objective()
-      netcl.no_grad(function() flat[i] = v - eps end)
+      netcl.no_grad(function() x[spec] = v - eps end)
       local lo = objective()
-      netcl.no_grad(function() flat[i] = v end)
+      netcl.no_grad(function() x[spec] = v end)
       local num, ana = (hi - lo) / (2 * eps), analytic[i] or 0
       if math.abs(num - ana) > atol + rtol * math.abs(num) then
         return false, ("gradcheck: input %d element %d: backward %.10g, finite difference %.10g"):format(k, i, ana, num)

@@ -293,6 +293,14 @@ for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "maximum", "minimum",
   netcl[name] = methods[name]
 end
 
+-- ---- op families ---------------------------------------------------------------------
+-- Each lua/netcl/ops/<family>.lua returns function(netcl, methods) and installs
+-- module functions and tensor methods of one family (1-based dims and
+-- indices there, converted to 0-based for the C call).
+
+local OP_FAMILIES = { "select", "reductions", "conv" }
+for _, family in ipairs(OP_FAMILIES) do require("netcl.ops." .. family)(netcl, methods) end
+
 -- ---- autograd switches ---------------------------------------------------------------
 
 function netcl.is_grad_enabled() return C.netcl_grad_enabled() ~= 0 end
@@ -308,6 +316,15 @@ netcl.load = require("netcl.io").load
 
 -- Runs fn(...) with gradient recording off; restores the mode after, also on error.
 function netcl.no_grad(fn, ...) return netcl.autograd.with_grad_mode(false, fn, ...) end
+
+-- netcl.data and netcl.image load on first use (lua/netcl/data/, image.lua)
+setmetatable(netcl, { __index = function(t, k)
+  if k == "data" or k == "image" then
+    local m = require("netcl." .. k)
+    rawset(t, k, m)
+    return m
+  end
+end })
 
 -- Teardown when the Lua state closes (normal end of a script, an error, or
 -- Ctrl-C under the launcher): queued work finishes and devices are released

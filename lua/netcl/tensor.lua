@@ -27,7 +27,8 @@ local OP = {
   round = 20, trunc = 21, silu = 22, gelu = 23, gelu_tanh = 24, softplus = 25, relu6 = 26, leaky_relu = 27,
   elu = 28, clamp = 29, erf = 30,
   add = 64, sub = 65, mul = 66, div = 67, pow = 68, maximum = 69, minimum = 70,
-  eq = 71, ne = 72, lt = 73, le = 74, gt = 75, ge = 76,
+  eq = 71, ne = 72, lt = 73, le = 74, gt = 75, ge = 76, fmod = 77, atan2 = 78,
+  logical_and = 79, logical_or = 80, logical_xor = 81,
   sum = 96, mean = 97, max = 98, min = 99, argmax = 100, argmin = 101, prod = 102,
 }
 M.OP = OP
@@ -163,6 +164,8 @@ function methods.type(t, dtype)
   if code == cur then return t end
   return M.call1(C.netcl_tensor_cast, H(t), code)
 end
+-- true when both tensors view one storage (Torch7's isSetTo, loosely)
+function methods.shares_storage(t, other) return C.netcl_tensor_same_storage(H(t), H(other)) ~= 0 end
 function methods.is_contiguous(t) return C.netcl_tensor_is_contiguous(H(t)) ~= 0 end
 local function device_name(t) return ffi.string(C.netcl_device_name(C.netcl_tensor_device(H(t)))) end
 -- t.device is the name string (PyTorch's attribute), so the method form is spelled device_name
@@ -389,6 +392,19 @@ end
 
 function methods.contiguous(t) return call1(C.netcl_tensor_contiguous, H(t)) end
 
+-- pad(pads, value): constant padding; pads = {left, right, top, bottom, ...}
+-- for the last dims, last dim first (PyTorch's F.pad order); negative crops.
+local pads_buf = ffi.new("int64_t[16]")
+function methods.pad(t, pads, value)
+  if type(pads) ~= "table" or #pads % 2 ~= 0 or #pads == 0 then
+    throw("pad: pads must be a table of (before, after) pairs, last dim first, got " .. tostring(pads))
+  end
+  if #pads > 16 then throw("pad: at most 8 dims can be padded, got " .. #pads / 2) end
+  for i = 1, #pads do pads_buf[i - 1] = integer(pads[i], "pad: pads[" .. i .. "]") end
+  if value ~= nil and type(value) ~= "number" then throw("pad: value must be a number, got " .. type(value)) end
+  return call1(C.netcl_pad, H(t), #pads, pads_buf, value or 0)
+end
+
 -- Torch7-style slice: one entry per dim, a number selects, {a, b} is the
 -- inclusive range a..b (negatives count from the end), {} keeps the dim.
 local function slice_view(t, spec)
@@ -533,11 +549,53 @@ function methods.requires_grad_(t, flag)
   return t
 end
 
+-- ---- gradient hooks: one FFI callback dispatches to the Lua functions ----------
+local hook_fns, hook_key, hook_error = {}, 0, nil
+local hook_dispatch = ffi.cast("netcl_grad_hook_fn", function(ctx, g, replace)
+  local fn = hook_fns[tonumber(ffi.cast("intptr_t", ctx))]
+  if not fn then return 0 end
+  C.netcl_tensor_retain(g)
+  local ok, r = pcall(fn, wrap(g))
+  if not ok then hook_error = tostring(r); return 1 end
+  if r ~= nil then
+    if not istype(Box, r) then hook_error = "a gradient hook must return nil or a tensor, got " .. type(r); return 1 end
+    C.netcl_tensor_retain(r.h)
+    replace[0] = r.h
+  end
+  return 0
+end)
+local hook_id = ffi.new("int[1]")
+
+-- t:register_hook(fn): fn(grad) runs during backward with the gradient
+-- flowing into t (for a leaf, before .grad accumulates it) and may return
+-- a replacement. Returns a handle with :remove().
+function methods.register_hook(t, fn)
+  if type(fn) ~= "function" then throw("register_hook: expected a function, got " .. type(fn)) end
+  hook_key = hook_key + 1
+  local key = hook_key
+  check(C.netcl_tensor_register_hook(H(t), hook_dispatch, ffi.cast("void *", key), hook_id))
+  hook_fns[key] = fn
+  local id, h = hook_id[0], t
+  return { remove = function()
+    if hook_fns[key] then
+      hook_fns[key] = nil
+      check(C.netcl_tensor_remove_hook(H(h), id))
+    end
+  end }
+end
+
+-- Interpreted (jit.off below): hooks call back into Lua from inside it.
 function methods.backward(t, grad, retain_graph)
   if type(grad) == "boolean" then grad, retain_graph = nil, grad end
+  hook_error = nil
   local st = C.netcl_backward(H(t), grad and H(grad) or nil, retain_graph and 1 or 0)
-  check(st)
+  if st ~= 0 then
+    local msg = ffi.string(C.netcl_last_error())
+    if hook_error then msg = msg .. ": " .. hook_error end
+    throw(msg)
+  end
 end
+jit.off(methods.backward)
 
 function methods.detach(t) return call1(C.netcl_tensor_detach, H(t)) end
 

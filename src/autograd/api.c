@@ -33,11 +33,12 @@ static netcl_status record_simple(netcl_tensor **out, nc_rule rule, const char *
 
 static int differentiable(netcl_op op)
 {
-    return !(op >= NETCL_OP_EQ && op <= NETCL_OP_GE) && op != NETCL_OP_ARGMAX && op != NETCL_OP_ARGMIN;
+    return !nc_op_is_predicate(op) && op != NETCL_OP_ARGMAX && op != NETCL_OP_ARGMIN;
 }
 
 netcl_status netcl_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2)
 {
+    nc_unary_params(op, &p1, &p2);
     netcl_status st;
     FORWARD(st, nc_fwd_unary(out, op, a, p1, p2));
     if (st != NETCL_OK || !nc_should_record(1, &a) || !differentiable(op)) return st;
@@ -78,7 +79,8 @@ netcl_status netcl_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *
     n->p[0] = op;
     n->p[1] = s;
     n->p[2] = reversed;
-    int needs_a = op == NETCL_OP_POW || op == NETCL_OP_MAXIMUM || op == NETCL_OP_MINIMUM || (op == NETCL_OP_DIV && reversed);
+    int needs_a = op == NETCL_OP_POW || op == NETCL_OP_MAXIMUM || op == NETCL_OP_MINIMUM || op == NETCL_OP_ATAN2 ||
+                  ((op == NETCL_OP_DIV || op == NETCL_OP_FMOD) && reversed);
     if ((needs_a && nc_node_save(n, 0, a) != NETCL_OK) ||
         (op == NETCL_OP_POW && reversed && nc_node_save(n, 1, *out) != NETCL_OK))
         return record_fail(out, n, netcl_op_name(op));

@@ -14,6 +14,8 @@ typedef enum nc_rule {
     NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_REDUCE, NC_RULE_REDUCE_INDEX,
     NC_RULE_MATMUL, NC_RULE_RESHAPE, NC_RULE_TRANSPOSE, NC_RULE_PERMUTE, NC_RULE_EXPAND,
     NC_RULE_SLICE, NC_RULE_SELECT, NC_RULE_CAST, NC_RULE_TO_DEVICE, NC_RULE_PAD,
+    /* selection and nn families (rules_nn.c) */
+    NC_RULE_WHERE, NC_RULE_SOFTMAX, NC_RULE_UNFOLD, NC_RULE_FOLD, NC_RULE_POOL, NC_RULE_CLASS_LOSS,
     NC_RULE_COUNT
 } nc_rule;
 
@@ -37,8 +39,9 @@ typedef struct nc_node {
     netcl_tensor *saved[NC_NODE_SAVED];   /* graph-free aliases */
     int saved_version[NC_NODE_SAVED];
     double p[4];                          /* op parameters */
-    int64_t ip[2 * NC_MAX_DIMS];
+    int64_t ip[24];                       /* integer parameters (pool geometry needs 17) */
     int released;                         /* saved tensors freed by a backward */
+    nc_hook *hooks;                       /* hooks registered on the output tensor */
     /* view nodes: the storage the view shares and its version when the view
      * was taken; an in-place write to it since makes backward refuse */
     nc_storage *view_storage;
@@ -80,6 +83,16 @@ netcl_status nc_rule_mask(netcl_tensor **o, netcl_op cmp, netcl_tensor *a, netcl
 netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_binary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_binary_scalar(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+
+netcl_status nc_rule_where(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_softmax(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_unfold(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_fold(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_pool(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_class_loss(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+
+/* Runs the hooks on *g (may replace it); hooks.c. */
+netcl_status nc_hooks_run(nc_hook *h, netcl_tensor **g, const char *what);
 
 /* Sums g over broadcast dims down to (ndim, sizes). */
 netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes);

@@ -3,6 +3,7 @@
  * gradient; a node runs once all have, and (without retain_graph) frees
  * its saved tensors right after, so memory stays bounded in a loop. */
 #include "autograd.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,7 @@ void nc_node_release(nc_node *n)
         release_saved(n);
         netcl_tensor_release(n->grad_acc);
         if (n->view_storage) nc_storage_release(n->view_storage);
+        nc_hooks_free(n->hooks);
         for (int i = 0; i < n->nin; i++) {
             netcl_tensor_release(n->in[i].leaf);
             netcl_tensor_release(n->in[i].retained);
@@ -249,6 +251,10 @@ oom:
  * flat buffer (optimizers) stays one. */
 static netcl_status accumulate_leaf(netcl_tensor *leaf, netcl_tensor *g)
 {
+    if (leaf->hooks) {
+        netcl_status st = nc_hooks_run(leaf->hooks, &g, "a leaf tensor");
+        if (st != NETCL_OK) { netcl_tensor_release(g); return st; }
+    }
     netcl_tensor *cur = leaf->grad;
     if (!cur) {
         /* later gradients land in .grad in place, so it must not share its
@@ -288,7 +294,12 @@ static netcl_status run_node(nc_node *n, int retain_graph, node_list *ready)
     netcl_status st = NETCL_OK;
     netcl_tensor *g = n->grad_acc;
     n->grad_acc = NULL;
-    if (g) {
+    if (g && n->hooks) {
+        char what[96];
+        snprintf(what, sizeof what, "the output of %s", n->name);
+        st = nc_hooks_run(n->hooks, &g, what);
+    }
+    if (g && st == NETCL_OK) {
         if (n->released)
             st = nc_fail(NETCL_ERR_ARGUMENT, "the graph through %s was already freed by an earlier backward; "
                          "pass retain_graph to run backward twice", n->name);

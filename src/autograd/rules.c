@@ -1,7 +1,7 @@
 /* rules.c — backward rules, one per recorded op kind, written with the
  * forward ops (grad mode is off during backward). Shapes: g has the op's
  * output shape; gin[i] must come back with input i's shape and dtype. */
-#include "autograd.h"
+#include "expr.h"
 #include <math.h>
 
 #define R(x) netcl_tensor_release(x)
@@ -128,6 +128,21 @@ netcl_status nc_rule_binary(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
         R(win);
         break;
     }
+    case NETCL_OP_FMOD: case NETCL_OP_ATAN2: {
+        nc_x x = NC_X(NULL);
+        if (op == NETCL_OP_FMOD) { /* g, -g trunc(a / b) */
+            if (na) ga = nc_x_own(&x, (netcl_tensor_retain(g), g));
+            if (nb) gb = x_mul(&x, g, x_sc(&x, NETCL_OP_MUL, x_un(&x, NETCL_OP_TRUNC, x_div(&x, a, b)), -1));
+        } else { /* g b / (a^2 + b^2), -g a / (a^2 + b^2) */
+            netcl_tensor *den = x_add(&x, x_un(&x, NETCL_OP_SQUARE, a), x_un(&x, NETCL_OP_SQUARE, b));
+            if (na) ga = x_div(&x, x_mul(&x, g, b), den);
+            if (nb) gb = x_sc(&x, NETCL_OP_MUL, x_div(&x, x_mul(&x, g, a), den), -1);
+        }
+        if (ga) netcl_tensor_retain(ga);   /* out of the scope: consumed by nc_rule_finish below */
+        if (gb) netcl_tensor_retain(gb);
+        st = nc_x_end(&x);
+        break;
+    }
     default:
         st = nc_fail(NETCL_ERR_UNSUPPORTED, "%s is not differentiable", netcl_op_name(op));
     }
@@ -182,6 +197,17 @@ netcl_status nc_rule_binary_scalar(nc_node *n, netcl_tensor *g, netcl_tensor **g
             }
             R(win);
         }
+        break;
+    }
+    case NETCL_OP_FMOD: case NETCL_OP_ATAN2: {
+        nc_x e = NC_X(NULL);
+        netcl_tensor *r;
+        if (op == NETCL_OP_FMOD) /* fmod(a, s): g; fmod(s, a): -g trunc(s / a) */
+            r = rev ? x_mul(&e, g, x_sc(&e, NETCL_OP_MUL, x_un(&e, NETCL_OP_TRUNC, x_rsc(&e, NETCL_OP_DIV, s, x)), -1))
+                    : nc_x_own(&e, (netcl_tensor_retain(g), g));
+        else /* atan2(a, s): g s / (a^2 + s^2); atan2(s, a): -g s / (s^2 + a^2) */
+            r = x_div(&e, x_sc(&e, NETCL_OP_MUL, g, rev ? -s : s), x_sc(&e, NETCL_OP_ADD, x_un(&e, NETCL_OP_SQUARE, x), s * s));
+        st = nc_x_return(&e, &t, r);
         break;
     }
     default: st = nc_fail(NETCL_ERR_UNSUPPORTED, "%s is not differentiable", netcl_op_name(op));

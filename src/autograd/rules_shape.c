@@ -38,10 +38,10 @@ static netcl_status reduce_rule(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
         if ((st = nc_fwd_binary(&u, NETCL_OP_MUL, ge, ye)) == NETCL_OK) { st = nc_fwd_binary(&t, NETCL_OP_DIV, u, x); R(u); }
         break;
     }
-    case NETCL_OP_MAX: case NETCL_OP_MIN: { /* over all elements: ties share g evenly */
+    case NETCL_OP_MAX: case NETCL_OP_MIN: { /* ties share g evenly within each reduced slice */
         netcl_tensor *cnt, *u;
         if ((st = nc_rule_mask(&m, NETCL_OP_EQ, x, ye, 0, g->dtype)) == NETCL_OK &&
-            (st = nc_fwd_reduce(&cnt, NETCL_OP_SUM, m, -1, 0)) == NETCL_OK) {
+            (st = nc_fwd_reduce(&cnt, NETCL_OP_SUM, m, dim, dim >= 0)) == NETCL_OK) {
             if ((st = nc_fwd_binary(&u, NETCL_OP_MUL, ge, m)) == NETCL_OK) { st = nc_fwd_binary(&t, NETCL_OP_DIV, u, cnt); R(u); }
             R(cnt);
         }
@@ -195,5 +195,11 @@ const nc_backward_fn nc_backward_rules[] = {
     [NC_RULE_CAST] = cast_rule,
     [NC_RULE_TO_DEVICE] = to_device_rule,
     [NC_RULE_PAD] = pad_rule,
+    [NC_RULE_WHERE] = nc_rule_where,
+    [NC_RULE_SOFTMAX] = nc_rule_softmax,
+    [NC_RULE_UNFOLD] = nc_rule_unfold,
+    [NC_RULE_FOLD] = nc_rule_fold,
+    [NC_RULE_POOL] = nc_rule_pool,
+    [NC_RULE_CLASS_LOSS] = nc_rule_class_loss,
 };
 _Static_assert(sizeof nc_backward_rules / sizeof nc_backward_rules[0] == NC_RULE_COUNT, "one rule per kind");

@@ -1,7 +1,7 @@
 /* rules_unary.c — backward of the unary ops: gin = g * f'(x), with f'
  * written from forward ops on the saved input x and output y. Piecewise
  * ops take the derivative of the branch that produced y (relu at 0: 0). */
-#include "autograd.h"
+#include "expr.h"
 #include <math.h>
 
 #define R(t) netcl_tensor_release(t)
@@ -60,7 +60,14 @@ static netcl_status derivative(nc_node *n, netcl_op op, netcl_tensor *x, netcl_t
             if ((st = S(&w, NETCL_OP_ADD, v, 1)) == NETCL_OK) { st = B(d, NETCL_OP_MUL, t, w); R(w); }
         }
         break;
-    case NETCL_OP_SOFTPLUS: return U(d, NETCL_OP_SIGMOID, x);
+    case NETCL_OP_SOFTPLUS: { /* sigmoid(beta x), 1 where beta x > threshold (the linear branch) */
+        nc_x e = NC_X(NULL);
+        netcl_tensor *bx = x_sc(&e, NETCL_OP_MUL, x, p1);
+        netcl_tensor *sg = x_un(&e, NETCL_OP_SIGMOID, bx);
+        netcl_tensor *lin = XC(&e, nc_rule_mask, NETCL_OP_GT, bx, NULL, p2, dt);
+        netcl_tensor *rest = x_rsc(&e, NETCL_OP_SUB, 1, sg);
+        return nc_x_return(&e, d, x_add(&e, sg, x_mul(&e, lin, rest)));
+    }
     case NETCL_OP_GELU: { /* Phi(x) + x phi(x) */
         netcl_tensor *phi = NULL;
         if ((st = S(&t, NETCL_OP_MUL, x, M_SQRT1_2)) == NETCL_OK && (st = U(&u, NETCL_OP_ERF, t)) == NETCL_OK) {

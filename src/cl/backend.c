@@ -122,7 +122,17 @@ static const nc_backend opencl_backend = {
     .reduce = nc_cl_reduce,
     .matmul = nc_cl_matmul,
     .rng = nc_cl_rng,
+    .where = nc_cl_where,
+    .softmax = nc_cl_softmax,
+    .softmax_backward = nc_cl_softmax_backward,
+    .im2col = nc_cl_im2col,
+    .col2im = nc_cl_col2im,
+    .pool = nc_cl_pool,
+    .pool_backward = nc_cl_pool_backward,
+    .class_loss = nc_cl_class_loss,
+    .class_loss_backward = nc_cl_class_loss_backward,
     .shutdown = cl_shutdown,
+    .augment = nc_cl_augment,
     .optim_step = nc_cl_optim_step,
 };
 

@@ -75,7 +75,7 @@ netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, do
     return nc_cl_launch(cd, k, wg, n);
 }
 
-static int is_compare(netcl_op op) { return op >= NETCL_OP_EQ && op <= NETCL_OP_GE; }
+static int is_compare(netcl_op op) { return nc_op_is_predicate(op); }
 
 netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2)
 {

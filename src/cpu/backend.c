@@ -85,7 +85,17 @@ static const nc_backend cpu_backend = {
     .reduce = nc_cpu_reduce,
     .matmul = nc_cpu_matmul,
     .rng = cpu_rng,
+    .where = nc_cpu_where,
+    .softmax = nc_cpu_softmax,
+    .softmax_backward = nc_cpu_softmax_backward,
+    .im2col = nc_cpu_im2col,
+    .col2im = nc_cpu_col2im,
+    .pool = nc_cpu_pool,
+    .pool_backward = nc_cpu_pool_backward,
+    .class_loss = nc_cpu_class_loss,
+    .class_loss_backward = nc_cpu_class_loss_backward,
     .shutdown = NULL,
+    .augment = nc_cpu_augment,
     .optim_step = nc_cpu_optim_step,
 };
 

@@ -33,6 +33,21 @@ netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, co
 netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
 netcl_status nc_cpu_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
 netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
+netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
+                          const nc_desc *b, double sa, double sb);
+netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
+netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
+netcl_status nc_cpu_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
+netcl_status nc_cpu_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
+netcl_status nc_cpu_pool_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
+                                  const nc_pool_geom *g);
+netcl_status nc_cpu_class_loss(netcl_device *dev, const nc_desc *loss, const nc_desc *wsum, const nc_desc *x,
+                               const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore, double eps);
+netcl_status nc_cpu_class_loss_backward(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,
+                                        const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore,
+                                        double eps);
+netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
 netcl_status nc_cpu_optim_step(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
                                const nc_desc *const *s, const double *hyper);
 

@@ -159,7 +159,8 @@ static void scatter_u8(void *base, netcl_dtype dt, int64_t off, int64_t step, in
         case NETCL_OP_SILU: UNARY_LOOP(v < 0 ? v * exp(v) / (1 + exp(v)) : v / (1 + exp(-v))) \
         case NETCL_OP_GELU: UNARY_LOOP(half * v * (1 + erf(v * rsqrt2)))                     \
         case NETCL_OP_GELU_TANH: UNARY_LOOP(half * v * (1 + tanh(c * (v + (T)0.044715 * v * v * v)))) \
-        case NETCL_OP_SOFTPLUS: UNARY_LOOP((v > 0 ? v : 0) + log1p(exp(-fabs(v))))           \
+        case NETCL_OP_SOFTPLUS: /* p1: beta, p2: threshold (normalised by the ops layer) */  \
+            UNARY_LOOP(v * p1 > p2 ? v : ((v * p1 > 0 ? v * p1 : 0) + log1p(exp(-fabs(v * p1)))) / p1) \
         case NETCL_OP_RELU6: UNARY_LOOP(v > 0 ? (v < 6 ? v : 6) : 0)                         \
         case NETCL_OP_LEAKY_RELU: UNARY_LOOP(v > 0 ? v : p1 * v)                             \
         case NETCL_OP_ELU: UNARY_LOOP(v > 0 ? v : p1 * expm1(v))                             \
@@ -180,7 +181,7 @@ DEFINE_UNARY_FLOAT(unary_f64, double)
 #define NAN_MAX(x, y) ((x) != (x) || (y) != (y) ? (x) + (y) : (x) > (y) ? (x) : (y))
 #define NAN_MIN(x, y) ((x) != (x) || (y) != (y) ? (x) + (y) : (x) < (y) ? (x) : (y))
 
-#define DEFINE_BINARY_FLOAT(NAME, T, POW)                                                    \
+#define DEFINE_BINARY_FLOAT(NAME, T, POW, FMOD, ATAN2)                                       \
     static void NAME(netcl_op op, T *o, const T *x, const T *y, int64_t n)                  \
     {                                                                                        \
         switch (op) {                                                                        \
@@ -191,12 +192,14 @@ DEFINE_UNARY_FLOAT(unary_f64, double)
         case NETCL_OP_POW: for (int64_t i = 0; i < n; i++) o[i] = POW(x[i], y[i]); break;    \
         case NETCL_OP_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = NAN_MAX(x[i], y[i]); break; \
         case NETCL_OP_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = NAN_MIN(x[i], y[i]); break; \
+        case NETCL_OP_FMOD: for (int64_t i = 0; i < n; i++) o[i] = FMOD(x[i], y[i]); break;  \
+        case NETCL_OP_ATAN2: for (int64_t i = 0; i < n; i++) o[i] = ATAN2(x[i], y[i]); break; \
         default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                            \
         }                                                                                    \
     }
 
-DEFINE_BINARY_FLOAT(binary_f32, float, powf)
-DEFINE_BINARY_FLOAT(binary_f64, double, pow)
+DEFINE_BINARY_FLOAT(binary_f32, float, powf, fmodf, atan2f)
+DEFINE_BINARY_FLOAT(binary_f64, double, pow, fmod, atan2)
 
 #define DEFINE_COMPARE(NAME, T)                                                              \
     static void NAME(netcl_op op, uint8_t *o, const T *x, const T *y, int64_t n)            \
@@ -208,6 +211,9 @@ DEFINE_BINARY_FLOAT(binary_f64, double, pow)
         case NETCL_OP_LE: for (int64_t i = 0; i < n; i++) o[i] = x[i] <= y[i]; break;        \
         case NETCL_OP_GT: for (int64_t i = 0; i < n; i++) o[i] = x[i] > y[i]; break;         \
         case NETCL_OP_GE: for (int64_t i = 0; i < n; i++) o[i] = x[i] >= y[i]; break;        \
+        case NETCL_OP_LOGICAL_AND: for (int64_t i = 0; i < n; i++) o[i] = x[i] != 0 && y[i] != 0; break; \
+        case NETCL_OP_LOGICAL_OR: for (int64_t i = 0; i < n; i++) o[i] = x[i] != 0 || y[i] != 0; break; \
+        case NETCL_OP_LOGICAL_XOR: for (int64_t i = 0; i < n; i++) o[i] = (x[i] != 0) != (y[i] != 0); break; \
         default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                            \
         }                                                                                    \
     }
@@ -254,11 +260,14 @@ static void binary_i64(netcl_op op, int64_t *o, const int64_t *x, const int64_t 
     case NETCL_OP_POW: for (int64_t i = 0; i < n; i++) o[i] = ipow(x[i], y[i]); break;
     case NETCL_OP_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = x[i] > y[i] ? x[i] : y[i]; break;
     case NETCL_OP_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = x[i] < y[i] ? x[i] : y[i]; break;
+    case NETCL_OP_FMOD: /* sign of the dividend; x % 0 -> 0 and INT64_MIN % -1 -> 0, never SIGFPE */
+        for (int64_t i = 0; i < n; i++) o[i] = (y[i] == 0 || y[i] == -1) ? 0 : x[i] % y[i];
+        break;
     default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;
     }
 }
 
-static int is_compare(netcl_op op) { return op >= NETCL_OP_EQ && op <= NETCL_OP_GE; }
+static int is_compare(netcl_op op) { return nc_op_is_predicate(op); }
 
 /* ---- copy / cast ----------------------------------------------------------------- */
 

@@ -1,47 +1,148 @@
--- netcl/nn/functional.lua — neural-network functions composed from autograd
--- ops (so they differentiate with no hand-written backward): linear,
--- log_softmax, softmax, one_hot, nll and cross_entropy with 1-based labels.
-local throw = require("netcl.lib").throw
+-- netcl/nn/functional.lua — the functional forms of the nn layers and
+-- losses (PyTorch's names; options in a table). Every function is one
+-- engine op or a short composition of ops, so all of them differentiate
+-- with no hand-written backward. Class labels are 1-based.
+local ffi = require("ffi")
+local lib = require("netcl.lib")
+local tensor = require("netcl.tensor")
+local C, throw = lib.C, lib.throw
+local H, call1, is_tensor = tensor.handle, tensor.call1, tensor.is_tensor
 local M = {}
 
 local function netcl() return require("netcl") end
 
--- x [N, in] @ w[out, in]^T + b[out]
-function M.linear(x, w, b)
-  local y = x:matmul(w:t())
+local function opt(h)
+  return h and H(h) or nil
+end
+
+local function options(o, op)
+  if o ~= nil and type(o) ~= "table" then throw(op .. ": options must be a table, got " .. type(o)) end
+  return o or {}
+end
+
+local REDUCTIONS = { none = 0, mean = 1, sum = 2, batchmean = 3 }
+local function reduction(o, op, allow_batchmean)
+  local r = o.reduction or "mean"
+  local code = REDUCTIONS[r]
+  if not code or (code == 3 and not allow_batchmean) then
+    throw(("%s: reduction must be 'none', 'mean' or 'sum'%s, got %s"):format(op, allow_batchmean and " or 'batchmean'" or "",
+      tostring(r)))
+  end
+  return code
+end
+
+-- ---- layers -------------------------------------------------------------------------
+
+-- x [..., in] @ w[out, in]^T + b[out]
+function M.linear(x, w, b) return netcl().linear(x, w, b) end
+function M.bilinear(x1, x2, w, b)
+  -- y[n, o] = x1[n, i] w[o, i, j] x2[n, j] + b[o]
+  local o, i, j = w:size(1), w:size(2), w:size(3)
+  local t = x1:matmul(w:permute(2, 1, 3):reshape(i, o * j)):view(-1, o, j)
+  local y = (t * x2:unsqueeze(2)):sum(3)
   if b then y = y + b end
   return y
 end
 
-function M.relu(x) return x:relu() end
-
--- log(softmax(x)) along dim, shifted by the (constant) max for stability
-function M.log_softmax(x, dim)
-  dim = dim or -1
-  local m = netcl().no_grad(function() return (x:max(dim, true)) end)
-  local z = x - m
-  return z - z:exp():sum(dim, true):log()
+for _, name in ipairs({ "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+                        "unfold", "fold" }) do
+  M[name] = function(...) return netcl()[name](...) end
 end
 
-function M.softmax(x, dim) return M.log_softmax(x, dim):exp() end
+for _, name in ipairs({ "relu", "relu6", "sigmoid", "tanh", "silu", "elu", "leaky_relu", "hardtanh", "gelu",
+                        "softplus", "softmax", "log_softmax" }) do
+  M[name] = function(x, ...) return x[name](x, ...) end
+end
+-- prelu(x, weight): weight of 1 or C elements, broadcast over dim 2
+function M.prelu(x, weight)
+  local w = weight
+  if x:dim() >= 2 and weight:numel() > 1 then
+    local shape = {}
+    for d = 1, x:dim() do shape[d] = d == 2 and weight:numel() or 1 end
+    w = weight:view(shape)
+  end
+  return x:relu() - w * (-x):relu()
+end
 
--- labels [N] (1-based integers) -> float [N, C] of 0/1
+-- batch_norm(x, running_mean, running_var, weight, bias, training, momentum = 0.1, eps = 1e-5)
+function M.batch_norm(x, rm, rv, w, b, training, momentum, eps)
+  return call1(C.netcl_batch_norm, H(x), opt(rm), opt(rv), opt(w), opt(b), training and 1 or 0, momentum or 0.1, eps or 1e-5)
+end
+-- layer_norm(x, normalized_shape (a number or a table), weight, bias, eps = 1e-5)
+function M.layer_norm(x, shape, w, b, eps)
+  local n = type(shape) == "number" and 1 or (type(shape) == "table" and #shape) or nil
+  if not n then throw("layer_norm: normalized_shape must be a number or a table of sizes") end
+  return call1(C.netcl_layer_norm, H(x), n, opt(w), opt(b), eps or 1e-5)
+end
+function M.group_norm(x, groups, w, b, eps)
+  return call1(C.netcl_group_norm, H(x), groups, opt(w), opt(b), eps or 1e-5)
+end
+-- dropout(x, p = 0.5, training = true); dropout2d zeroes whole channels
+function M.dropout(x, p, training)
+  return call1(C.netcl_dropout, H(x), p or 0.5, training == false and 0 or 1, 0)
+end
+function M.dropout2d(x, p, training)
+  return call1(C.netcl_dropout, H(x), p or 0.5, training == false and 0 or 1, 1)
+end
+
+-- labels [N] (1-based integers) -> [N, C] of 0/1 (float32 unless dtype)
 function M.one_hot(labels, num_classes, dtype)
   local n = labels:numel()
   local classes = netcl().arange(1, num_classes + 1, { device = labels.device, dtype = "int64" }):view(1, num_classes)
   return labels:long():view(n, 1):eq(classes):cast(dtype or "float32")
 end
 
--- mean negative log-likelihood of log-probabilities logp [N, C] at labels
-function M.nll(logp, labels)
-  local n, c = logp:size(1), logp:size(2)
-  local lo, hi = labels:min():item(), labels:max():item()
-  if lo < 1 or hi > c then
-    throw(("nll: labels must be 1-based class indices in 1..%d, got %d..%d"):format(c, lo, hi))
-  end
-  return -(logp * M.one_hot(labels, c, logp.dtype)):sum() / n
+-- ---- losses ------------------------------------------------------------------------
+
+function M.mse_loss(a, b, o)
+  o = options(o, "mse_loss")
+  return call1(C.netcl_mse_loss, H(a), H(b), reduction(o, "mse_loss"))
+end
+function M.l1_loss(a, b, o)
+  o = options(o, "l1_loss")
+  return call1(C.netcl_l1_loss, H(a), H(b), reduction(o, "l1_loss"))
+end
+function M.smooth_l1_loss(a, b, o)
+  o = options(o, "smooth_l1_loss")
+  return call1(C.netcl_smooth_l1_loss, H(a), H(b), o.beta or 1, reduction(o, "smooth_l1_loss"))
+end
+function M.huber_loss(a, b, o)
+  o = options(o, "huber_loss")
+  return call1(C.netcl_huber_loss, H(a), H(b), o.delta or 1, reduction(o, "huber_loss"))
+end
+function M.binary_cross_entropy(p, y, o)
+  o = options(o, "binary_cross_entropy")
+  return call1(C.netcl_binary_cross_entropy, H(p), H(y), opt(o.weight), reduction(o, "binary_cross_entropy"))
+end
+function M.binary_cross_entropy_with_logits(x, y, o)
+  o = options(o, "binary_cross_entropy_with_logits")
+  return call1(C.netcl_binary_cross_entropy_with_logits, H(x), H(y), opt(o.weight), opt(o.pos_weight),
+               reduction(o, "binary_cross_entropy_with_logits"))
+end
+-- kl_div(input log-probs, target, {reduction = "mean", log_target = false})
+function M.kl_div(x, t, o)
+  o = options(o, "kl_div")
+  return call1(C.netcl_kl_div, H(x), H(t), reduction(o, "kl_div", true), o.log_target and 1 or 0)
 end
 
-function M.cross_entropy(logits, labels) return M.nll(M.log_softmax(logits, 2), labels) end
+-- cross_entropy(logits [N, C, ...], target [N, ...] of 1-based classes,
+-- {weight = nil, ignore_index = -100, label_smoothing = 0, reduction = "mean"});
+-- one fused kernel each way (log_softmax + nll)
+local function target_handle(t, op)
+  if not is_tensor(t) then throw(op .. ": target must be a tensor of 1-based class indices, got " .. type(t)) end
+  return H(t)
+end
+function M.cross_entropy(logits, target, o)
+  o = options(o, "cross_entropy")
+  return call1(C.netcl_cross_entropy, H(logits), target_handle(target, "cross_entropy"), opt(o.weight), 1,
+               o.ignore_index or -100, o.label_smoothing or 0, reduction(o, "cross_entropy"))
+end
+-- nll_loss(log-probabilities, target, {weight, ignore_index = -100, reduction = "mean"})
+function M.nll_loss(logp, target, o)
+  o = options(o, "nll_loss")
+  return call1(C.netcl_nll_loss, H(logp), target_handle(target, "nll_loss"), opt(o.weight), 1, o.ignore_index or -100,
+               reduction(o, "nll_loss"))
+end
+M.nll = M.nll_loss
 
 return M

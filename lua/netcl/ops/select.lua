@@ -1,0 +1,43 @@
+-- netcl/ops/select.lua — where, the logical ops, softplus with beta and
+-- threshold, softmax and log_softmax (kernels in kernels/select.cl).
+-- Dims are 1-based (negative counts from the end); the default softmax dim
+-- is the last one.
+local tensor = require("netcl.tensor")
+local lib = require("netcl.lib")
+local C, throw = lib.C, lib.throw
+local H, call1, cdim, is_tensor = tensor.handle, tensor.call1, tensor.cdim, tensor.is_tensor
+local OP = tensor.OP
+
+return function(netcl, methods)
+  -- where(cond, a, b): a and b are tensors or numbers
+  function netcl.where(cond, a, b)
+    if not is_tensor(cond) then throw("where: cond must be a tensor, got " .. type(cond)) end
+    local ta, tb = is_tensor(a), is_tensor(b)
+    if not ta and type(a) ~= "number" then throw("where: a must be a tensor or a number, got " .. type(a)) end
+    if not tb and type(b) ~= "number" then throw("where: b must be a tensor or a number, got " .. type(b)) end
+    return call1(C.netcl_where, H(cond), ta and H(a) or nil, tb and H(b) or nil, ta and 0 or a, tb and 0 or b)
+  end
+  -- x:where(cond, y) == where(cond, x, y)
+  function methods.where(x, cond, y) return netcl.where(cond, x, y) end
+
+  function methods.logical_not(x) return x:eq(0) end
+
+  -- softplus(beta = 1, threshold = 20): log(1 + exp(beta x)) / beta, x above the threshold
+  function methods.softplus(x, beta, threshold)
+    return call1(C.netcl_unary, OP.softplus, H(x), beta or 1, threshold or 20)
+  end
+
+  local function softmax(x, dim, log, op)
+    local h = H(x)
+    local nd = C.netcl_tensor_ndim(h)
+    local c = nd == 0 and 0 or cdim(x, dim or -1, nd, op)
+    return call1(C.netcl_softmax, h, c, log)
+  end
+  function methods.softmax(x, dim) return softmax(x, dim, 0, "softmax") end
+  function methods.log_softmax(x, dim) return softmax(x, dim, 1, "log_softmax") end
+
+  for _, name in ipairs({ "logical_not", "logical_and", "logical_or", "logical_xor", "fmod", "atan2", "softmax",
+                          "log_softmax", "softplus" }) do
+    netcl[name] = methods[name]
+  end
+end

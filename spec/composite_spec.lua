@@ -1,0 +1,90 @@
+-- spec/composite_spec.lua — values against hand-computed references and
+-- bad-input errors for where, logical ops, fmod, atan2, softmax, the
+-- composite reductions and the matrix-product composites.
+local lu = require("luaunit")
+local H = require("helper")
+local netcl = H.netcl
+local dev = H.device
+
+local function T(v, dtype) return netcl.tensor(v, { device = dev, dtype = dtype }) end
+
+TestSelect = {}
+
+function TestSelect:test_where_values_and_dtypes()
+  local c = T({ true, false, true })
+  lu.assertEquals(netcl.where(c, T({ 1, 2, 3 }), T({ 10, 20, 30 })):totable(), { 1, 20, 3 })
+  lu.assertEquals(netcl.where(c, 7, T({ 10, 20, 30 })):totable(), { 7, 20, 7 })
+  local i = netcl.where(c, T({ 1, 2, 3 }, "int32"), 0.5)
+  lu.assertEquals(i.dtype, "float32")
+  lu.assertEquals(i:totable(), { 1, 0.5, 3 })
+  lu.assertEquals(netcl.where(T({ { 1 }, { 0 } }), 1, 0):totable(), { { 1 }, { 0 } })   -- non-bool cond
+  local inf = T({ math.huge, 1 }):where(T({ false, true }), 0)   -- no 0 * inf = nan
+  lu.assertEquals(inf:totable(), { 0, 1 })
+  H.assert_error(function() netcl.where(T({ true, false }), T({ 1, 2, 3 }), 0) end, "where", "broadcast")
+  H.assert_error(function() netcl.where(T({ true }), "x", 0) end, "where", "tensor or a number")
+end
+
+function TestSelect:test_logical_fmod_atan2()
+  local a, b = T({ 0, 1, 2, 0 }), T({ 0, 0, 3, 1 })
+  lu.assertEquals(a:logical_and(b):totable(), { false, false, true, false })
+  lu.assertEquals(a:logical_or(b):totable(), { false, true, true, true })
+  lu.assertEquals(a:logical_xor(b):totable(), { false, true, false, true })
+  lu.assertEquals(a:logical_not():totable(), { true, false, false, true })
+  H.assert_close(T({ 5.5, -5.5 }):fmod(2), { 1.5, -1.5 })
+  lu.assertEquals(T({ 7, -7, 3 }, "int64"):fmod(T({ 2, 2, 0 }, "int64")):totable(), { 1, -1, 0 })
+  H.assert_close(T({ 1, -1 }):atan2(T({ 1, 1 })), { math.pi / 4, -math.pi / 4 }, 1e-6, 1e-6)
+end
+
+function TestSelect:test_softmax_values()
+  local x = T({ { 1, 2, 3 }, { 0, 0, 0 } })
+  local s = x:softmax(2):totable()
+  local e = { math.exp(1), math.exp(2), math.exp(3) }
+  local z = e[1] + e[2] + e[3]
+  H.assert_close(s[1], { e[1] / z, e[2] / z, e[3] / z }, 1e-6, 1e-7)
+  H.assert_close(s[2], { 1 / 3, 1 / 3, 1 / 3 }, 1e-6, 1e-7)
+  H.assert_close(x:log_softmax(2):exp(), x:softmax(2), 1e-6, 1e-7)
+  H.assert_close(x:softmax(1):sum(1), { 1, 1, 1 }, 1e-6, 1e-7)
+  H.assert_close(T({ 1000, 0 }):softmax(), { 1, 0 })            -- no overflow
+  local big = netcl.randn(7, 5000, { device = dev })
+  H.assert_close(big:softmax(2):sum(2), netcl.ones(7), 1e-4, 1e-5)
+  H.assert_error(function() T({ 1, 2 }, "int32"):softmax(1) end, "softmax", "floating")
+  H.assert_error(function() x:softmax(3) end, "softmax", "dim 3 out of range")
+end
+
+TestComposite = {}
+
+function TestComposite:test_var_std_norm_logsumexp()
+  local x = T({ { 1, 2, 3, 4 }, { 2, 2, 2, 2 } })
+  H.assert_close(x:var(2), { 5 / 3, 0 }, 1e-6, 1e-6)
+  H.assert_close(x:var(2, false), { 1.25, 0 }, 1e-6, 1e-6)
+  H.assert_close(x:std(), math.sqrt(((1 - 2.25) ^ 2 + (2 - 2.25) ^ 2 * 5 + (3 - 2.25) ^ 2 + (4 - 2.25) ^ 2) / 7), 1e-6, 1e-6)
+  H.assert_close(T({ 3, -4 }):norm(), 5)
+  H.assert_close(T({ 3, -4 }):norm(1), 7)
+  H.assert_close(T({ 3, -4 }):norm(math.huge), 4)
+  H.assert_close(x:norm(2, 1), { math.sqrt(5), math.sqrt(8), math.sqrt(13), math.sqrt(20) }, 1e-6, 1e-6)
+  H.assert_close(T({ 0, 0 }):logsumexp(), math.log(2), 1e-6, 1e-6)
+  H.assert_close(T({ -math.huge, -math.huge }):logsumexp(), -math.huge)
+  H.assert_close(T({ 1000, 1000 }):logsumexp(), 1000 + math.log(2), 1e-6, 1e-6)
+  lu.assertEquals(x:sum({ 1, 2 }):item(), 18)
+  lu.assertEquals(x:sum({ 1, 2 }, true):size(), { 1, 1 })
+  lu.assertEquals(T({ { 0, 1 }, { 0, 0 } }):any(2):totable(), { true, false })
+  lu.assertEquals(T({ { 0, 1 }, { 2, 3 } }):all(2):totable(), { false, true })
+  lu.assertEquals(T({ { 0, 1 }, { 2, 3 } }):all():item(), false)
+  H.assert_error(function() x:var({ 1, 1 }) end, "var", "repeated")
+  H.assert_error(function() x:norm(-1) end, "norm", "positive")
+  H.assert_error(function() x:sum({ 3 }) end, "dim 3 out of range")
+end
+
+function TestComposite:test_matrix_products()
+  local a, b = T({ { 1, 2 }, { 3, 4 } }), T({ { 5, 6 }, { 7, 8 } })
+  lu.assertEquals(a:mm(b):totable(), { { 19, 22 }, { 43, 50 } })
+  lu.assertEquals(T({ 1, 1 }):addmm(a, b, { beta = 2, alpha = 0.5 }):totable(), { { 11.5, 13 }, { 23.5, 27 } })
+  lu.assertEquals(netcl.linear(a, b, T({ 1, -1 })):totable(), { { 18, 22 }, { 40, 52 } })
+  lu.assertEquals(T({ 1, 2 }):outer(T({ 3, 4, 5 })):totable(), { { 3, 4, 5 }, { 6, 8, 10 } })
+  lu.assertEquals(T({ 1, 2, 3 }):dot(T({ 4, 5, 6 })):item(), 32)
+  lu.assertEquals(a:view(1, 2, 2):bmm(b:view(1, 2, 2)):size(), { 1, 2, 2 })
+  H.assert_error(function() a:mm(T({ 1, 2 })) end, "mm", "2-dimensional")
+  H.assert_error(function() a:view(1, 2, 2):bmm(netcl.ones(2, 2, 2, { device = dev })) end, "bmm", "batch")
+  H.assert_error(function() netcl.linear(a, T({ { 1, 2, 3 } })) end, "linear", "does not match")
+  H.assert_error(function() T({ 1, 2 }):dot(T({ 1, 2, 3 })) end, "dot", "lengths differ")
+end

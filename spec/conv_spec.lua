@@ -1,0 +1,115 @@
+-- spec/conv_spec.lua — convolution and pooling values against direct
+-- references written here, the adjoint identity of conv_transpose2d, and
+-- bad-input errors.
+local lu = require("luaunit")
+local H = require("helper")
+local netcl = H.netcl
+local dev = H.device
+
+-- direct convolution of nested tables (the definition, loop by loop)
+local function direct_conv2d(x, w, b, s, p, d, groups)
+  local N, C, Hh, W = #x, #x[1], #x[1][1], #x[1][1][1]
+  local O, Cg, kh, kw = #w, #w[1], #w[1][1], #w[1][1][1]
+  local oh = math.floor((Hh + 2 * p[1] - d[1] * (kh - 1) - 1) / s[1]) + 1
+  local ow = math.floor((W + 2 * p[2] - d[2] * (kw - 1) - 1) / s[2]) + 1
+  local out = {}
+  for n = 1, N do
+    out[n] = {}
+    for o = 1, O do
+      out[n][o] = {}
+      local g = math.floor((o - 1) / (O / groups))
+      for i = 1, oh do
+        out[n][o][i] = {}
+        for j = 1, ow do
+          local acc = b and b[o] or 0
+          for c = 1, Cg do
+            for ki = 1, kh do
+              for kj = 1, kw do
+                local h = (i - 1) * s[1] - p[1] + (ki - 1) * d[1] + 1
+                local ww = (j - 1) * s[2] - p[2] + (kj - 1) * d[2] + 1
+                if h >= 1 and h <= Hh and ww >= 1 and ww <= W then
+                  acc = acc + x[n][g * Cg + c][h][ww] * w[o][c][ki][kj]
+                end
+              end
+            end
+          end
+          out[n][o][i][j] = acc
+        end
+      end
+    end
+  end
+  return out
+end
+
+TestConv = {}
+
+function TestConv:test_conv2d_against_direct_definition()
+  netcl.manual_seed(3)
+  local x = netcl.randn(2, 4, 7, 6, { device = dev })
+  local w = netcl.randn(6, 2, 3, 2, { device = dev })
+  local b = netcl.randn(6, { device = dev })
+  local y = netcl.conv2d(x, w, b, { stride = { 2, 1 }, padding = { 1, 1 }, dilation = { 1, 2 }, groups = 2 })
+  local want = direct_conv2d(x:totable(), w:totable(), b:totable(), { 2, 1 }, { 1, 1 }, { 1, 2 }, 2)
+  H.assert_close(y, want, 1e-4, 1e-4)
+  -- an unbatched input and conv1d as a height-1 conv2d
+  lu.assertEquals(netcl.conv2d(x[1], w, b, { groups = 2 }):size(), { 6, 5, 5 })
+  local x1, w1 = netcl.randn(2, 3, 9, { device = dev }), netcl.randn(4, 3, 3, { device = dev })
+  H.assert_close(netcl.conv1d(x1, w1, nil, { padding = 2, dilation = 2 }),
+                 netcl.conv2d(x1:unsqueeze(3), w1:unsqueeze(3), nil, { padding = { 0, 2 }, dilation = { 1, 2 } }):squeeze(3), 1e-5, 1e-5)
+end
+
+function TestConv:test_conv_transpose_is_the_adjoint()
+  netcl.manual_seed(4)
+  local o = { stride = 2, padding = 1 }
+  local x = netcl.randn(2, 3, 7, 7, { device = dev })
+  local w = netcl.randn(4, 3, 3, 3, { device = dev })
+  local y = netcl.randn(2, 4, 4, 4, { device = dev })
+  local lhs = (netcl.conv2d(x, w, nil, o) * y):sum():item()
+  local rhs = (x * netcl.conv_transpose2d(y, w, nil, o)):sum():item()
+  lu.assertAlmostEquals(lhs, rhs, 1e-3 * math.abs(lhs) + 1e-3)
+  lu.assertEquals(netcl.conv_transpose2d(y, w, nil, { stride = 2, padding = 1, output_padding = 1 }):size(), { 2, 3, 8, 8 })
+end
+
+function TestConv:test_pooling_values()
+  local x = netcl.tensor({ { { { 1, 2, 3, 4 }, { 5, 6, 7, 8 }, { 9, 10, 11, 12 }, { 13, 14, 15, 16 } } } }, { device = dev })
+  local v, i = netcl.max_pool2d(x, 2, { return_indices = true })
+  lu.assertEquals(v:totable(), { { { { 6, 8 }, { 14, 16 } } } })
+  lu.assertEquals(i:totable(), { { { { 6, 8 }, { 14, 16 } } } })    -- 1-based h*W + w + 1
+  lu.assertEquals(netcl.avg_pool2d(x, 2):totable(), { { { { 3.5, 5.5 }, { 11.5, 13.5 } } } })
+  -- padding counts in the divisor unless count_include_pad = false
+  lu.assertEquals(netcl.avg_pool2d(x, 2, { stride = 2, padding = 1 }):totable()[1][1][1][1], 0.25)
+  lu.assertEquals(netcl.avg_pool2d(x, 2, { stride = 2, padding = 1, count_include_pad = false }):totable()[1][1][1][1], 1)
+  lu.assertEquals(netcl.adaptive_avg_pool2d(x, 1):totable(), { { { { 8.5 } } } })
+  H.assert_close(netcl.adaptive_avg_pool2d(x, { 3, 3 }):totable()[1][1][1], { 3.5, 4.5, 5.5 })
+  lu.assertEquals(netcl.max_pool2d(x, 3, { stride = 2, ceil_mode = true }):size(), { 1, 1, 2, 2 })
+  lu.assertEquals(netcl.max_pool2d(x, 3, { stride = 2 }):size(), { 1, 1, 1, 1 })
+  -- NaN wins max pooling, as in PyTorch
+  local nan = netcl.tensor({ { { { 1, 0 / 0 }, { 3, 4 } } } }, { device = dev })
+  local m = netcl.max_pool2d(nan, 2):item()
+  lu.assertTrue(m ~= m)
+end
+
+function TestConv:test_fold_sums_overlaps()
+  local x = netcl.ones(1, 1, 3, 3, { device = dev })
+  local cols = netcl.unfold(x, 2)
+  lu.assertEquals(cols:size(), { 1, 4, 4 })
+  lu.assertEquals(netcl.fold(cols, 3, 2):totable(), { { { { 1, 2, 1 }, { 2, 4, 2 }, { 1, 2, 1 } } } })
+end
+
+function TestConv:test_bad_input()
+  local x = netcl.randn(2, 3, 5, 5, { device = dev })
+  H.assert_error(function() netcl.conv2d(x, netcl.randn(4, 2, 3, 3, { device = dev })) end, "conv2d", "does not match")
+  H.assert_error(function() netcl.conv2d(x, netcl.randn(4, 3, 3, 3, { device = dev }), nil, { groups = 3 }) end,
+    "conv2d", "groups")
+  H.assert_error(function() netcl.conv2d(x:view(6, 25), netcl.randn(4, 3, 3, 3, { device = dev })) end, "conv2d")
+  H.assert_error(function() netcl.conv2d(x, netcl.randn(4, 3, 7, 7, { device = dev })) end, "does not fit")
+  H.assert_error(function() netcl.conv2d(x, netcl.randn(4, 3, 3, 3, { device = dev }), netcl.zeros(3, { device = dev })) end,
+    "bias")
+  H.assert_error(function() netcl.conv2d(x, netcl.randn(4, 3, 3, 3, { device = dev }), nil, { stride = 0 }) end, "positive")
+  H.assert_error(function() netcl.max_pool2d(x, 2, { padding = 2 }) end, "max_pool2d", "half the kernel")
+  H.assert_error(function() netcl.max_pool2d(x, "big") end, "max_pool2d", "kernel_size")
+  H.assert_error(function() netcl.avg_pool2d(x:long(), 2) end, "avg_pool2d", "floating")
+  H.assert_error(function() netcl.conv_transpose2d(x, netcl.randn(3, 2, 3, 3, { device = dev }), nil,
+    { stride = 2, output_padding = 2 }) end, "output_padding")
+  H.assert_error(function() netcl.fold(netcl.randn(1, 5, 4, { device = dev }), 3, 2) end, "fold", "multiple")
+end

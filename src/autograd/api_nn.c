@@ -1,0 +1,154 @@
+/* api_nn.c — public, recording entry points of the selection and nn op
+ * families (where, softmax, ...): forward with grad mode off, then one node
+ * on the output when an input requires grad (rules in rules_nn.c). */
+#include "expr.h"
+#include <string.h>
+
+#define FORWARD(st, call) do { int prev_ = nc_grad_push_disabled(); st = (call); nc_grad_pop(prev_); } while (0)
+
+static netcl_status record_fail(netcl_tensor **out, nc_node *n, const char *op)
+{
+    nc_node_release(n);
+    netcl_tensor_release(*out);
+    *out = NULL;
+    return nc_fail(NETCL_ERR_OOM, "%s: out of host memory recording the graph", op);
+}
+
+netcl_status netcl_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb)
+{
+    netcl_status st;
+    netcl_tensor *ins[2] = {a, b};
+    FORWARD(st, nc_fwd_where(out, cond, a, b, sa, sb));
+    if (st != NETCL_OK || !nc_should_record(2, ins)) return st;
+    nc_node *n = nc_node_new(NC_RULE_WHERE, "where", 2, ins);
+    if (!n || nc_node_save(n, 0, cond) != NETCL_OK) return record_fail(out, n, "where");
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+netcl_status netcl_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log)
+{
+    netcl_status st;
+    const char *name = log ? "log_softmax" : "softmax";
+    FORWARD(st, nc_fwd_softmax(out, a, dim, log));
+    if (st != NETCL_OK || !nc_should_record(1, &a)) return st;
+    nc_node *n = nc_node_new(NC_RULE_SOFTMAX, name, 1, &a);
+    if (!n || nc_node_save(n, 0, *out) != NETCL_OK) return record_fail(out, n, name);
+    n->ip[0] = dim;
+    n->ip[1] = log;
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+/* ---- unfold / fold: ip holds k, d, p, s (pairs) and the folded size ---------- */
+
+static void window_params(nc_node *n, const int64_t *k, const int64_t *d, const int64_t *p, const int64_t *s)
+{
+    for (int i = 0; i < 2; i++) {
+        n->ip[i] = k[i];
+        n->ip[2 + i] = d[i];
+        n->ip[4 + i] = p[i];
+        n->ip[6 + i] = s[i];
+    }
+}
+
+netcl_status netcl_unfold(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
+                          const int64_t *s)
+{
+    netcl_status st;
+    FORWARD(st, nc_fwd_unfold(out, x, k, d, p, s));
+    if (st != NETCL_OK || !nc_should_record(1, &x)) return st;
+    nc_node *n = nc_node_new(NC_RULE_UNFOLD, "unfold", 1, &x);
+    if (!n) return record_fail(out, n, "unfold");
+    window_params(n, k, d, p, s);
+    n->ip[8] = x->sizes[2];
+    n->ip[9] = x->sizes[3];
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+netcl_status netcl_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *size, const int64_t *k, const int64_t *d,
+                        const int64_t *p, const int64_t *s)
+{
+    netcl_status st;
+    FORWARD(st, nc_fwd_fold(out, cols, size, k, d, p, s));
+    if (st != NETCL_OK || !nc_should_record(1, &cols)) return st;
+    nc_node *n = nc_node_new(NC_RULE_FOLD, "fold", 1, &cols);
+    if (!n) return record_fail(out, n, "fold");
+    window_params(n, k, d, p, s);
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+/* ---- pooling: ip holds the whole nc_pool_geom; max pooling saves its indices ---- */
+
+static netcl_status pool(netcl_tensor **out, netcl_tensor **indices, netcl_tensor *x, const char *name, const nc_pool_geom *g)
+{
+    netcl_status st;
+    netcl_tensor *idx = NULL;
+    FORWARD(st, nc_fwd_pool(out, g->mode == 0 ? &idx : NULL, x, g));
+    if (st == NETCL_OK && nc_should_record(1, &x)) {
+        nc_node *n = nc_node_new(NC_RULE_POOL, name, 1, &x);
+        if (!n || (idx && nc_node_save(n, 0, idx) != NETCL_OK)) {
+            netcl_tensor_release(idx);
+            return record_fail(out, n, name);
+        }
+        memcpy(n->ip, g, sizeof *g);
+        nc_node_attach(n, *out);
+    }
+    if (indices) *indices = idx;
+    else netcl_tensor_release(idx);
+    return st;
+}
+
+netcl_status netcl_max_pool2d(netcl_tensor **out, netcl_tensor **indices, netcl_tensor *x, const int64_t *k,
+                              const int64_t *s, const int64_t *p, const int64_t *d, int ceil_mode)
+{
+    nc_pool_geom g;
+    *out = NULL;
+    if (indices) *indices = NULL;
+    NC_TRY(nc_pool_setup("max_pool2d", x, 0, k, s, p, d, ceil_mode, 0, 0, NULL, &g));
+    return pool(out, indices, x, "max_pool2d", &g);
+}
+
+netcl_status netcl_avg_pool2d(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,
+                              int ceil_mode, int count_include_pad, int64_t divisor_override)
+{
+    nc_pool_geom g;
+    const int64_t one[2] = {1, 1};
+    *out = NULL;
+    NC_TRY(nc_pool_setup("avg_pool2d", x, 1, k, s, p, one, ceil_mode, count_include_pad, divisor_override, NULL, &g));
+    return pool(out, NULL, x, "avg_pool2d", &g);
+}
+
+netcl_status netcl_adaptive_avg_pool2d(netcl_tensor **out, netcl_tensor *x, const int64_t *size)
+{
+    nc_pool_geom g;
+    *out = NULL;
+    NC_TRY(nc_pool_setup("adaptive_avg_pool2d", x, 2, NULL, NULL, NULL, NULL, 0, 0, 0, size, &g));
+    return pool(out, NULL, x, "adaptive_avg_pool2d", &g);
+}
+
+/* ---- class losses: the node saves x, the targets and the weights ---------- */
+
+netcl_status netcl_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_tensor *x, netcl_tensor *t, netcl_tensor *w,
+                              int logp, int64_t base, int64_t ignore, double eps)
+{
+    netcl_status st;
+    const char *name = logp ? "nll_loss" : "cross_entropy";
+    FORWARD(st, nc_fwd_class_loss(loss, wsum, x, t, w, logp, base, ignore, eps));
+    if (st != NETCL_OK || !nc_should_record(1, &x)) return st;
+    nc_node *n = nc_node_new(NC_RULE_CLASS_LOSS, name, 1, &x);
+    if (!n || nc_node_save(n, 0, x) != NETCL_OK || nc_node_save(n, 1, t) != NETCL_OK ||
+        (w && nc_node_save(n, 2, w) != NETCL_OK)) {
+        netcl_tensor_release(*wsum);
+        *wsum = NULL;
+        return record_fail(loss, n, name);
+    }
+    n->p[0] = eps;
+    n->ip[0] = logp;
+    n->ip[1] = base;
+    n->ip[2] = ignore;
+    nc_node_attach(n, *loss);
+    return NETCL_OK;
+}

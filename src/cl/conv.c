@@ -1,0 +1,66 @@
+/* conv.c — host side of kernels/conv.cl (im2col, col2im) and
+ * kernels/pool.cl (pooling forward and backward): geometry structs passed
+ * by value, one work item per output element. */
+#include "cl.h"
+
+/* the kernels' conv_t / pool_t: the geometry as 64-bit fields */
+typedef struct { cl_long v[14]; } cl_conv_t;
+typedef struct { cl_long v[17]; } cl_pool_t;
+_Static_assert(sizeof(nc_conv_geom) == sizeof(cl_conv_t), "conv_t mirrors nc_conv_geom");
+_Static_assert(sizeof(nc_pool_geom) == sizeof(cl_pool_t), "pool_t mirrors nc_pool_geom");
+
+static netcl_status two_buffer(netcl_device *dev, const char *family, const char *kname, const nc_desc *out,
+                               const nc_desc *in, const void *geom, size_t gsize, int64_t n)
+{
+    NC_TRY(nc_cl_enter(dev, kname, in->dtype, out->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96];
+    nc_cl_dtype_opts(opts, sizeof opts, in->dtype, out->dtype);
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, family, opts, kname, &k, &wg));
+    cl_mem o = out->buf, x = in->buf;
+    cl_long oo = out->offset, xo = in->offset;
+    NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, x); NC_ARG(k, 3, xo);
+    NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 4, gsize, geom));
+    return nc_cl_launch(cd, k, wg, n);
+}
+
+netcl_status nc_cl_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g)
+{
+    return two_buffer(dev, "conv", "im2col", cols, x, g, sizeof *g, g->N * g->C * g->kh * g->kw * g->oh * g->ow);
+}
+
+netcl_status nc_cl_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g)
+{
+    return two_buffer(dev, "conv", "col2im", x, cols, g, sizeof *g, g->N * g->C * g->H * g->W);
+}
+
+/* pool_fwd(out, oo, idx, x, xo, g) / pool_bwd(gin, io, idx, gout, go, g) */
+static netcl_status pool_launch(netcl_device *dev, const char *kname, const nc_desc *out, const nc_desc *idx,
+                                const nc_desc *in, const nc_pool_geom *g, int64_t n)
+{
+    NC_TRY(nc_cl_enter(dev, kname, in->dtype, out->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96];
+    nc_cl_dtype_opts(opts, sizeof opts, in->dtype, out->dtype);
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "pool", opts, kname, &k, &wg));
+    cl_mem o = out->buf, x = in->buf, ix = idx ? (cl_mem)idx->buf : out->buf;
+    cl_long oo = out->offset, xo = in->offset;
+    NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, ix); NC_ARG(k, 3, x); NC_ARG(k, 4, xo);
+    NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 5, sizeof *g, g));
+    return nc_cl_launch(cd, k, wg, n);
+}
+
+netcl_status nc_cl_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g)
+{
+    return pool_launch(dev, "pool_fwd", out, idx, x, g, g->N * g->C * g->oh * g->ow);
+}
+
+netcl_status nc_cl_pool_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
+                                 const nc_pool_geom *g)
+{
+    return pool_launch(dev, "pool_bwd", gin, idx, gout, g, g->N * g->C * g->H * g->W);
+}

@@ -1,0 +1,148 @@
+/* norm.c — normalisation and dropout built from recorded ops (autograd
+ * comes free): batch_norm (training and eval, running statistics updated in
+ * place without recording), layer_norm, group_norm, dropout and its
+ * channel-wise form. Statistics use the biased variance, as PyTorch does;
+ * the running variance takes the unbiased one. */
+#include "../autograd/expr.h"
+
+/* t viewed so that it broadcasts along dim 1 of an ndim-dim tensor: [1, C, 1, ...] */
+static netcl_tensor *channel_view(nc_x *x, netcl_tensor *t, int ndim)
+{
+    if (!t || x->st != NETCL_OK) return NULL;
+    int64_t shape[NC_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) shape[i] = i == 1 ? t->sizes[0] : 1;
+    return XC(x, netcl_tensor_view, t, ndim, shape);
+}
+
+static void check_vec(nc_x *x, const char *op, const char *what, const netcl_tensor *v, int64_t n)
+{
+    if (x->st == NETCL_OK && v && (v->ndim != 1 || v->sizes[0] != n))
+        nc_x_fail(x, nc_fail(NETCL_ERR_ARGUMENT, "%s: %s %s must have %lld elements", op, what, nc_describe(v), (long long)n));
+}
+
+/* (x - mean) / sqrt(var + eps) over the dims flagged in `dims` (keepdim) */
+static netcl_tensor *normalise(nc_x *x, netcl_tensor *in, int ndims, const int *dims, double eps,
+                               netcl_tensor **mean_out, netcl_tensor **var_out)
+{
+    netcl_tensor *m = XC(x, netcl_reduce_dims, NETCL_OP_MEAN, in, ndims, dims, 1);
+    netcl_tensor *d = x_sub(x, in, m);
+    netcl_tensor *v = XC(x, netcl_var, in, ndims, dims, 0, 1);
+    if (mean_out) *mean_out = m;
+    if (var_out) *var_out = v;
+    return x_mul(x, d, x_un(x, NETCL_OP_RSQRT, x_sc(x, NETCL_OP_ADD, v, eps)));
+}
+
+/* y * w + b with w, b viewed by `view` (either may be NULL) */
+static netcl_tensor *affine(nc_x *x, netcl_tensor *y, netcl_tensor *w, netcl_tensor *b)
+{
+    if (w) y = x_mul(x, y, w);
+    if (b) y = x_add(x, y, b);
+    return y;
+}
+
+netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *in, netcl_tensor *running_mean, netcl_tensor *running_var,
+                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
+{
+    nc_x x = NC_X("batch_norm");
+    if (in->ndim < 2)
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "expects an input of at least 2 dims [N, C, ...], got %s", nc_describe(in)));
+    int64_t C = x.st == NETCL_OK ? in->sizes[1] : 0, per_channel = C ? netcl_tensor_numel(in) / C : 0;
+    check_vec(&x, "batch_norm", "running_mean", running_mean, C);
+    check_vec(&x, "batch_norm", "running_var", running_var, C);
+    check_vec(&x, "batch_norm", "weight", weight, C);
+    check_vec(&x, "batch_norm", "bias", bias, C);
+    if (x.st == NETCL_OK && !training && (!running_mean || !running_var))
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "evaluation mode needs running_mean and running_var"));
+    if (x.st == NETCL_OK && training && per_channel <= 1)
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "expected more than 1 value per channel when training, got %s",
+                              nc_describe(in)));
+    if (x.st != NETCL_OK) return nc_x_return(&x, out, NULL);
+    int dims[NC_MAX_DIMS], nd = 0;
+    for (int i = 0; i < in->ndim; i++) if (i != 1) dims[nd++] = i;
+    netcl_tensor *y;
+    if (training) {
+        netcl_tensor *mean, *var;
+        y = normalise(&x, in, nd, dims, eps, &mean, &var);
+        if (running_mean && running_var && x.st == NETCL_OK) {   /* running statistics, not recorded */
+            int prev = nc_grad_push_disabled();
+            double unbias = (double)per_channel / (double)(per_channel - 1);
+            netcl_tensor *m1 = XC(&x, netcl_tensor_reshape, mean, 1, &C);
+            netcl_tensor *v1 = XC(&x, netcl_tensor_reshape, var, 1, &C);
+            netcl_tensor *vu = x_sc(&x, NETCL_OP_MUL, v1, unbias * momentum);
+            netcl_tensor *mu = x_sc(&x, NETCL_OP_MUL, m1, momentum);
+            XDO(&x, netcl_binary_scalar_(NETCL_OP_MUL, running_mean, 1 - momentum));
+            XDO(&x, netcl_binary_(NETCL_OP_ADD, running_mean, mu));
+            XDO(&x, netcl_binary_scalar_(NETCL_OP_MUL, running_var, 1 - momentum));
+            XDO(&x, netcl_binary_(NETCL_OP_ADD, running_var, vu));
+            nc_grad_pop(prev);
+        }
+    } else {
+        netcl_tensor *m = channel_view(&x, running_mean, in->ndim), *v = channel_view(&x, running_var, in->ndim);
+        netcl_tensor *inv = x_un(&x, NETCL_OP_RSQRT, x_sc(&x, NETCL_OP_ADD, v, eps));
+        y = x_mul(&x, x_sub(&x, in, m), inv);
+    }
+    y = affine(&x, y, channel_view(&x, weight, in->ndim), channel_view(&x, bias, in->ndim));
+    return nc_x_return(&x, out, y);
+}
+
+/* normalised over the last nnorm dims; weight and bias have those dims' shape */
+netcl_status netcl_layer_norm(netcl_tensor **out, netcl_tensor *in, int nnorm, netcl_tensor *weight, netcl_tensor *bias,
+                              double eps)
+{
+    nc_x x = NC_X("layer_norm");
+    if (nnorm < 1 || nnorm > in->ndim)
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "normalized_shape has %d dims, %s has %d", nnorm, nc_describe(in), in->ndim));
+    for (int k = 0; k < 2 && x.st == NETCL_OK; k++) {
+        netcl_tensor *p = k ? bias : weight;
+        if (!p) continue;
+        int ok = p->ndim == nnorm;
+        for (int i = 0; ok && i < nnorm; i++) ok = p->sizes[i] == in->sizes[in->ndim - nnorm + i];
+        if (!ok) nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "%s %s does not match the last %d dims of %s",
+                                       k ? "bias" : "weight", nc_describe(p), nnorm, nc_describe(in)));
+    }
+    int dims[NC_MAX_DIMS];
+    for (int i = 0; i < nnorm; i++) dims[i] = in->ndim - nnorm + i;
+    netcl_tensor *y = x.st == NETCL_OK ? normalise(&x, in, nnorm, dims, eps, NULL, NULL) : NULL;
+    return nc_x_return(&x, out, affine(&x, y, weight, bias));
+}
+
+/* x [N, C, ...] normalised within each of `groups` channel groups */
+netcl_status netcl_group_norm(netcl_tensor **out, netcl_tensor *in, int64_t groups, netcl_tensor *weight, netcl_tensor *bias,
+                              double eps)
+{
+    nc_x x = NC_X("group_norm");
+    if (in->ndim < 2 || groups < 1 || in->sizes[1] % groups != 0)
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "%s: channels (dim 2) must be divisible by groups = %lld",
+                              nc_describe(in), (long long)groups));
+    int64_t C = x.st == NETCL_OK ? in->sizes[1] : 0;
+    check_vec(&x, "group_norm", "weight", weight, C);
+    check_vec(&x, "group_norm", "bias", bias, C);
+    if (x.st != NETCL_OK) return nc_x_return(&x, out, NULL);
+    int64_t shape[3] = {in->sizes[0], groups, -1};
+    int last = 2;
+    netcl_tensor *g = XC(&x, netcl_tensor_reshape, in, 3, shape);
+    netcl_tensor *y = normalise(&x, g, 1, &last, eps, NULL, NULL);
+    y = XC(&x, netcl_tensor_reshape, y, in->ndim, in->sizes);
+    y = affine(&x, y, channel_view(&x, weight, in->ndim), channel_view(&x, bias, in->ndim));
+    return nc_x_return(&x, out, y);
+}
+
+/* x * mask / (1 - p), mask ~ Bernoulli(1 - p) from the seeded generator;
+ * channelwise: one draw per (n, c) (dropout2d). Identity when not training. */
+netcl_status netcl_dropout(netcl_tensor **out, netcl_tensor *in, double p, int training, int channelwise)
+{
+    nc_x x = NC_X(channelwise ? "dropout2d" : "dropout");
+    if (!(p >= 0 && p <= 1)) nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "p must be in [0, 1], got %g", p));
+    if (x.st == NETCL_OK && channelwise && in->ndim < 3)
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "expects [N, C, ...] with spatial dims, got %s", nc_describe(in)));
+    if (x.st == NETCL_OK && !nc_dtype_is_float(in->dtype))
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "needs a floating tensor, got %s", nc_describe(in)));
+    if (x.st != NETCL_OK || !training || p == 0) return nc_x_return(&x, out, x.st == NETCL_OK ? in : NULL);
+    int64_t shape[NC_MAX_DIMS];
+    for (int i = 0; i < in->ndim; i++) shape[i] = channelwise && i >= 2 ? 1 : in->sizes[i];
+    if (p == 1) return nc_x_return(&x, out, x_sc(&x, NETCL_OP_MUL, in, 0));
+    netcl_tensor *u = XC(&x, netcl_tensor_rand, nc_dev(in), NETCL_DTYPE_FLOAT32, in->ndim, shape, NETCL_RNG_UNIFORM, 0, 1);
+    netcl_tensor *keep = XC(&x, netcl_binary_scalar, NETCL_OP_GE, u, p, 0);
+    netcl_tensor *scaled = x_sc(&x, NETCL_OP_MUL, in, 1 / (1 - p));
+    return nc_x_return(&x, out, XC(&x, netcl_where, keep, scaled, NULL, 0, 0));
+}

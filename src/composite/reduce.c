@@ -1,0 +1,187 @@
+/* reduce.c — reductions built from recorded ops (autograd comes free):
+ * over several dims, var/std, norm, logsumexp, any/all. Several dims are
+ * moved last and merged into one, so one kernel does the reduction. dims
+ * are 0-based; ndims == 0 means every dim. */
+#include "../autograd/expr.h"
+#include <math.h>
+#include <string.h>
+
+/* Normalises (ndims, dims) of t into a sorted set `keep` flags; checks range
+ * and repeats. Returns the number of reduced dims. */
+static int dim_set(nc_x *x, const char *op, const netcl_tensor *t, int ndims, const int *dims, int *reduced)
+{
+    memset(reduced, 0, sizeof(int) * NC_MAX_DIMS);
+    if (ndims == 0) {
+        for (int i = 0; i < t->ndim; i++) reduced[i] = 1;
+        return t->ndim;
+    }
+    for (int k = 0; k < ndims; k++) {
+        if (dims[k] < 0 || dims[k] >= t->ndim || reduced[dims[k]]) {
+            nc_x_fail(x, nc_fail(NETCL_ERR_ARGUMENT, "%s: dim %d is out of range or repeated for %s (0-based in C)",
+                                 op, dims[k], nc_describe(t)));
+            return -1;
+        }
+        reduced[dims[k]] = 1;
+    }
+    return ndims;
+}
+
+/* r (reduced with keepdim) without the reduced dims */
+static netcl_tensor *merged_out(nc_x *x, netcl_tensor *r, const netcl_tensor *t, const int *reduced)
+{
+    int64_t shape[NC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++) if (!reduced[i]) shape[n++] = t->sizes[i];
+    return XC(x, netcl_tensor_reshape, r, n, shape);
+}
+
+/* r (the reduced result, kept dims only) viewed with size-1 reduced dims */
+static netcl_tensor *keep_dims(nc_x *x, netcl_tensor *r, const netcl_tensor *t, const int *reduced)
+{
+    int64_t shape[NC_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) shape[i] = reduced[i] ? 1 : t->sizes[i];
+    return XC(x, netcl_tensor_reshape, r, t->ndim, shape);
+}
+
+/* The reduced dims merged into one last dim of a view, when the strides
+ * allow it without a copy (else NULL, and the scope stays clean). */
+static netcl_tensor *merged_view(nc_x *x, netcl_tensor *t, const int *reduced, int nred)
+{
+    int perm[NC_MAX_DIMS], n = 0;
+    int64_t shape[NC_MAX_DIMS], R = 1;
+    for (int i = 0; i < t->ndim; i++) if (!reduced[i]) { perm[n] = i; shape[n] = t->sizes[i]; n++; }
+    for (int i = 0; i < t->ndim; i++) if (reduced[i]) { perm[n++] = i; R *= t->sizes[i]; }
+    shape[t->ndim - nred] = R;
+    netcl_tensor *p = XC(x, netcl_tensor_permute, t, t->ndim, perm), *v = NULL;
+    if (!p || netcl_tensor_view(&v, p, t->ndim - nred + 1, shape) != NETCL_OK) return NULL;
+    return nc_x_own(x, v);
+}
+
+/* op over the dims; the building block of the rest of the file. One
+ * kernel when the reduced dims merge into a view; otherwise one reduction
+ * per dim, innermost first (strided rows, no copy of the input). */
+static netcl_tensor *reduce_set(nc_x *x, netcl_op op, netcl_tensor *t, const int *reduced, int nred, int keepdim)
+{
+    if (x->st != NETCL_OK) return NULL;
+    netcl_tensor *r;
+    if (nred == t->ndim) {
+        r = x_red(x, op, t, -1, 0);   /* every dim (also a 0-dim tensor) */
+    } else if (nred == 1) {
+        int d = 0;
+        while (!reduced[d]) d++;
+        r = x_red(x, op, t, d, 0);
+    } else {
+        netcl_tensor *v = merged_view(x, t, reduced, nred);
+        if (v) {
+            r = x_red(x, op, v, t->ndim - nred, 0);
+        } else {
+            r = t;
+            for (int d = t->ndim - 1; d >= 0; d--) if (reduced[d]) r = x_red(x, op, r, d, 1);
+            return keepdim ? r : merged_out(x, r, t, reduced);
+        }
+    }
+    return keepdim ? keep_dims(x, r, t, reduced) : r;
+}
+
+netcl_status netcl_reduce_dims(netcl_tensor **out, netcl_op op, netcl_tensor *a, int ndims, const int *dims, int keepdim)
+{
+    nc_x x = NC_X(netcl_op_name(op));
+    int reduced[NC_MAX_DIMS];
+    if (op != NETCL_OP_SUM && op != NETCL_OP_MEAN && op != NETCL_OP_PROD && op != NETCL_OP_MAX && op != NETCL_OP_MIN)
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "reduce over several dims: %s is not sum, mean, prod, max or min",
+                              netcl_op_name(op)));
+    int nred = x.st == NETCL_OK ? dim_set(&x, netcl_op_name(op), a, ndims, dims, reduced) : 0;
+    return nc_x_return(&x, out, reduce_set(&x, op, a, reduced, nred, keepdim));
+}
+
+/* sum((a - mean)^2) / (N - correction), N the reduced element count */
+static netcl_tensor *variance(nc_x *x, netcl_tensor *a, const int *reduced, int nred, double correction, int keepdim)
+{
+    if (x->st != NETCL_OK) return NULL;
+    int64_t n = 1;
+    for (int i = 0; i < a->ndim; i++) if (reduced[i]) n *= a->sizes[i];
+    netcl_tensor *af = nc_dtype_is_float(a->dtype) ? a : x_cast(x, a, NETCL_DTYPE_FLOAT32);
+    netcl_tensor *m = reduce_set(x, NETCL_OP_MEAN, af, reduced, nred, 1);
+    netcl_tensor *d = x_un(x, NETCL_OP_SQUARE, x_sub(x, af, m));
+    double denom = (double)n - correction;
+    return x_sc(x, NETCL_OP_DIV, reduce_set(x, NETCL_OP_SUM, d, reduced, nred, keepdim), denom > 0 ? denom : 0);
+}
+
+netcl_status netcl_var(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim)
+{
+    nc_x x = NC_X("var");
+    int reduced[NC_MAX_DIMS];
+    int nred = dim_set(&x, "var", a, ndims, dims, reduced);
+    return nc_x_return(&x, out, variance(&x, a, reduced, nred, correction, keepdim));
+}
+
+netcl_status netcl_std(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim)
+{
+    nc_x x = NC_X("std");
+    int reduced[NC_MAX_DIMS];
+    int nred = dim_set(&x, "std", a, ndims, dims, reduced);
+    return nc_x_return(&x, out, x_un(&x, NETCL_OP_SQRT, variance(&x, a, reduced, nred, correction, keepdim)));
+}
+
+/* p = 1: sum |a|; p = 2: sqrt(sum a^2); p = inf: max |a|; p = -inf: min |a|;
+ * other p > 0: (sum |a|^p)^(1/p). */
+netcl_status netcl_norm(netcl_tensor **out, netcl_tensor *a, double p, int ndims, const int *dims, int keepdim)
+{
+    nc_x x = NC_X("norm");
+    int reduced[NC_MAX_DIMS];
+    if (!nc_dtype_is_float(a->dtype))
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "needs a floating tensor, got %s", nc_describe(a)));
+    if (!(p > 0) && !isinf(p))
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "p must be positive or +-inf, got %g", p));
+    int nred = x.st == NETCL_OK ? dim_set(&x, "norm", a, ndims, dims, reduced) : 0;
+    netcl_tensor *ab = x_un(&x, NETCL_OP_ABS, a), *r;
+    if (isinf(p)) r = reduce_set(&x, p > 0 ? NETCL_OP_MAX : NETCL_OP_MIN, ab, reduced, nred, keepdim);
+    else if (p == 1) r = reduce_set(&x, NETCL_OP_SUM, ab, reduced, nred, keepdim);
+    else if (p == 2) r = x_un(&x, NETCL_OP_SQRT, reduce_set(&x, NETCL_OP_SUM, x_un(&x, NETCL_OP_SQUARE, a), reduced, nred, keepdim));
+    else r = x_sc(&x, NETCL_OP_POW, reduce_set(&x, NETCL_OP_SUM, x_sc(&x, NETCL_OP_POW, ab, p), reduced, nred, keepdim), 1 / p);
+    return nc_x_return(&x, out, r);
+}
+
+/* log(sum(exp(a - m))) + m with m the (constant) max; an all -inf slice gives -inf */
+netcl_status netcl_logsumexp(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim)
+{
+    nc_x x = NC_X("logsumexp");
+    int reduced[NC_MAX_DIMS];
+    if (!nc_dtype_is_float(a->dtype))
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "needs a floating tensor, got %s", nc_describe(a)));
+    int nred = x.st == NETCL_OK ? dim_set(&x, "logsumexp", a, ndims, dims, reduced) : 0;
+    netcl_tensor *m = NULL;
+    if (x.st == NETCL_OK) {
+        int prev = nc_grad_push_disabled();   /* the shift is a constant for autograd */
+        netcl_tensor *mk = reduce_set(&x, NETCL_OP_MAX, a, reduced, nred, 1);
+        netcl_tensor *mabs = x_un(&x, NETCL_OP_ABS, mk);
+        netcl_tensor *infinite = XC(&x, netcl_binary_scalar, NETCL_OP_EQ, mabs, INFINITY, 0);
+        m = XC(&x, netcl_where, infinite, NULL, mk, 0, 0);
+        nc_grad_pop(prev);
+    }
+    netcl_tensor *s = reduce_set(&x, NETCL_OP_SUM, x_un(&x, NETCL_OP_EXP, x_sub(&x, a, m)), reduced, nred, 1);
+    netcl_tensor *r = x_add(&x, x_un(&x, NETCL_OP_LOG, s), m);
+    if (!keepdim && x.st == NETCL_OK) {
+        int64_t shape[NC_MAX_DIMS];
+        int n = 0;
+        for (int i = 0; i < a->ndim; i++) if (!reduced[i]) shape[n++] = a->sizes[i];
+        r = XC(&x, netcl_tensor_reshape, r, n, shape);
+    }
+    return nc_x_return(&x, out, r);
+}
+
+/* any: some element != 0; all: no element == 0 (bool results) */
+static netcl_status any_all(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim, int all)
+{
+    nc_x x = NC_X(all ? "all" : "any");
+    int reduced[NC_MAX_DIMS];
+    int nred = dim_set(&x, all ? "all" : "any", a, ndims, dims, reduced);
+    netcl_tensor *hits = XC(&x, netcl_binary_scalar, all ? NETCL_OP_EQ : NETCL_OP_NE, a, 0, 0);
+    netcl_tensor *n = reduce_set(&x, NETCL_OP_SUM, hits, reduced, nred, keepdim);
+    return nc_x_return(&x, out, XC(&x, netcl_binary_scalar, all ? NETCL_OP_EQ : NETCL_OP_GT, n, 0, 0));
+}
+
+netcl_status netcl_any(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim)
+{ return any_all(out, a, ndims, dims, keepdim, 0); }
+netcl_status netcl_all(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim)
+{ return any_all(out, a, ndims, dims, keepdim, 1); }

@@ -1,0 +1,126 @@
+/* select.c — CPU where (out = cond ? a : b) and the row-wise softmax
+ * family. where moves raw element bytes (a, b and out share a dtype), so it
+ * needs no compute type. softmax rows compute in double, max-subtracted,
+ * rows split across the thread pool. */
+#include "cpu.h"
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    const nc_desc *out, *cond, *a, *b;
+    unsigned char sa[8], sb[8];
+    int es;
+    nc_iter it;
+} where_ctx;
+
+static void where_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
+{
+    where_ctx *c = vctx;
+    int es = c->es;
+    char *o = (char *)c->out->buf + off[0] * es;
+    const uint8_t *m = (const uint8_t *)c->cond->buf + off[1];
+    const char *a = c->a ? (const char *)c->a->buf + off[2] * es : NULL;
+    const char *b = c->b ? (const char *)c->b->buf + off[3] * es : NULL;
+    for (int64_t j = 0; j < n; j++) {
+        const void *src = m[j * step[1]] ? (a ? a + j * step[2] * es : (const void *)c->sa)
+                                         : (b ? b + j * step[3] * es : (const void *)c->sb);
+        memcpy(o + j * step[0] * es, src, (size_t)es);
+    }
+}
+
+static void where_range(void *vctx, int64_t s, int64_t e)
+{
+    where_ctx *c = vctx;
+    nc_iter_range(&c->it, s, e, where_row, c);
+}
+
+netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
+                          const nc_desc *b, double sa, double sb)
+{
+    (void)dev;
+    where_ctx c = {out, cond, a, b, {0}, {0}, netcl_dtype_size(out->dtype), {0}};
+    nc_store_double(c.sa, out->dtype, 0, sa);
+    nc_store_double(c.sb, out->dtype, 0, sb);
+    /* absent operands iterate as out (never read) so the iterator sees 4 */
+    const nc_desc *ops[4] = {out, cond, a ? a : out, b ? b : out};
+    nc_iter_init(&c.it, 4, ops);
+    nc_parallel_for(nc_iter_numel(&c.it), 16384, where_range, &c);
+    return NETCL_OK;
+}
+
+/* ---- softmax ---------------------------------------------------------------------- */
+
+typedef struct { const nc_desc *out, *a, *g, *y; int log; int64_t R; } sm_ctx;
+
+/* element i of d as double (the float32 test is predictable per call) */
+static inline double ld(const nc_desc *d, int64_t i)
+{
+    if (d->dtype == NETCL_DTYPE_FLOAT32) return ((const float *)d->buf)[i];
+    if (d->dtype == NETCL_DTYPE_FLOAT64) return ((const double *)d->buf)[i];
+    return nc_load_double(d->buf, d->dtype, i);
+}
+
+static inline void st(const nc_desc *d, int64_t i, double v)
+{
+    if (d->dtype == NETCL_DTYPE_FLOAT32) ((float *)d->buf)[i] = (float)v;
+    else if (d->dtype == NETCL_DTYPE_FLOAT64) ((double *)d->buf)[i] = v;
+    else nc_store_double(d->buf, d->dtype, i, v);
+}
+
+/* Three passes over each row (max, sum of exp, write) in double: no row
+ * buffer, so any row length works. */
+static void softmax_rows(void *vctx, int64_t r0, int64_t r1)
+{
+    const sm_ctx *c = vctx;
+    int64_t R = c->R;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t ia = c->a->offset + r * R, io = c->out->offset + r * R;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < R; j++) {
+            double v = ld(c->a, ia + j);
+            if (v > mx || v != v) mx = v;
+        }
+        if (mx == -INFINITY) mx = 0;   /* an all -inf row gives nan (0/0), as in PyTorch */
+        for (int64_t j = 0; j < R; j++) sum += exp(ld(c->a, ia + j) - mx);
+        double lse = log(sum);
+        for (int64_t j = 0; j < R; j++) {
+            double v = ld(c->a, ia + j) - mx;
+            st(c->out, io + j, c->log ? v - lse : exp(v) / sum);
+        }
+    }
+}
+
+static void softmax_back_rows(void *vctx, int64_t r0, int64_t r1)
+{
+    const sm_ctx *c = vctx;
+    int64_t R = c->R;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t ig = c->g->offset + r * R, iy = c->y->offset + r * R, io = c->out->offset + r * R;
+        double s = 0;
+        for (int64_t j = 0; j < R; j++) s += c->log ? ld(c->g, ig + j) : ld(c->g, ig + j) * ld(c->y, iy + j);
+        for (int64_t j = 0; j < R; j++) {
+            double g = ld(c->g, ig + j), y = ld(c->y, iy + j);
+            st(c->out, io + j, c->log ? g - exp(y) * s : y * (g - s));
+        }
+    }
+}
+
+static int64_t grain_rows(int64_t R) { return R >= 16384 ? 1 : 16384 / R; }
+
+netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log)
+{
+    (void)dev;
+    int64_t R = a->sizes[a->ndim - 1], rows = nc_numel(a->ndim, a->sizes) / R;
+    sm_ctx c = {out, a, NULL, NULL, log, R};
+    nc_parallel_for(rows, grain_rows(R), softmax_rows, &c);
+    return NETCL_OK;
+}
+
+netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log)
+{
+    (void)dev;
+    int64_t R = y->sizes[y->ndim - 1], rows = nc_numel(y->ndim, y->sizes) / R;
+    sm_ctx c = {gin, NULL, g, y, log, R};
+    nc_parallel_for(rows, grain_rows(R), softmax_back_rows, &c);
+    return NETCL_OK;
+}
