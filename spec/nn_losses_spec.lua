@@ -1,4 +1,4 @@
--- spec/nn_losses_spec.lua — the loss functions (nn.losses) and modules:
+-- spec/nn_losses_spec.lua — the loss functions (nn.functional) and modules:
 -- values against formulas computed here, every reduction, PyTorch's edge
 -- rules (log clamp, stable logits form, 0 log 0), Jacobian checks (float64,
 -- cpu), device results against the cpu, and clear errors.
@@ -6,7 +6,7 @@ local lu = require("luaunit")
 local H = require("helper")
 local netcl = H.netcl
 local nn = netcl.nn
-local L = nn.losses
+local L = nn.functional
 local dev = H.device
 
 local function T(v) return netcl.tensor(v, { device = dev }) end
@@ -43,6 +43,11 @@ function TestLosses:test_regression_losses()
     end, X, Y, { beta = beta })
   end
   check_all(L.smooth_l1_loss, function(a, b) return math.abs(a - b) end, X, Y, { beta = 0 })
+  check_all(L.huber_loss, function(a, b)
+    local d = math.abs(a - b)
+    return d < 0.7 and 0.5 * d * d or 0.7 * (d - 0.35)
+  end, X, Y, { delta = 0.7 })
+  H.assert_close(nn.HuberLoss({ delta = 0.7 })(T(X), T(Y)), L.huber_loss(T(X), T(Y), { delta = 0.7 }))
   H.assert_close(nn.MSELoss()(T(X), T(Y)), L.mse_loss(T(X), T(Y)))
   H.assert_close(nn.SmoothL1Loss({ beta = 0.5, reduction = "sum" })(T(X), T(Y)), L.smooth_l1_loss(T(X), T(Y), { beta = 0.5, reduction = "sum" }))
   H.assert_close(nn.L1Loss({ reduction = "none" })(T(X), T(Y)), L.l1_loss(T(X), T(Y), { reduction = "none" }))
@@ -133,9 +138,10 @@ function TestLosses:test_match_cpu()
 end
 
 function TestLosses:test_errors()
-  H.assert_error(function() L.mse_loss(T({ 1, 2 }), T({ 1, 2, 3 })) end, "mse_loss: input [2] and target [3] must have the same shape")
+  H.assert_error(function() L.mse_loss(T({ 1, 2 }), T({ 1, 2, 3 })) end, "mse_loss: input float32[2]", "target float32[3]", "must have the same shape")
   H.assert_error(function() L.l1_loss(T({ 1 }), T({ 1 }), { reduction = "avg" }) end, "reduction must be 'none', 'mean' or 'sum', got avg")
   H.assert_error(function() nn.MSELoss({ reduction = "max" }) end, "MSELoss: reduction must be")
-  H.assert_error(function() L.smooth_l1_loss(T({ 1 }), T({ 1 }), { beta = -1 }) end, "beta must be a non-negative number")
-  H.assert_error(function() L.kl_div(3, T({ 1 })) end, "kl_div: input must be a tensor")
+  H.assert_error(function() L.smooth_l1_loss(T({ 1 }), T({ 1 }), { beta = -1 }) end, "smooth_l1_loss: beta/delta must be >= 0")
+  H.assert_error(function() L.kl_div(3, T({ 1 })) end, "expected a netcl tensor, got number")
+  H.assert_error(function() nn.MSELoss({ beta = 1 }) end, "MSELoss: unknown option 'beta'")
 end

@@ -182,6 +182,23 @@ function TestOptimFormulas:test_other_dtypes()
   check("RMSprop", { lr = 0.01, centered = true }, 2, "float16", 1e-2)
 end
 
+-- every kind and flag on the device against the cpu (the op table's coverage of optim_step)
+function TestOptimFormulas:test_device_matches_cpu()
+  local cases = {
+    { "SGD", { lr = 0.1, momentum = 0.9, nesterov = true, weight_decay = 0.01 } }, { "SGD", { lr = 0.1, maximize = true } },
+    { "Adam", { lr = 0.01, amsgrad = true } }, { "AdamW", { lr = 0.01 } },
+    { "RMSprop", { lr = 0.01, centered = true, momentum = 0.5 } }, { "Adagrad", { lr = 0.1, lr_decay = 0.1 } },
+  }
+  H.device_check("optim_step", function(d)
+    local out = {}
+    for _, c in ipairs(cases) do
+      local ps = run(c[1], { { which = { 1, 2 }, opts = c[2] } }, 3, d)
+      out[#out + 1], out[#out + 2] = ps[1], ps[2]
+    end
+    return unpack(out)
+  end)
+end
+
 function TestOptimFormulas:test_param_groups()
   local groups = { { which = { 1 }, opts = { lr = 0.1, momentum = 0.9 } }, { which = { 2 }, opts = { lr = 0.01 } } }
   local ps, opt = run("SGD", groups, 3)

@@ -91,6 +91,8 @@ static const nc_opdef table[] = {
     {"linear", "netcl_linear", "composite", "composite", 1},
     {"outer", "netcl_outer", "composite", "composite", 1},
     {"dot", "netcl_dot", "composite", "composite", 1},
+    /* optimizer updates over flat buffers (kernels/optim.cl, src/optim.c; not differentiable) */
+    {"optim_step", "netcl_optim_step", "-", "optim", 0},
 };
 
 int netcl_op_table_size(void) { return (int)(sizeof table / sizeof table[0]); }

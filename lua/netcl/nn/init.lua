@@ -1,6 +1,6 @@
 -- netcl/nn/init.lua — the nn package: nn.Module and nn.Parameter, the
--- layers, containers and loss modules, nn.init (initialisers), nn.losses
--- (functional losses) and nn.functional. Everything is composed from
+-- layers, containers and loss modules, nn.init (initialisers) and
+-- nn.functional (the functional forms). Everything is composed from
 -- autograd ops; no module writes a backward pass.
 local module = require("netcl.nn.module")
 
@@ -18,7 +18,6 @@ for _, file in ipairs({ "netcl.nn.containers", "netcl.nn.layers.linear", "netcl.
 end
 
 nn.init = require("netcl.nn.init_fns")
-nn.losses = require("netcl.nn.losses")
 nn.functional = require("netcl.nn.functional")
 
 return nn

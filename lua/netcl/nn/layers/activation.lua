@@ -61,12 +61,8 @@ function Hardtanh:__init(min_val, max_val)
 end
 
 -- softplus(x) = log(1 + exp(beta x)) / beta, and x itself where beta x > threshold
-local Softplus = simple("Softplus", function(self, x)
-  local z = self.beta == 1 and x or x * self.beta
-  local y = self.beta == 1 and z:softplus() or z:softplus() / self.beta
-  local over = z:gt(self.threshold):cast(x.dtype)   -- softplus is finite, so the blend never meets 0 * inf
-  return y + (x - y) * over
-end, function(self) return ("beta=%g, threshold=%g"):format(self.beta, self.threshold) end)
+local Softplus = simple("Softplus", function(self, x) return x:softplus(self.beta, self.threshold) end,
+                        function(self) return ("beta=%g, threshold=%g"):format(self.beta, self.threshold) end)
 function Softplus:__init(beta, threshold)
   self.beta = number("Softplus", "beta", beta, 1)
   self.threshold = number("Softplus", "threshold", threshold, 20)

@@ -4,6 +4,7 @@
 local lib = require("netcl.lib")
 local module = require("netcl.nn.module")
 local init = require("netcl.nn.init_fns")
+local F = require("netcl.nn.functional")
 local Module, Parameter, throw = module.Module, module.Parameter, lib.throw
 
 local netcl_
@@ -53,10 +54,7 @@ end
 
 function Linear:forward(x)
   check_last("Linear", x, self.in_features)
-  local y = x:matmul(self.weight:t())
-  local b = self.bias
-  if b then y = y + b end
-  return y
+  return F.linear(x, self.weight, self.bias)
 end
 
 function Linear:extra_repr()
