@@ -19,7 +19,7 @@ LAUNCH  := $(BUILD)/netcl
 
 DEB_PKGS := gcc make luajit libluajit-5.1-dev ocl-icd-libopencl1 ocl-icd-opencl-dev \
             opencl-c-headers pocl-opencl-icd clinfo lua-unit libpng-dev zlib1g-dev \
-            libreadline-dev dataset-fashion-mnist
+            libreadline-dev dataset-fashion-mnist libopenblas0-pthread
 
 .PHONY: all deps test check demo clean bench cdef-check
 all: $(LIB) $(CDEF) $(LAUNCH)

@@ -88,3 +88,25 @@ function TestComposite:test_matrix_products()
   H.assert_error(function() netcl.linear(a, T({ { 1, 2, 3 } })) end, "linear", "does not match")
   H.assert_error(function() T({ 1, 2 }):dot(T({ 1, 2, 3 })) end, "dot", "lengths differ")
 end
+
+TestMixedDevices = {}
+
+function TestMixedDevices:test_every_family_names_both_devices()
+  lu.skipIf(H.is_cpu, "needs a second device")
+  local F = netcl.nn.functional
+  local d = netcl.randn(2, 3, 4, 4, { device = dev })
+  local c = netcl.randn(2, 3, 4, 4, { device = "cpu" })
+  local cases = {
+    function() return d + c end,
+    function() return netcl.where(d:gt(0), d, c) end,
+    function() return d:matmul(c) end,
+    function() return F.conv2d(d, netcl.randn(2, 3, 3, 3, { device = "cpu" })) end,
+    function() return F.batch_norm(d, nil, nil, netcl.ones(3, { device = "cpu" }), nil, true) end,
+    function() return F.cross_entropy(d:view(2, 48), netcl.ones(2, { device = "cpu", dtype = "int64" })) end,
+    function() return F.mse_loss(d, c) end,
+  }
+  for i, f in ipairs(cases) do
+    local err = H.assert_error(f, "different devices")
+    lu.assertTrue(err:find(dev, 1, true) ~= nil and err:find("cpu", 1, true) ~= nil, "case " .. i .. ": " .. err)
+  end
+end

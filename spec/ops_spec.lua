@@ -299,3 +299,23 @@ function TestInplace:test_values()
   H.assert_error(function() netcl.zeros(1, 3, { device = dev }):add_(netcl.ones(2, 3, { device = dev })) end,
     "add_", "does not fit in place")
 end
+
+function TestMatmul:test_blas_and_builtin_kernel_agree()
+  lu.skipIf(not H.is_cpu, "the cpu backend's two matmul paths")
+  local code = [[
+    local netcl = require("netcl")
+    netcl.manual_seed(5)
+    local a, b = netcl.randn(37, 53, { device = "cpu" }), netcl.randn(61, 53, { device = "cpu" })
+    local c = a:matmul(b:t()):matmul(netcl.randn(61, 3, { device = "cpu" }))
+    io.write(table.concat(c:view(-1):totable(), " "))
+  ]]
+  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
+  local lua = ("LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q"):format(root, root, root, code)
+  local with_blas = H.run(lua)
+  local without = H.run("NETCL_BLAS=0 " .. lua)
+  local x, y = {}, {}
+  for v in with_blas:gmatch("%S+") do x[#x + 1] = tonumber(v) end
+  for v in without:gmatch("%S+") do y[#y + 1] = tonumber(v) end
+  lu.assertEquals(#x, 37 * 3)
+  H.assert_close(x, y, 1e-4, 1e-4, "BLAS vs built-in")
+end

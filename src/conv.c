@@ -28,6 +28,7 @@ static netcl_status float_input(const char *op, const netcl_tensor *x, int ndim)
 /* positions of a window along one dim (floor, or ceil_mode's rule) */
 int64_t nc_window_positions(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode)
 {
+    if (s <= 0 || k <= 0 || d <= 0) return 0;   /* invalid windows are refused by the callers' checks */
     int64_t span = in + 2 * p - d * (k - 1) - 1;
     if (span < 0) return 0;
     int64_t n = (ceil_mode ? (span + s - 1) / s : span / s) + 1;

@@ -7,8 +7,8 @@
 static netcl_status check(const char *op, const netcl_tensor *x, const netcl_tensor *t, const netcl_tensor *w, int logp,
                           double eps)
 {
-    if (x->ndim != 2 || !nc_dtype_is_float(x->dtype))
-        return nc_fail(NETCL_ERR_ARGUMENT, "%s: input must be a floating [rows, classes] tensor, got %s", op, nc_describe(x));
+    if (x->ndim != 2 || !nc_dtype_is_float(x->dtype) || x->sizes[1] == 0)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: input must be a floating [rows, classes] tensor with classes > 0, got %s", op, nc_describe(x));
     NC_TRY(nc_same_device(op, x, t));
     if (nc_dtype_is_float(t->dtype) || t->dtype == NETCL_DTYPE_BOOL || t->ndim != 1 || t->sizes[0] != x->sizes[0])
         return nc_fail(NETCL_ERR_ARGUMENT, "%s: target must be an integer tensor of %lld class indices, got %s (input %s)",

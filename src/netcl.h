@@ -183,6 +183,9 @@ int64_t netcl_device_local_mem(const netcl_device *dev);
 int64_t netcl_device_max_work_group(const netcl_device *dev);
 int netcl_device_has_fp16(const netcl_device *dev);
 int netcl_device_has_fp64(const netcl_device *dev);
+/* The CPU BLAS the cpu backend's matmul uses ("libopenblas.so.0"), or
+ * "none" (the built-in kernel); NETCL_BLAS=0 disables it. */
+const char *netcl_cpu_blas(void);
 /* NVIDIA compute capability as major*10+minor (90 for sm_90), 0 elsewhere. */
 int netcl_device_compute_capability(const netcl_device *dev);
 netcl_status netcl_device_synchronize(netcl_device *dev);
@@ -206,6 +209,8 @@ void netcl_memory_reset_peak(netcl_device *dev);
 int64_t netcl_runtime_programs_compiled(void);   /* built from source */
 int64_t netcl_runtime_programs_loaded(void);     /* loaded from the disk cache */
 int64_t netcl_runtime_kernels_launched(void);
+/* Nanoseconds spent inside the OpenCL driver's kernel enqueue, in total. */
+int64_t netcl_runtime_enqueue_ns(void);
 
 /* ---- the op table --------------------------------------------------------
  * Every op netcl offers (src/optable.c): entry i is "name forward backward

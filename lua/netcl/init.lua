@@ -68,6 +68,7 @@ function netcl.devices()
       fp16 = C.netcl_device_has_fp16(h) ~= 0,
       fp64 = C.netcl_device_has_fp64(h) ~= 0,
       compute_capability = C.netcl_device_compute_capability(h),
+      blas = C.netcl_device_type_of(h) == 0 and ffi.string(C.netcl_cpu_blas()) or nil,
     }
   end
   return list
@@ -106,6 +107,7 @@ function netcl.runtime_stats()
     programs_compiled = tonumber(C.netcl_runtime_programs_compiled()),
     programs_loaded = tonumber(C.netcl_runtime_programs_loaded()),
     kernels_launched = tonumber(C.netcl_runtime_kernels_launched()),
+    enqueue_ns = tonumber(C.netcl_runtime_enqueue_ns()),
   }
 end
 

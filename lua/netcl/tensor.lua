@@ -46,11 +46,23 @@ local function finalize(b) release(b.h) end
 local MIN_THRESHOLD = 256 * 1024 * 1024
 local threshold = MIN_THRESHOLD
 
+-- Small tensors never reach the byte threshold, yet each one left to the GC
+-- holds a device buffer the pool cannot reuse (a fresh driver allocation
+-- per op): an incremental GC step every GC_EVERY new tensors returns them.
+local GC_EVERY = tonumber(os.getenv("NETCL_GC_EVERY")) or 1024
+local GC_STEP = tonumber(os.getenv("NETCL_GC_STEP")) or 64
+local wrapped = 0
+
 local function wrap(h)
   local t = ffi.gc(Box(h), finalize)
   if C.netcl_memory_total_in_use() > threshold then
     collectgarbage("collect")
     threshold = math.max(MIN_THRESHOLD, 2 * tonumber(C.netcl_memory_total_in_use()))
+  end
+  wrapped = wrapped + 1
+  if wrapped >= GC_EVERY then
+    wrapped = 0
+    if GC_STEP > 0 then collectgarbage("step", GC_STEP) end
   end
   return t
 end

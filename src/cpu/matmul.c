@@ -225,6 +225,7 @@ netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc 
     int64_t B = out->sizes[0];
     if (B == 0 || c.M == 0 || c.N == 0) return NETCL_OK;
     if (c.K == 0) return nc_cpu_fill(dev, out, 0);
+    if (nc_cpu_blas_matmul(out, a, w)) return NETCL_OK;
     if (out->dtype == NETCL_DTYPE_FLOAT64) return matmul_f64(&c);
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, pick_kernel);
