@@ -43,6 +43,8 @@ $(BUILD)/kernels_embed.c: $(KERNELS) Makefile
 
 # plain loops in the cpu backend only vectorise at -O3 with GCC 12
 $(BUILD)/obj/cpu/%.o: OPT := -O3
+# sqrt in the fused optimizer loops vectorises only without errno (never read there)
+$(BUILD)/obj/cpu/optim.o: CFLAGS += -fno-math-errno
 
 $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 	@mkdir -p $(dir $@)

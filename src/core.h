@@ -209,6 +209,13 @@ typedef struct nc_backend {
      * accumulate in double on cpu (double where the device has it on OpenCL);
      * integers in int64 with wrap-around. */
     netcl_status (*scan)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a);
+    /* Fused optimizer update (src/optim.c checks the operands): p, g and
+     * each non-NULL s[0..2] are contiguous 1-D descriptors of one float
+     * dtype and p->sizes[0] elements; s[k] is NULL where netcl_optim_step
+     * (netcl.h) says the kind and flags leave it unused. hyper holds
+     * NETCL_OPTIM_NHYPER values indexed by netcl_optim_hyper. */
+    netcl_status (*optim_step)(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p,
+                               const nc_desc *g, const nc_desc *const *s, const double *hyper);
 } nc_backend;
 
 /* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out

@@ -628,6 +628,51 @@ netcl_status netcl_augment(netcl_tensor **out, netcl_augment_kind kind, netcl_te
  * params [N,2] (top, left), 0-based in padded coordinates. */
 netcl_status netcl_augment_crop(netcl_tensor **out, netcl_tensor *x, netcl_tensor *params, int64_t padding, int64_t out_h, int64_t out_w, int reflect, double value);
 
+/* ---- optimizers: fused updates over flat buffers -----------------------------
+ * One call updates a whole flat parameter buffer and its state buffers in
+ * one kernel. param, grad and the state tensors are contiguous, of one
+ * float dtype and one element count, on one device, and do not overlap.
+ * hyper holds NETCL_OPTIM_NHYPER values indexed by netcl_optim_hyper; the
+ * caller computes step-dependent factors (bias corrections, decayed rates)
+ * on the host, so the update never reads the device back. param and the
+ * states are written in place (their versions bumped), grad is read. As
+ * for any in-place write, a param that requires grad is refused while grad
+ * mode is on. Lua: lua/netcl/optim (docs/optim.md gives the formulas). */
+typedef enum netcl_optim_kind {
+    NETCL_OPTIM_SGD = 0,       /* state1: momentum buffer (needed when momentum != 0) */
+    NETCL_OPTIM_ADAM = 1,      /* state1: exp_avg, state2: exp_avg_sq, state3: max_exp_avg_sq (amsgrad) */
+    NETCL_OPTIM_RMSPROP = 2,   /* state1: square_avg, state2: momentum buffer (momentum != 0), state3: grad_avg (centered) */
+    NETCL_OPTIM_ADAGRAD = 3,   /* state1: sum of squared gradients */
+    NETCL_OPTIM_KIND_END = 4
+} netcl_optim_kind;
+
+typedef enum netcl_optim_flag {
+    NETCL_OPTIM_NESTEROV = 1,     /* SGD */
+    NETCL_OPTIM_AMSGRAD = 2,      /* Adam */
+    NETCL_OPTIM_CENTERED = 4,     /* RMSProp */
+    NETCL_OPTIM_MAXIMIZE = 8,     /* ascend: the gradient's sign is flipped first */
+    NETCL_OPTIM_FIRST_STEP = 16   /* SGD: the momentum buffer starts as the gradient */
+} netcl_optim_flag;
+
+typedef enum netcl_optim_hyper {
+    NETCL_OPTIM_LR = 0,            /* step size (Adam: lr / (1 - beta1^t); Adagrad: lr / (1 + (t-1) lr_decay)) */
+    NETCL_OPTIM_WEIGHT_DECAY = 1,  /* L2 term added to the gradient (0 for AdamW) */
+    NETCL_OPTIM_BETA1 = 2,         /* SGD and RMSProp momentum, Adam beta1 */
+    NETCL_OPTIM_BETA2 = 3,         /* Adam beta2, RMSProp alpha, SGD dampening */
+    NETCL_OPTIM_EPS = 4,
+    NETCL_OPTIM_BC2_SQRT = 5,      /* Adam: sqrt(1 - beta2^t) */
+    NETCL_OPTIM_PARAM_SCALE = 6,   /* param multiplied first (AdamW: 1 - lr * weight_decay), else 1 */
+    NETCL_OPTIM_NHYPER = 8
+} netcl_optim_hyper;
+
+/* state1..3 may be NULL where the kind and flags do not use them. */
+netcl_status netcl_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *param, netcl_tensor *grad,
+                              netcl_tensor *state1, netcl_tensor *state2, netcl_tensor *state3,
+                              const double *hyper, int nhyper);
+/* CRC-32 (zlib's polynomial) of nbytes at data, continuing from crc (0 to
+ * start): the checkpoint checksum (lua/netcl/io.lua). */
+uint32_t netcl_crc32(uint32_t crc, const void *data, int64_t nbytes);
+
 /* ---- autograd -------------------------------------------------------------
  * While grad mode is on (per thread, default on), every op with an input
  * that requires grad records a node on its output. netcl_backward runs the

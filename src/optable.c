@@ -120,6 +120,8 @@ static const nc_opdef table[] = {
     {"bernoulli", "netcl_bernoulli", "-", "composite", 0},
     {"randperm", "netcl_randperm", "-", "host", 0},
     {"multinomial", "netcl_multinomial", "-", "host", 0},
+    /* optimizer updates over flat buffers (kernels/optim.cl, src/optim.c; not differentiable) */
+    {"optim_step", "netcl_optim_step", "-", "optim", 0},
 };
 
 int netcl_op_table_size(void) { return (int)(sizeof table / sizeof table[0]); }

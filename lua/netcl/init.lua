@@ -309,7 +309,12 @@ function netcl.is_grad_enabled() return C.netcl_grad_enabled() ~= 0 end
 function netcl.set_grad_enabled(flag) C.netcl_set_grad_enabled(flag and 1 or 0) end
 
 netcl.autograd = require("netcl.autograd")
-netcl.nn = { functional = require("netcl.nn.functional") }
+netcl.nn = require("netcl.nn")         -- nn.Module, layers, init, losses; netcl.nn.functional as before
+
+-- ---- optimizers and checkpoints (lua/netcl/optim, lua/netcl/io.lua) ------------------
+netcl.optim = require("netcl.optim")
+netcl.save = require("netcl.io").save
+netcl.load = require("netcl.io").load
 
 -- Runs fn(...) with gradient recording off; restores the mode after, also on error.
 function netcl.no_grad(fn, ...) return netcl.autograd.with_grad_mode(false, fn, ...) end

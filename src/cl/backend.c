@@ -139,6 +139,7 @@ static const nc_backend opencl_backend = {
     .scatter = nc_cl_scatter,
     .sort = nc_cl_sort,
     .scan = nc_cl_scan,
+    .optim_step = nc_cl_optim_step,
 };
 
 static void info_str(cl_device_id id, cl_device_info what, char *buf, size_t len)

@@ -103,6 +103,8 @@ netcl_status nc_cl_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args 
 netcl_status nc_cl_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
 netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
 netcl_status nc_cl_augment(netcl_device *dev, const nc_augment *a);
+netcl_status nc_cl_optim_step(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
+                              const nc_desc *const *s, const double *hyper);
 
 /* Sets kernel argument i from a value of the kernel's compute type for
  * dtype dt (float, double or long): scalars cross as that type. */

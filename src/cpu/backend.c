@@ -101,6 +101,7 @@ static const nc_backend cpu_backend = {
     .scatter = nc_cpu_scatter,
     .sort = nc_cpu_sort,
     .scan = nc_cpu_scan,
+    .optim_step = nc_cpu_optim_step,
 };
 
 /* Copies the value of the first "key : value" line of /proc/cpuinfo. */

@@ -59,5 +59,7 @@ netcl_status nc_cpu_gather(netcl_device *dev, const nc_desc *out, const nc_desc 
 netcl_status nc_cpu_scatter(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
 netcl_status nc_cpu_sort(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a, int descending);
 netcl_status nc_cpu_scan(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a);
+netcl_status nc_cpu_optim_step(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
+                               const nc_desc *const *s, const double *hyper);
 
 #endif
