@@ -113,3 +113,16 @@ function TestConv:test_bad_input()
     { stride = 2, output_padding = 2 }) end, "output_padding")
   H.assert_error(function() netcl.fold(netcl.randn(1, 5, 4, { device = dev }), 3, 2) end, "fold", "multiple")
 end
+
+function TestConv:test_interpolate_values()
+  local F = netcl.nn.functional
+  local x = netcl.tensor({ { { { 1, 2 }, { 3, 4 } } } }, { device = dev })
+  H.assert_close(F.interpolate(x, { scale_factor = 2, mode = "bilinear" }),
+    { { { { 1, 1.25, 1.75, 2 }, { 1.5, 1.75, 2.25, 2.5 }, { 2.5, 2.75, 3.25, 3.5 }, { 3, 3.25, 3.75, 4 } } } })
+  H.assert_close(F.interpolate(x, { size = 3, mode = "bilinear", align_corners = true })[1][1][1], { 1, 1.5, 2 })
+  lu.assertEquals(F.interpolate(x, { scale_factor = 2 }):totable()[1][1][1], { 1, 1, 2, 2 })
+  lu.assertEquals(F.interpolate(x, { size = { 1, 3 } }):totable()[1][1], { { 1, 1, 2 } })
+  H.assert_error(function() F.interpolate(x, { size = 2, scale_factor = 2 }) end, "exactly one")
+  H.assert_error(function() F.interpolate(x, { size = 2, mode = "cubic" }) end, "mode")
+  H.assert_error(function() F.interpolate(x:view(4), { size = 2 }) end, "interpolate")
+end

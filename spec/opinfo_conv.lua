@@ -35,4 +35,12 @@ return function(M)
   case({ op = "adaptive_avg_pool2d", inputs = { R(2, 3, 7, 5) }, fn = function(x) return n.adaptive_avg_pool2d(x, { 3, 2 }) end })
   case({ op = "adaptive_avg_pool2d", inputs = { R(1, 2, 3, 3) }, fn = function(x) return n.adaptive_avg_pool2d(x, { 5, 4 }) end })
   case({ op = "adaptive_avg_pool2d", inputs = { R(2, 4, 5, 6) }, fn = function(x) return n.adaptive_avg_pool2d(x, 1) end })
+  local F = require("netcl.nn.functional")
+  case({ op = "interpolate", inputs = { R(2, 3, 3, 4) }, fn = function(x) return F.interpolate(x, { scale_factor = 2 }) end })
+  case({ op = "interpolate", inputs = { R(1, 2, 4, 3) }, label = "interpolate_bilinear",
+         fn = function(x) return F.interpolate(x, { size = { 7, 5 }, mode = "bilinear" }) end })
+  case({ op = "interpolate", inputs = { R(1, 2, 3, 3) }, label = "interpolate_corners",
+         fn = function(x) return F.interpolate(x, { size = 5, mode = "bilinear", align_corners = true }) end })
+  case({ op = "interpolate", inputs = { R(2, 3, 6) }, label = "interpolate_linear_down",
+         fn = function(x) return F.interpolate(x, { size = 4, mode = "linear" }) end })
 end

@@ -143,6 +143,12 @@ typedef enum netcl_reduction {
     NETCL_REDUCTION_BATCHMEAN = 3   /* sum / size of dim 0 (kl_div) */
 } netcl_reduction;
 
+/* interpolate modes: nearest neighbour, or (bi)linear over the spatial dims. */
+typedef enum netcl_interp_mode {
+    NETCL_INTERP_NEAREST = 0,
+    NETCL_INTERP_LINEAR = 1
+} netcl_interp_mode;
+
 typedef enum netcl_rng_kind {
     NETCL_RNG_UNIFORM = 0,   /* [p1, p2) */
     NETCL_RNG_NORMAL = 1,    /* mean p1, std p2 */
@@ -367,6 +373,11 @@ netcl_status netcl_conv_transpose2d(netcl_tensor **out, netcl_tensor *x, netcl_t
                                     const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
                                     const int64_t *dilation, int64_t groups);
 
+/* interpolate: x [N, C, L] or [N, C, H, W] resized to size (one entry per
+ * spatial dim); scale (may be NULL) the factors the sizes came from, whose
+ * inverse then maps coordinates (PyTorch's rule); align_corners as PyTorch. */
+netcl_status netcl_interpolate(netcl_tensor **out, netcl_tensor *x, const int64_t *size, const double *scale,
+                               netcl_interp_mode mode, int align_corners);
 /* Normalisation and dropout (composites). batch_norm: x [N, C, ...],
  * statistics over every dim but 1; training updates running_mean/var in
  * place (momentum; the variance unbiased) when given; any of running_*,

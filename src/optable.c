@@ -60,6 +60,7 @@ static const nc_opdef table[] = {
     {"adaptive_avg_pool2d", "netcl_adaptive_avg_pool2d", "pool", "pool", 1},
     {"conv2d", "netcl_conv2d", "conv2d", "convdirect+conv+matmul", 1},
     {"conv1d", "netcl_conv1d", "composite", "composite", 1},
+    {"interpolate", "netcl_interpolate", "composite", "composite", 1},
     {"conv_transpose2d", "netcl_conv_transpose2d", "conv2d", "convdirect+conv+matmul", 1},
     /* normalisation, dropout and elementwise losses (src/composite/norm.c, loss.c) */
     {"batch_norm", "netcl_batch_norm", "composite", "composite", 1},

@@ -85,12 +85,36 @@ function M.dropout2d(x, p, training)
   return call1(C.netcl_dropout, H(x), p or 0.5, training == false and 0 or 1, 1)
 end
 
--- labels [N] (1-based integers) -> [N, C] of 0/1 (float32 unless dtype)
-function M.one_hot(labels, num_classes, dtype)
-  local n = labels:numel()
-  local classes = netcl().arange(1, num_classes + 1, { device = labels.device, dtype = "int64" }):view(1, num_classes)
-  return labels:long():view(n, 1):eq(classes):cast(dtype or "float32")
+-- interpolate(x, {size = n | {h, w}, scale_factor = f | {fh, fw},
+--   mode = "nearest" | "linear" | "bilinear", align_corners = false})
+local interp_size, interp_scale = ffi.new("int64_t[2]"), ffi.new("double[2]")
+function M.interpolate(x, o)
+  o = options(o, "interpolate")
+  local nsp = x:dim() - 2
+  if nsp < 1 or nsp > 2 then throw("interpolate: expects [N, C, L] or [N, C, H, W], got " .. x:dim() .. " dims") end
+  local mode = o.mode or "nearest"
+  if mode ~= "nearest" and mode ~= "linear" and mode ~= "bilinear" then
+    throw("interpolate: mode must be 'nearest', 'linear' or 'bilinear', got " .. tostring(mode))
+  end
+  if (o.size == nil) == (o.scale_factor == nil) then throw("interpolate: give exactly one of size and scale_factor") end
+  local use_scale = o.scale_factor ~= nil
+  for i = 1, nsp do
+    local in_size = x:size(2 + i)
+    if use_scale then
+      local f = type(o.scale_factor) == "table" and o.scale_factor[i] or o.scale_factor
+      if type(f) ~= "number" or f <= 0 then throw("interpolate: scale_factor must be positive numbers") end
+      interp_scale[i - 1], interp_size[i - 1] = f, math.floor(in_size * f)
+    else
+      local s = type(o.size) == "table" and o.size[i] or o.size
+      if type(s) ~= "number" then throw("interpolate: size must be a number or a table of numbers") end
+      interp_scale[i - 1], interp_size[i - 1] = 0, s
+    end
+  end
+  return call1(C.netcl_interpolate, H(x), interp_size, interp_scale, mode == "nearest" and 0 or 1, o.align_corners and 1 or 0)
 end
+
+-- labels (1-based integers) -> 0/1 one-hot of num_classes (float32 unless dtype), range-checked
+function M.one_hot(labels, num_classes, dtype) return netcl().one_hot(labels, num_classes, dtype or "float32") end
 
 -- ---- losses ------------------------------------------------------------------------
 
