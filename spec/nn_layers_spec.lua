@@ -44,7 +44,9 @@ local ACTIVATIONS = {
 
 local function f64(...) return netcl.randn({ ... }, { dtype = "float64", device = "cpu", requires_grad = true }) end
 
+-- (the gradchecks run on the cpu in float64, whatever the default device is)
 local function gradcheck(m, inputs)
+  m:to("cpu")
   local ps = m:parameters()
   local all = { unpack(inputs) }
   for _, p in ipairs(ps) do all[#all + 1] = p end
