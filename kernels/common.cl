@@ -126,3 +126,14 @@ inline long meta_offset(const meta_t *m, int k, long i)
 }
 
 #define GRID_LOOP(i, n) for (long i = get_global_id(0); i < (n); i += get_global_size(0))
+
+/* Records the first out-of-range index of a launch in the device error word
+ * (8 ints: flag, value lo/hi, size lo/hi, op, dim, base; src/cl/index.c
+ * reports it at the next blocking read). */
+inline void index_report(__global int *err, long v, long size, int op, int dim, long base)
+{
+    if (atomic_cmpxchg((volatile __global int *)err, 0, 1) != 0) return;
+    err[1] = (int)v; err[2] = (int)(v >> 32);
+    err[3] = (int)size; err[4] = (int)(size >> 32);
+    err[5] = op; err[6] = dim; err[7] = (int)base;
+}

@@ -13,13 +13,6 @@
 #define I_T CAT(T_, TI)
 #define W_T CAT(RAW_, TA)
 
-inline void index_report(__global int *err, long v, long size, int op, int dim, long base)
-{
-    if (atomic_cmpxchg((volatile __global int *)err, 0, 1) != 0) return;
-    err[1] = (int)v; err[2] = (int)(v >> 32);
-    err[3] = (int)size; err[4] = (int)(size >> 32);
-    err[5] = op; err[6] = dim; err[7] = (int)base;
-}
 
 /* element offsets of operands 0..2 for linear index i, in one pass */
 inline void offsets3(const meta_t *m, long i, long *o0, long *o1, long *o2)

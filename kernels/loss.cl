@@ -4,7 +4,7 @@
  * class_loss_fwd: loss[r] = (1 - eps) w_y (lse - x_y) + eps/C (lse W - sum_c w_c x_c),
  *   lse = logsumexp(x_r) (LOGP: x holds log-probabilities, lse = 0 and eps = 0),
  *   W = sum_c w_c; wsum[r] = w_y (0 for an ignored row). A target out of
- *   range gives NaN in both (the host reports it on the cpu backend).
+ *   range gives NaN in both and is recorded in the device error word.
  * class_loss_bwd: gx[r, c] = g[r] ((1 - eps) w_y (p_c - [c == y]) + eps/C (p_c W - w_c)),
  *   p = softmax(x_r) (LOGP: -g[r] w_y [c == y]).
  * One work-group per row (grid-strided), local size a power of two <= 256. */
@@ -44,7 +44,7 @@ inline A_CT row_lse(__local A_CT *l, __global const A_T *x, long xb, long C)
 
 __kernel void class_loss_fwd(__global O_T *loss, __global O_T *wsum, __global const A_T *x, long xoff,
                              __global const long *t, long toff, __global const A_T *w, long woff, int has_w,
-                             long rows, long C, long base, long ignore, A_CT eps)
+                             long rows, long C, long base, long ignore, A_CT eps, __global int *err)
 {
     __local A_CT l[CL_LOCAL];
     int lid = get_local_id(0), ls = get_local_size(0);
@@ -59,7 +59,14 @@ __kernel void class_loss_fwd(__global O_T *loss, __global O_T *wsum, __global co
         if (lid == 0) {
             A_CT lv, wv;
             if (y + base == ignore) { lv = 0; wv = 0; }
-            else if (y < 0 || y >= C) { lv = NAN; wv = NAN; }
+            else if (y < 0 || y >= C) {
+                lv = NAN; wv = NAN;
+#ifdef LOGP
+                index_report(err, y + base, C, 4, 1, base);
+#else
+                index_report(err, y + base, C, 3, 1, base);
+#endif
+            }
             else {
                 wv = WEIGHT(y);
                 lv = ((A_CT)1 - eps) * wv * (lse - A_LOAD(x, xb + y)) + (eps != 0 ? eps / (A_CT)C * (lse * sw - swx) : (A_CT)0);

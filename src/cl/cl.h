@@ -123,6 +123,9 @@ netcl_status nc_cl_scan(netcl_device *dev, netcl_op op, const nc_desc *out, cons
  * an out-of-range index, clears it and returns NETCL_ERR_ARGUMENT naming
  * the op, the index, the size and the device. Costs nothing otherwise. */
 netcl_status nc_cl_check_index_error(nc_cl_device *cd);
+/* The device's index error word (created on first use); a kernel given it
+ * must be followed by cd->err_pending = 1. */
+netcl_status nc_cl_error_word(nc_cl_device *cd, cl_mem *out);
 void nc_cl_release_index(nc_cl_device *cd);
 
 #endif

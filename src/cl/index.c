@@ -13,9 +13,10 @@
 #include <string.h>
 
 #define ERR_WORDS 8
-static const char *const op_names[] = {"gather", "scatter", "scatter_add"};
+/* op codes the kernels record (kernels/common.cl index_report) */
+static const char *const op_names[] = {"gather", "scatter", "scatter_add", "cross_entropy", "nll_loss"};
 
-static netcl_status err_word(nc_cl_device *cd, cl_mem *out)
+netcl_status nc_cl_error_word(nc_cl_device *cd, cl_mem *out)
 {
     if (!cd->err_word) {
         cl_int err, zero[ERR_WORDS] = {0};
@@ -84,7 +85,7 @@ netcl_status nc_cl_gather(netcl_device *dev, const nc_desc *out, const nc_desc *
     cl_kernel k;
     size_t wg;
     cl_mem ob = out->buf, ib = idx->buf, xb = a->buf, eb;
-    NC_TRY(err_word(cd, &eb));
+    NC_TRY(nc_cl_error_word(cd, &eb));
     NC_TRY(nc_cl_kernel(cd, "index", opts, "gather_any", &k, &wg));
     cl_long astride = a->strides[dim], asize = a->sizes[dim], b = base;
     cl_int d = dim;
@@ -120,7 +121,7 @@ netcl_status nc_cl_scatter(netcl_device *dev, const nc_desc *out, const nc_desc 
     cl_kernel k;
     size_t wg;
     cl_mem ob = out->buf, ib = idx->buf, sb = src->buf, eb;
-    NC_TRY(err_word(cd, &eb));
+    NC_TRY(nc_cl_error_word(cd, &eb));
     NC_TRY(nc_cl_kernel(cd, "index", opts, "scatter_any", &k, &wg));
     cl_long ostride = out->strides[dim], osize = out->sizes[dim], b = base;
     cl_int d = dim, code = accumulate ? 2 : 1;

@@ -25,7 +25,13 @@ static netcl_status launch(netcl_device *dev, const char *kname, const nc_desc *
     NC_ARG(k, i++, xb); NC_ARG(k, i++, xo); NC_ARG(k, i++, tb); NC_ARG(k, i++, to);
     NC_ARG(k, i++, wb); NC_ARG(k, i++, wo); NC_ARG(k, i++, has_w);
     NC_ARG(k, i++, rows); NC_ARG(k, i++, C); NC_ARG(k, i++, b); NC_ARG(k, i++, ig);
-    NC_TRY(nc_cl_set_scalar(k, i, x->dtype, eps));
+    NC_TRY(nc_cl_set_scalar(k, i++, x->dtype, eps));
+    if (strcmp(kname, "class_loss_fwd") == 0) {
+        cl_mem eb;
+        NC_TRY(nc_cl_error_word(cd, &eb));
+        NC_ARG(k, i, eb);
+        cd->err_pending = 1;   /* a bad target is reported at the next blocking read */
+    }
     while (wg > 32 && (cl_long)wg / 2 >= C) wg /= 2;
     int64_t cap = (int64_t)(cd->dev->compute_units > 0 ? cd->dev->compute_units : 1) * 64;
     size_t groups = (size_t)(rows < cap ? rows : cap), global = groups * wg;
