@@ -161,3 +161,30 @@ function TestTensor:test_freed_tensor_is_an_error()
   H.assert_error(function() return t + 1 end, "freed")
   H.assert_error(function() return t:sum() end, "freed")
 end
+
+function TestTensor:test_pinned_memory_uploads()
+  netcl.manual_seed(8)
+  local src = netcl.randn(1000, 33, { device = "cpu" })
+  local p = src:pin_memory(dev)
+  lu.assertEquals(p.device, "cpu")
+  lu.assertEquals(p.is_pinned, not H.is_cpu)
+  H.assert_close(p, src, 0, 0)
+  -- queue work, then an upload on the transfer queue, then work that reads it
+  local busy = netcl.randn(512, 512, { device = dev })
+  for _ = 1, 3 do busy = busy:matmul(busy):tanh() end
+  local d = p:to(dev)
+  H.assert_close((d * 2):cpu(), src * 2, 0, 0)
+  -- overwriting the staging buffer after the upload was queued: the upload saw the old values
+  -- (on the cpu, to() returns the tensor itself)
+  if not H.is_cpu then
+    local d2 = p:to(dev)
+    p:fill_(0)
+    H.assert_close(d2:cpu(), src, 0, 0)
+  end
+  -- a pinned tensor freed while its upload may still run
+  local q = netcl.randn(4096, { device = "cpu" }):pin_memory(dev)
+  local d3 = q:to(dev)
+  if not H.is_cpu then q:free() end
+  lu.assertEquals(d3:numel(), 4096)
+  netcl.synchronize(dev)
+end

@@ -176,6 +176,18 @@ typedef struct nc_backend {
      * written whole, never aliasing the inputs. */
     netcl_status (*conv)(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+    /* Pinned (page-locked) host memory: *host points at nbytes; handle frees
+     * it. write_async copies from such memory into buf on a separate
+     * transfer queue, keeping `keep` alive until done, and marks both keep
+     * (a host wait before it is written) and dst (a queue wait before it is
+     * used) with its event; settle makes the main queue (on_device) or the host wait
+     * for an event and releases it. All four may be NULL (then transfers
+     * stay synchronous). */
+    netcl_status (*alloc_pinned)(netcl_device *dev, size_t nbytes, void **host, void **handle);
+    void (*free_pinned)(netcl_device *dev, void *handle);
+    netcl_status (*write_async)(netcl_device *dev, void *buf, size_t off, const void *src, size_t nbytes,
+                                netcl_tensor *keep, netcl_tensor *dst);
+    void (*settle)(netcl_device *dev, void *event, int on_device);
     void (*shutdown)(netcl_device *dev);
     /* Data augmentation (src/data/augment.c checks arguments): see nc_augment. */
     netcl_status (*augment)(netcl_device *dev, const struct nc_augment *a);
@@ -274,9 +286,25 @@ typedef struct nc_storage {
     size_t nbytes;     /* requested */
     size_t capacity;   /* size class */
     atomic_int version;   /* bumped by every in-place write (autograd safety) */
+    /* pinned host memory: a cpu storage whose bytes the backend of
+     * pinned_by allocated (page-locked); freed by it, never pooled */
+    netcl_device *pinned_by;
+    void *pinned_handle;
+    /* a transfer still in flight that reads or writes this storage: an event
+     * of pending_dev's backend, settled before any use (nc_storage_settle):
+     * a device storage waits in its queue, a host storage on the host */
+    void *pending;
+    netcl_device *pending_dev;
 } nc_storage;
 
 netcl_status nc_storage_new(nc_storage **out, netcl_device *dev, size_t nbytes);
+/* A cpu storage of pinned memory from for_dev's backend (plain memory where
+ * it has none). */
+netcl_status nc_storage_new_pinned(nc_storage **out, netcl_device *cpu, netcl_device *for_dev, size_t nbytes);
+/* Makes later use of s wait for a transfer still in flight. */
+void nc_storage_settle(nc_storage *s);
+/* Records an in-flight transfer of dev's backend on s (takes the event). */
+void nc_storage_set_pending(nc_storage *s, netcl_device *dev, void *event);
 void nc_storage_retain(nc_storage *s);
 void nc_storage_release(nc_storage *s);
 nc_pool *nc_pool_new(void);

@@ -111,9 +111,46 @@ netcl_status nc_storage_new(nc_storage **out, netcl_device *dev, size_t nbytes)
 
 void nc_storage_retain(nc_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 
+netcl_status nc_storage_new_pinned(nc_storage **out, netcl_device *cpu, netcl_device *for_dev, size_t nbytes)
+{
+    if (!for_dev->backend->alloc_pinned) return nc_storage_new(out, cpu, nbytes);
+    *out = NULL;
+    nc_storage *s = calloc(1, sizeof *s);
+    if (!s) return nc_fail(NETCL_ERR_OOM, "out of host memory allocating a storage header");
+    netcl_status st = for_dev->backend->alloc_pinned(for_dev, nbytes ? nbytes : 1, &s->buf, &s->pinned_handle);
+    if (st != NETCL_OK) { free(s); return st; }
+    atomic_init(&s->refcount, 1);
+    s->dev = cpu;
+    s->nbytes = s->capacity = nbytes;
+    s->pinned_by = for_dev;
+    *out = s;
+    return NETCL_OK;
+}
+
+void nc_storage_settle(nc_storage *s)
+{
+    void *ev = s->pending;
+    if (!ev) return;
+    s->pending = NULL;
+    s->pending_dev->backend->settle(s->pending_dev, ev, s->dev == s->pending_dev);
+}
+
+void nc_storage_set_pending(nc_storage *s, netcl_device *dev, void *event)
+{
+    nc_storage_settle(s);   /* one event at a time: the older transfer is waited for */
+    s->pending = event;
+    s->pending_dev = dev;
+}
+
 void nc_storage_release(nc_storage *s)
 {
     if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
+    nc_storage_settle(s);   /* the event must not outlive the storage that waits on it */
+    if (s->pinned_by) {
+        s->pinned_by->backend->free_pinned(s->pinned_by, s->pinned_handle);
+        free(s);
+        return;
+    }
     nc_pool *p = s->dev->pool;
     size_t cap;
     int c = size_class(s->capacity, &cap);

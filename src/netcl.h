@@ -260,6 +260,14 @@ netcl_status netcl_tensor_linspace(netcl_tensor **out, netcl_device *dev, netcl_
 netcl_status netcl_tensor_eye(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int64_t n, int64_t m);
 /* Copies numel elements of `dtype` from host memory (the raw-pointer form). */
 netcl_status netcl_tensor_from_host(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, const void *data);
+/* A cpu tensor in pinned (page-locked) memory of for_dev's driver: copying
+ * it to for_dev with netcl_tensor_to_device or copy_ is a DMA on a separate
+ * transfer queue that overlaps the work already queued (work queued later
+ * that uses the copy waits for it). Plain memory where for_dev has no
+ * pinned memory (the cpu). */
+netcl_status netcl_tensor_empty_pinned(netcl_tensor **out, netcl_device *for_dev, netcl_dtype dtype, int ndim,
+                                       const int64_t *sizes);
+int netcl_tensor_is_pinned(const netcl_tensor *t);
 /* Fills a new tensor from doubles converted to dtype (the Lua-table form). */
 netcl_status netcl_tensor_from_doubles(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, const double *data);
 netcl_status netcl_tensor_rand(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, netcl_rng_kind kind, double p1, double p2);

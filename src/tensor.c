@@ -38,7 +38,9 @@ static netcl_status check_shape(const char *op, netcl_dtype dt, int ndim, const 
     return NETCL_OK;
 }
 
-netcl_status nc_tensor_new(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes)
+/* pinned_for: NULL for ordinary memory of dev, else pinned memory (dev the cpu) */
+static netcl_status tensor_new(netcl_tensor **out, netcl_device *dev, netcl_device *pinned_for, netcl_dtype dtype, int ndim,
+                               const int64_t *sizes)
 {
     *out = NULL;
     if (!dev) return nc_fail(NETCL_ERR_DEVICE, "tensor: no device given");
@@ -46,7 +48,8 @@ netcl_status nc_tensor_new(netcl_tensor **out, netcl_device *dev, netcl_dtype dt
     netcl_tensor *t = calloc(1, sizeof *t);
     if (!t) return nc_fail(NETCL_ERR_OOM, "tensor: out of host memory");
     size_t nbytes = (size_t)nc_numel(ndim, sizes) * (size_t)netcl_dtype_size(dtype);
-    netcl_status st = nc_storage_new(&t->storage, dev, nbytes);
+    netcl_status st = pinned_for ? nc_storage_new_pinned(&t->storage, dev, pinned_for, nbytes)
+                                 : nc_storage_new(&t->storage, dev, nbytes);
     if (st != NETCL_OK) { free(t); return st; }
     atomic_init(&t->refcount, 1);
     t->dtype = dtype;
@@ -56,6 +59,21 @@ netcl_status nc_tensor_new(netcl_tensor **out, netcl_device *dev, netcl_dtype dt
     *out = t;
     return NETCL_OK;
 }
+
+netcl_status nc_tensor_new(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes)
+{
+    return tensor_new(out, dev, NULL, dtype, ndim, sizes);
+}
+
+netcl_status netcl_tensor_empty_pinned(netcl_tensor **out, netcl_device *for_dev, netcl_dtype dtype, int ndim,
+                                       const int64_t *sizes)
+{
+    netcl_device *cpu = netcl_device_at(0);
+    if (!for_dev) return nc_fail(NETCL_ERR_DEVICE, "empty_pinned: no device given");
+    return tensor_new(out, cpu, for_dev == cpu ? NULL : for_dev, dtype, ndim, sizes);
+}
+
+int netcl_tensor_is_pinned(const netcl_tensor *t) { return t->storage->pinned_by != NULL; }
 
 netcl_status nc_tensor_view_of(netcl_tensor **out, const netcl_tensor *src, int ndim, const int64_t *sizes,
                                const int64_t *strides, int64_t offset)
@@ -77,6 +95,7 @@ netcl_status nc_tensor_view_of(netcl_tensor **out, const netcl_tensor *src, int 
 
 void nc_desc_of(nc_desc *d, const netcl_tensor *t)
 {
+    if (t->storage->pending) nc_storage_settle(t->storage);   /* every kernel operand passes here */
     d->buf = t->storage->buf;
     d->dtype = t->dtype;
     d->ndim = t->ndim;

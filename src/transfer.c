@@ -51,6 +51,13 @@ static netcl_status move_bytes(netcl_tensor *dst, netcl_tensor *src)
     netcl_device *sd = nc_dev(src), *dd = nc_dev(dst);
     size_t n = (size_t)netcl_tensor_numel(src) * (size_t)netcl_dtype_size(src->dtype);
     if (n == 0) return NETCL_OK;
+    nc_storage_settle(src->storage);
+    nc_storage_settle(dst->storage);
+    /* pinned memory of the destination's driver: an upload on its transfer
+     * queue that overlaps the work already queued (settled on first use) */
+    if (sd->type == NETCL_DEVICE_CPU && src->storage->pinned_by == dd && dd->backend->write_async)
+        return dd->backend->write_async(dd, dst->storage->buf, byte_offset(dst), (char *)src->storage->buf + byte_offset(src),
+                                        n, src, dst);
     if (sd->type == NETCL_DEVICE_CPU)
         return dd->backend->write(dd, dst->storage->buf, byte_offset(dst), (char *)src->storage->buf + byte_offset(src), n, src);
     if (dd->type == NETCL_DEVICE_CPU)
@@ -81,8 +88,11 @@ netcl_status netcl_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src)
         st = dd->backend->copy(dd, &a, &b);
         goto done;
     }
-    /* different devices: contiguous in the destination dtype, move, then scatter */
-    if ((st = cast_contiguous(&tmp, view, dst->dtype)) != NETCL_OK) goto done;
+    /* different devices: contiguous in the destination dtype, move, then
+     * scatter (a contiguous source of that dtype moves as it is, so pinned
+     * memory reaches the backend's asynchronous path) */
+    if (view->dtype == dst->dtype && netcl_tensor_is_contiguous(view)) { netcl_tensor_retain(view); tmp = view; }
+    else if ((st = cast_contiguous(&tmp, view, dst->dtype)) != NETCL_OK) goto done;
     if (netcl_tensor_is_contiguous(dst)) { st = move_bytes(dst, tmp); goto done; }
     if ((st = nc_tensor_new(&moved, dd, dst->dtype, dst->ndim, dst->sizes)) != NETCL_OK) goto done;
     if ((st = move_bytes(moved, tmp)) != NETCL_OK) goto done;
@@ -130,6 +140,7 @@ netcl_status netcl_tensor_to_host(const netcl_tensor *t, void *data, int64_t nby
     if (need == 0) return NETCL_OK;
     netcl_tensor *c;
     NC_TRY(nc_fwd_tensor_contiguous(&c, (netcl_tensor *)t));
+    nc_storage_settle(c->storage);
     netcl_status st = nc_dev(c)->backend->read(nc_dev(c), c->storage->buf, byte_offset(c), data, (size_t)need);
     netcl_tensor_release(c);
     if (st != NETCL_OK) nc_error_prefix("to_host %s: ", nc_describe(t));
@@ -167,6 +178,7 @@ netcl_status netcl_tensor_get_item(const netcl_tensor *t, const int64_t *index, 
     size_t off;
     uint64_t raw = 0;
     NC_TRY(element_offset("item", t, index, &off));
+    nc_storage_settle(t->storage);
     netcl_status st = nc_dev(t)->backend->read(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype));
     if (st != NETCL_OK) { nc_error_prefix("item %s: ", nc_describe(t)); return st; }
     *value = nc_load_double(&raw, t->dtype, 0);
@@ -180,6 +192,7 @@ netcl_status netcl_tensor_set_item(netcl_tensor *t, const int64_t *index, double
     NC_TRY(element_offset("set_item", t, index, &off));
     NC_TRY(nc_tensor_mark_inplace(t, "set_item"));
     nc_store_double(&raw, t->dtype, 0, value);
+    nc_storage_settle(t->storage);
     netcl_status st = nc_dev(t)->backend->write(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype), NULL);
     if (st != NETCL_OK) nc_error_prefix("set_item %s: ", nc_describe(t));
     return st;

@@ -140,6 +140,9 @@ local function sized(f, extra)
 end
 
 netcl.empty = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_empty, dev, dt, nd, s) end)
+-- empty_pinned(sizes..., {device = d}): a cpu tensor in page-locked memory of
+-- d's driver, whose copies to d run on a transfer queue (docs/tensor-api.md)
+netcl.empty_pinned = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_empty_pinned, dev, dt, nd, s) end)
 netcl.zeros = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 0) end)
 netcl.ones = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 1) end)
 netcl.rand = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, 0, 0, 1) end)
@@ -283,6 +286,13 @@ function methods.to(t, target_)
 end
 
 function methods.cpu(t) return methods.to(t, "cpu") end
+
+-- t:pin_memory(dev): a copy of cpu tensor t in pinned memory for dev (the default device)
+function methods.pin_memory(t, dev)
+  if t.device ~= "cpu" then throw("pin_memory: " .. t.device .. " tensors cannot be pinned, only cpu ones") end
+  local p = netcl.empty_pinned(t:size(), { device = dev, dtype = t.dtype })
+  return p:copy_(t)
+end
 
 -- module-level forms of the tensor methods: netcl.add(a, b), netcl.exp(x), ...
 for _, name in ipairs({ "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",

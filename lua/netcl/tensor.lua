@@ -200,6 +200,7 @@ local properties = {
   shape = function(t) return methods.size(t) end,
   requires_grad = function(t) return C.netcl_tensor_requires_grad(H(t)) ~= 0 end,
   is_leaf = function(t) return C.netcl_tensor_is_leaf(H(t)) ~= 0 end,
+  is_pinned = function(t) return C.netcl_tensor_is_pinned(H(t)) ~= 0 end,
   grad = function(t)
     local g = C.netcl_tensor_grad(H(t))
     if g == nil then return nil end

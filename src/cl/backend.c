@@ -73,6 +73,8 @@ static netcl_status cl_write(netcl_device *dev, void *buf, size_t off, const voi
     p->next = cd->pending;
     cd->pending = p;
     nc_cl.clFlush(cd->queue);
+    nc_cl.clRetainEvent(p->event);   /* the host tensor is not written before the copy has read it */
+    nc_storage_set_pending(keep->storage, dev, p->event);
     return NETCL_OK;
 }
 
@@ -89,6 +91,7 @@ static netcl_status cl_sync(netcl_device *dev)
 {
     FORK_GUARD("synchronize");
     nc_cl_device *cd = nc_cl_dev(dev);
+    if (cd->xfer) NETCL_CL_CHECK(nc_cl.clFinish(cd->xfer));
     NETCL_CL_CHECK(nc_cl.clFinish(cd->queue));
     nc_cl_poll_pending(cd, 1);
     return nc_cl_check_index_error(cd);
@@ -98,6 +101,7 @@ static void cl_shutdown(netcl_device *dev)
 {
     nc_cl_device *cd = nc_cl_dev(dev);
     if (!cd || nc_check_fork("shutdown") != NETCL_OK) return;
+    nc_cl_release_transfers(cd);
     nc_cl.clFinish(cd->queue);
     nc_cl_poll_pending(cd, 1);
     nc_cl_release_programs(cd);
@@ -132,6 +136,10 @@ static const nc_backend opencl_backend = {
     .pool_backward = nc_cl_pool_backward,
     .class_loss = nc_cl_class_loss,
     .class_loss_backward = nc_cl_class_loss_backward,
+    .alloc_pinned = nc_cl_alloc_pinned,
+    .free_pinned = nc_cl_free_pinned,
+    .write_async = nc_cl_write_async,
+    .settle = nc_cl_settle,
     .conv = nc_cl_conv,
     .shutdown = cl_shutdown,
     .augment = nc_cl_augment,

@@ -31,6 +31,7 @@ typedef struct nc_cl_device {
     cl_device_id id;
     cl_context ctx;
     cl_command_queue queue;
+    cl_command_queue xfer;      /* copy-only queue for uploads from pinned memory (transfer.c), lazily */
     netcl_device *dev;
     nc_cl_program *programs;
     nc_cl_kslot *kslots;        /* open addressing, kcap a power of two, at most half full */
@@ -123,6 +124,13 @@ netcl_status nc_cl_scan(netcl_device *dev, netcl_op op, const nc_desc *out, cons
  * an out-of-range index, clears it and returns NETCL_ERR_ARGUMENT naming
  * the op, the index, the size and the device. Costs nothing otherwise. */
 netcl_status nc_cl_check_index_error(nc_cl_device *cd);
+/* transfer.c: pinned memory and uploads on the transfer queue */
+netcl_status nc_cl_alloc_pinned(netcl_device *dev, size_t nbytes, void **host, void **handle);
+void nc_cl_free_pinned(netcl_device *dev, void *handle);
+netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const void *src, size_t n, netcl_tensor *keep,
+                               netcl_tensor *dst);
+void nc_cl_settle(netcl_device *dev, void *event, int on_device);
+void nc_cl_release_transfers(nc_cl_device *cd);
 /* The device's index error word (created on first use); a kernel given it
  * must be followed by cd->err_pending = 1. */
 netcl_status nc_cl_error_word(nc_cl_device *cd, cl_mem *out);

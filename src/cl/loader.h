@@ -41,7 +41,13 @@
     X(cl_int, clEnqueueNDRangeKernel, (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, \
                                        const size_t *, cl_uint, const cl_event *, cl_event *))             \
     X(cl_int, clGetEventInfo, (cl_event, cl_event_info, size_t, void *, size_t *))                        \
-    X(cl_int, clReleaseEvent, (cl_event))
+    X(cl_int, clReleaseEvent, (cl_event))                                                                  \
+    X(cl_int, clRetainEvent, (cl_event))                                                                   \
+    X(cl_int, clWaitForEvents, (cl_uint, const cl_event *))                                                \
+    X(cl_int, clEnqueueBarrierWithWaitList, (cl_command_queue, cl_uint, const cl_event *, cl_event *))    \
+    X(void *, clEnqueueMapBuffer, (cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, cl_uint, \
+                                   const cl_event *, cl_event *, cl_int *))                                \
+    X(cl_int, clEnqueueUnmapMemObject, (cl_command_queue, cl_mem, void *, cl_uint, const cl_event *, cl_event *))
 
 typedef struct nc_cl_api {
 #define NC_CL_FIELD(ret, name, args) ret(*name) args;

@@ -182,9 +182,31 @@ function Loader:fetch(b)
   return fields
 end
 
-local function upload(fields, device)
-  if device then
-    for i = 1, fields.n do fields[i] = fields[i]:to(device) end   -- an asynchronous write on OpenCL
+-- The fields of a batch copied into pinned staging (two sets, used in
+-- turn: a set is refilled only two batches later, long after its upload)
+-- and uploaded from there on the device's transfer queue, which overlaps the
+-- kernels already queued for the previous batch (docs/data.md).
+local function same_shape(a, b)
+  if a.dtype ~= b.dtype or a:dim() ~= b:dim() then return false end
+  for d = 1, a:dim() do if a:size(d) ~= b:size(d) then return false end end
+  return true
+end
+
+local function upload(self, fields)
+  local device = self.device
+  if not device then return fields end
+  self.stage_i = (self.stage_i or 0) % 2 + 1
+  self.stages = self.stages or { {}, {} }
+  local stage = self.stages[self.stage_i]
+  for i = 1, fields.n do
+    local f = fields[i]
+    local s = stage[i]
+    if not s or not same_shape(s, f) then
+      s = require("netcl").empty_pinned(f:size(), { device = device, dtype = f.dtype })
+      stage[i] = s
+    end
+    s:copy_(f)                 -- waits (on the host) only if this set's last upload were still running
+    fields[i] = s:to(device)
   end
   return fields
 end
@@ -193,12 +215,12 @@ end
 function Loader:next_batch()
   local b = self.next_b
   if not b or b > self.nb then self.next_b = nil; return nil end
-  local fields = self.ahead or upload(self:fetch(b), self.device)
+  local fields = self.ahead or upload(self, self:fetch(b))
   self.ahead = nil
   self.next_b = b + 1
   if self.device and b < self.nb then
     -- batch b+1's copy is queued now, ahead of the compute the caller queues on batch b
-    self.ahead = upload(self:fetch(b + 1), self.device)
+    self.ahead = upload(self, self:fetch(b + 1))
   end
   return util.unfields(fields, self.structure)
 end

@@ -1,0 +1,93 @@
+/* transfer.c — pinned host memory and asynchronous uploads for the OpenCL
+ * backend. Pinned memory is a CL_MEM_ALLOC_HOST_PTR buffer mapped once for
+ * its whole life (the driver can DMA from it). Uploads from it run on a
+ * second, copy-only in-order queue, so they overlap the kernels already on
+ * the main queue; their event is kept on the destination storage, and the
+ * first use of that storage (nc_storage_settle) puts a barrier waiting for
+ * it into the main queue, so later kernels see the data. */
+#include "cl.h"
+#include <stdlib.h>
+
+typedef struct { cl_mem buf; void *host; } pinned;
+
+static netcl_status xfer_queue(nc_cl_device *cd)
+{
+    if (cd->xfer) return NETCL_OK;
+    cl_int err;
+    cd->xfer = nc_cl.clCreateCommandQueue(cd->ctx, cd->id, 0, &err);
+    if (err != CL_SUCCESS) { cd->xfer = NULL; return nc_cl_fail(err, "clCreateCommandQueue (transfers)", __FILE__, __LINE__); }
+    return NETCL_OK;
+}
+
+netcl_status nc_cl_alloc_pinned(netcl_device *dev, size_t nbytes, void **host, void **handle)
+{
+    NC_TRY(nc_check_fork("pinned alloc"));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    pinned *p = calloc(1, sizeof *p);
+    if (!p) return nc_fail(NETCL_ERR_OOM, "out of host memory");
+    cl_int err;
+    p->buf = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, nbytes, NULL, &err);
+    if (err == CL_SUCCESS)
+        p->host = nc_cl.clEnqueueMapBuffer(cd->queue, p->buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, nbytes, 0, NULL, NULL, &err);
+    if (err != CL_SUCCESS) {
+        if (p->buf) nc_cl.clReleaseMemObject(p->buf);
+        free(p);
+        return nc_cl_fail(err, "pinned host memory (clCreateBuffer/clEnqueueMapBuffer)", __FILE__, __LINE__);
+    }
+    *host = p->host;
+    *handle = p;
+    return NETCL_OK;
+}
+
+void nc_cl_free_pinned(netcl_device *dev, void *handle)
+{
+    pinned *p = handle;
+    if (nc_check_fork("pinned free") == NETCL_OK && dev->impl) {
+        nc_cl_device *cd = nc_cl_dev(dev);
+        nc_cl.clEnqueueUnmapMemObject(cd->queue, p->buf, p->host, 0, NULL, NULL);
+        nc_cl.clReleaseMemObject(p->buf);
+    }
+    free(p);
+}
+
+netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const void *src, size_t n, netcl_tensor *keep,
+                               netcl_tensor *dst)
+{
+    NC_TRY(nc_check_fork("write"));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    NC_TRY(xfer_queue(cd));
+    nc_cl_pending *p = malloc(sizeof *p);
+    if (!p) return nc_fail(NETCL_ERR_OOM, "out of host memory");
+    cl_int err = nc_cl.clEnqueueWriteBuffer(cd->xfer, (cl_mem)buf, CL_FALSE, off, n, src, 0, NULL, &p->event);
+    if (err != CL_SUCCESS) { free(p); return nc_cl_fail(err, "clEnqueueWriteBuffer (transfer queue)", __FILE__, __LINE__); }
+    nc_cl.clFlush(cd->xfer);
+    /* the host tensor lives until the copy is done; the storage holds its own reference to the event */
+    netcl_tensor_retain(keep);
+    p->keep = keep;
+    p->next = cd->pending;
+    cd->pending = p;
+    /* the source may not be written, nor the destination used, before the copy */
+    nc_cl.clRetainEvent(p->event);
+    nc_storage_set_pending(keep->storage, dev, p->event);
+    nc_cl.clRetainEvent(p->event);
+    nc_storage_set_pending(dst->storage, dev, p->event);
+    return NETCL_OK;
+}
+
+void nc_cl_settle(netcl_device *dev, void *event, int on_device)
+{
+    cl_event ev = event;
+    if (nc_check_fork("settle") == NETCL_OK && dev->impl) {
+        if (!on_device || nc_cl.clEnqueueBarrierWithWaitList(nc_cl_dev(dev)->queue, 1, &ev, NULL) != CL_SUCCESS)
+            nc_cl.clWaitForEvents(1, &ev);   /* a host storage (or no barrier): wait on the host */
+    }
+    nc_cl.clReleaseEvent(ev);
+}
+
+void nc_cl_release_transfers(nc_cl_device *cd)
+{
+    if (!cd->xfer) return;
+    nc_cl.clFinish(cd->xfer);
+    nc_cl.clReleaseCommandQueue(cd->xfer);
+    cd->xfer = NULL;
+}
