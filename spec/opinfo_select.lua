@@ -13,6 +13,8 @@ return function(M)
     case({ op = n, grad = false, inputs = { U(-1, 1, 3, 4), U(-1, 1, 4) },
            fn = function(a, b) return a:round()[n](a:round(), b:round()) end })
   end
+  case({ op = "lerp", inputs = { R(3, 4), R(4), U(0, 1, 3, 1) }, fn = function(a, b, w) return a:lerp(b, w) end })
+  case({ op = "lerp", inputs = { T(3, 4), R(3, 4) }, fn = function(a, b) return a:lerp(b, 0.3) end })
   case({ op = "fmod", inputs = { U(-5, 5, 3, 4), U(1, 2, 4) }, fn = function(a, b) return a:fmod(b) end })
   case({ op = "fmod", inputs = { U(-5, 5, 3, 4) }, fn = function(a) return a:fmod(1.5) end })
   case({ op = "atan2", inputs = { R(3, 4), T(3, 4) }, fn = function(a, b) return a:atan2(b) end })

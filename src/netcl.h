@@ -343,6 +343,8 @@ netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
  * a (b) means the scalar sa (sb). The result dtype is the tensors'
  * promotion (a lone integer tensor with a fractional scalar: float32). */
 netcl_status netcl_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb);
+/* lerp: a + w (b - a), broadcasting; w a tensor or (w NULL) the scalar ws. */
+netcl_status netcl_lerp(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *w, double ws);
 /* softmax (log != 0: log_softmax) over dim, computed max-subtracted in the
  * input's float dtype (float16/bfloat16 in float32). */
 netcl_status netcl_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log);

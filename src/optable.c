@@ -50,6 +50,7 @@ static const nc_opdef table[] = {
     {"pad", "netcl_pad", "pad", "copy", 1},
     /* selection and nn functions (kernels/select.cl, rules_nn.c) */
     {"where", "netcl_where", "where", "select", 1},
+    {"lerp", "netcl_lerp", "composite", "composite", 1},
     {"softmax", "netcl_softmax", "softmax", "select", 1},
     {"log_softmax", "netcl_softmax", "softmax", "select", 1},
     /* convolution windows and pooling (kernels/conv.cl, kernels/pool.cl, rules_nn.c) */

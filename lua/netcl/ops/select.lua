@@ -22,6 +22,13 @@ return function(netcl, methods)
 
   function methods.logical_not(x) return x:eq(0) end
 
+  -- a:lerp(b, w): a + w (b - a); w a tensor or a number
+  function methods.lerp(a, b, w)
+    if is_tensor(w) then return call1(C.netcl_lerp, H(a), H(b), H(w), 0) end
+    if type(w) ~= "number" then throw("lerp: weight must be a tensor or a number, got " .. type(w)) end
+    return call1(C.netcl_lerp, H(a), H(b), nil, w)
+  end
+
   -- softplus(beta = 1, threshold = 20): log(1 + exp(beta x)) / beta, x above the threshold
   function methods.softplus(x, beta, threshold)
     return call1(C.netcl_unary, OP.softplus, H(x), beta or 1, threshold or 20)
@@ -36,7 +43,7 @@ return function(netcl, methods)
   function methods.softmax(x, dim) return softmax(x, dim, 0, "softmax") end
   function methods.log_softmax(x, dim) return softmax(x, dim, 1, "log_softmax") end
 
-  for _, name in ipairs({ "logical_not", "logical_and", "logical_or", "logical_xor", "fmod", "atan2", "softmax",
+  for _, name in ipairs({ "lerp", "logical_not", "logical_and", "logical_or", "logical_xor", "fmod", "atan2", "softmax",
                           "log_softmax", "softplus" }) do
     netcl[name] = methods[name]
   end
