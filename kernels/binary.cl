@@ -1,6 +1,8 @@
 /* binary.cl — one kernel per binary op (macros in ops.cl) in four forms:
  * strided (meta_t: out 0, a 1, b 2), contiguous "_c", and with a scalar s
- * ("_s" strided, "_sc" contiguous; s op a when rev). With -DCOMPARE only the
+ * ("_s" strided, "_sc" contiguous; s op a when rev). The contiguous forms
+ * take 4 elements per work item (ceil(n / 4) items; the first few also take
+ * the tail). With -DCOMPARE only the
  * comparisons, storing 0/1 (TO = bool). */
 #define BINARY(name, F)                                                                         \
     __kernel void binary_##name(__global O_T *out, __global const A_T *a, __global const A_T *b, meta_t m) \
@@ -13,10 +15,9 @@
     __kernel void binary_##name##_c(__global O_T *out, long oo, __global const A_T *a, long ao, \
                                     __global const A_T *b, long bo, long n)                     \
     {                                                                                           \
-        GRID_LOOP(i, n) {                                                                       \
-            A_CT x = A_LOAD(a, ao + i), y = A_LOAD(b, bo + i);                                  \
-            O_STORE(out, oo + i, F(x, y));                                                      \
-        }                                                                                       \
+        GRID_LOOP(i, n >> 2) { VEC4_APPLY2(a + ao, b + bo, out + oo, i, F); }                   \
+        long t = (n & ~3L) + get_global_id(0);                                                  \
+        if (t < n) { A_CT x = A_LOAD(a, ao + t), y = A_LOAD(b, bo + t); O_STORE(out, oo + t, F(x, y)); } \
     }                                                                                           \
     __kernel void binary_##name##_s(__global O_T *out, __global const A_T *a, A_CT s, int rev, meta_t m) \
     {                                                                                           \
@@ -28,10 +29,10 @@
     __kernel void binary_##name##_sc(__global O_T *out, long oo, __global const A_T *a, long ao, A_CT s, \
                                      int rev, long n)                                           \
     {                                                                                           \
-        GRID_LOOP(i, n) {                                                                       \
-            A_CT x = A_LOAD(a, ao + i);                                                         \
-            O_STORE(out, oo + i, rev ? F(s, x) : F(x, s));                                      \
-        }                                                                                       \
+        if (rev) { GRID_LOOP(i, n >> 2) { VEC4_APPLY_SR(a + ao, out + oo, i, F, s); } }        \
+        else { GRID_LOOP(i, n >> 2) { VEC4_APPLY_SL(a + ao, out + oo, i, F, s); } }            \
+        long t = (n & ~3L) + get_global_id(0);                                                  \
+        if (t < n) { A_CT x = A_LOAD(a, ao + t); O_STORE(out, oo + t, rev ? F(s, x) : F(x, s)); } \
     }
 
 #ifdef COMPARE

@@ -137,3 +137,32 @@ inline void index_report(__global int *err, long v, long size, int op, int dim, 
     err[3] = (int)size; err[4] = (int)(size >> 32);
     err[5] = op; err[6] = dim; err[7] = (int)base;
 }
+
+/* Four consecutive elements per work item in the contiguous elementwise
+ * kernels: 16-byte vector loads and stores when both sides are float32,
+ * four scalar accesses otherwise. F is the op's scalar macro. */
+#if defined(TA) && defined(TO) && TA == 0 && TO == 0
+#define VEC4_APPLY1(src, dst, i, F)                                                   \
+    do { float4 v_ = vload4((i), (src));                                              \
+         vstore4((float4)(F(v_.s0), F(v_.s1), F(v_.s2), F(v_.s3)), (i), (dst)); } while (0)
+#define VEC4_APPLY2(sa, sb, dst, i, F)                                                \
+    do { float4 u_ = vload4((i), (sa)), v_ = vload4((i), (sb));                       \
+         vstore4((float4)(F(u_.s0, v_.s0), F(u_.s1, v_.s1), F(u_.s2, v_.s2), F(u_.s3, v_.s3)), (i), (dst)); } while (0)
+#define VEC4_APPLY_SL(src, dst, i, F, s)                                              \
+    do { float4 v_ = vload4((i), (src));                                              \
+         vstore4((float4)(F(v_.s0, s), F(v_.s1, s), F(v_.s2, s), F(v_.s3, s)), (i), (dst)); } while (0)
+#define VEC4_APPLY_SR(src, dst, i, F, s)                                              \
+    do { float4 v_ = vload4((i), (src));                                              \
+         vstore4((float4)(F(s, v_.s0), F(s, v_.s1), F(s, v_.s2), F(s, v_.s3)), (i), (dst)); } while (0)
+#else
+#define VEC4_APPLY1(src, dst, i, F)                                                   \
+    for (int k_ = 0; k_ < 4; k_++) { A_CT x_ = A_LOAD((src), 4 * (i) + k_); O_STORE((dst), 4 * (i) + k_, F(x_)); }
+#define VEC4_APPLY2(sa, sb, dst, i, F)                                                \
+    for (int k_ = 0; k_ < 4; k_++) {                                                  \
+        A_CT x_ = A_LOAD((sa), 4 * (i) + k_), y_ = A_LOAD((sb), 4 * (i) + k_);        \
+        O_STORE((dst), 4 * (i) + k_, F(x_, y_)); }
+#define VEC4_APPLY_SL(src, dst, i, F, s)                                              \
+    for (int k_ = 0; k_ < 4; k_++) { A_CT x_ = A_LOAD((src), 4 * (i) + k_); O_STORE((dst), 4 * (i) + k_, F(x_, s)); }
+#define VEC4_APPLY_SR(src, dst, i, F, s)                                              \
+    for (int k_ = 0; k_ < 4; k_++) { A_CT x_ = A_LOAD((src), 4 * (i) + k_); O_STORE((dst), 4 * (i) + k_, F(s, x_)); }
+#endif

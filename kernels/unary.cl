@@ -1,5 +1,7 @@
 /* unary.cl — one kernel per unary op (macros in ops.cl), in a strided form
- * (meta_t: out is operand 0, input operand 1) and a contiguous "_c" form.
+ * (meta_t: out is operand 0, input operand 1) and a contiguous "_c" form
+ * that takes 4 elements per work item (16-byte loads for float32; launch
+ * ceil(n / 4) items: the first few also take the n % 4 tail).
  * Parameters p1, p2: leaky_relu slope, elu alpha, clamp bounds. */
 #define UNARY(name, F)                                                                          \
     __kernel void unary_##name(__global O_T *out, __global const A_T *a, meta_t m, A_CT p1, A_CT p2) \
@@ -12,7 +14,11 @@
     __kernel void unary_##name##_c(__global O_T *out, long oo, __global const A_T *a, long ao, long n, A_CT p1, \
                                    A_CT p2)                                                     \
     {                                                                                           \
-        GRID_LOOP(i, n) { A_CT x = A_LOAD(a, ao + i); O_STORE(out, oo + i, F(x)); }            \
+        GRID_LOOP(i, n >> 2) {                                                                  \
+            VEC4_APPLY1(a + ao, out + oo, i, F);                                                \
+        }                                                                                       \
+        long t = (n & ~3L) + get_global_id(0);                                                  \
+        if (t < n) { A_CT x = A_LOAD(a, ao + t); O_STORE(out, oo + t, F(x)); }                 \
     }
 
 UNARY(neg, OP_NEG)

@@ -319,3 +319,19 @@ function TestMatmul:test_blas_and_builtin_kernel_agree()
   lu.assertEquals(#x, 37 * 3)
   H.assert_close(x, y, 1e-4, 1e-4, "BLAS vs built-in")
 end
+
+function TestElementwise:test_contiguous_tails_and_offsets()
+  -- the contiguous kernels take 4 elements per work item plus a tail
+  H.against_cpu(function(d)
+    netcl.manual_seed(44)
+    local base = netcl.randn(103, { device = d })
+    local out = {}
+    for n = 1, 9 do
+      local a = base:narrow(1, n, n * 3)                     -- odd offsets, odd lengths
+      local b = base:narrow(1, 100 - n * 3 + 1, n * 3)
+      out[#out + 1] = (a:exp() + b) * 2 - a:half():float()
+      out[#out + 1] = 1 - a:relu():lt(b):float()
+    end
+    return unpack(out)
+  end)
+end

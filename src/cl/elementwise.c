@@ -101,7 +101,7 @@ netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, con
     int np = contig ? 5 : 3;
     NC_TRY(nc_cl_set_scalar(k, np, a->dtype, p1));
     NC_TRY(nc_cl_set_scalar(k, np + 1, a->dtype, p2));
-    return nc_cl_launch(cd, k, wg, m.n);
+    return nc_cl_launch(cd, k, wg, contig ? (m.n + 3) / 4 : m.n);   /* 4 elements per item */
 }
 
 netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b,
@@ -138,5 +138,5 @@ netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, co
         NC_TRY(nc_cl_set_scalar(k, 2, a->dtype, s));
         NC_ARG(k, 3, rev); NC_ARG(k, 4, m);
     }
-    return nc_cl_launch(cd, k, wg, m.n);
+    return nc_cl_launch(cd, k, wg, contig ? (m.n + 3) / 4 : m.n);   /* 4 elements per item */
 }
