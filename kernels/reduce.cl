@@ -54,6 +54,26 @@ inline void combine(A_CT *av, long *ai, A_CT bv, long bi)
 #endif
 }
 
+#ifndef EXTREMUM
+/* sums and products carry no index: the tree moves values only */
+inline void group_reduce(__local A_CT *lv, __local long *li, A_CT v, long idx)
+{
+    int lid = get_local_id(0), n = get_local_size(0);
+    (void)li; (void)idx;
+    lv[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = n / 2; s > 0; s /= 2) {
+        if (lid < s) {
+            A_CT a = lv[lid];
+            long ai = -1;
+            combine(&a, &ai, lv[lid + s], -1);
+            lv[lid] = a;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    li[0] = -1;
+}
+#else
 inline void group_reduce(__local A_CT *lv, __local long *li, A_CT v, long idx)
 {
     int lid = get_local_id(0), n = get_local_size(0);
@@ -71,6 +91,7 @@ inline void group_reduce(__local A_CT *lv, __local long *li, A_CT v, long idx)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
+#endif
 
 inline void write_result(__global O_T *out, __global long *oidx, int has_idx, long o, A_CT v, long idx, long R)
 {
@@ -94,6 +115,19 @@ __kernel void reduce_part(__global O_T *out, __global long *oidx, int has_idx, _
     long base = meta_offset(&m, 1, row);
     A_CT v = IDENT;
     long vi = -1;
+#if !defined(EXTREMUM) && TA == 0
+    if (rstride == 1) { /* 16-byte loads over the whole float4s of the span, scalars at its ends */
+        long lid = get_local_id(0), ls = get_local_size(0), f4 = (from + 3) >> 2, t4 = to >> 2;
+        for (long j4 = f4 + lid; j4 < t4; j4 += ls) {
+            float4 x = vload4(j4, a + base);
+            combine(&v, &vi, x.s0, 0); combine(&v, &vi, x.s1, 0); combine(&v, &vi, x.s2, 0); combine(&v, &vi, x.s3, 0);
+        }
+        long j = from + lid;
+        if (j < min(4 * f4, to)) combine(&v, &vi, A_LOAD(a, base + j), j);
+        j = 4 * t4 + lid;
+        if (j < to && j >= 4 * f4) combine(&v, &vi, A_LOAD(a, base + j), j);
+    } else
+#endif
     for (long j = from + get_local_id(0); j < to; j += get_local_size(0)) combine(&v, &vi, A_LOAD(a, base + j * rstride), j);
     group_reduce(lv, li, v, vi);
     if (get_local_id(0) != 0) return;

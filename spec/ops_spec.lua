@@ -335,3 +335,20 @@ function TestElementwise:test_contiguous_tails_and_offsets()
     return unpack(out)
   end)
 end
+
+function TestReduce:test_vector_path_spans()
+  -- long contiguous rows reduce with 16-byte loads; odd offsets and lengths take the scalar ends
+  H.against_cpu(function(d)
+    netcl.manual_seed(45)
+    local base = netcl.rand(300007, { device = d })
+    local out = {}
+    for k = 0, 5 do
+      local v = base:narrow(1, 1 + k, 200000 + 3 * k)
+      out[#out + 1] = v:sum()
+      out[#out + 1] = v:mean()
+      out[#out + 1] = v:view(-1, 1):sum(1)
+    end
+    out[#out + 1] = base:narrow(1, 2, 40003):view(1, -1):prod(2)
+    return unpack(out)
+  end, 1e-4, 1e-3)
+end

@@ -32,6 +32,8 @@ typedef struct nc_cl_device {
     cl_context ctx;
     cl_command_queue queue;
     cl_command_queue xfer;      /* copy-only queue for uploads from pinned memory (transfer.c), lazily */
+    cl_mem scratch[2];          /* reduction partials, grown on demand and reused (the queue is in order) */
+    size_t scratch_size[2];
     netcl_device *dev;
     nc_cl_program *programs;
     nc_cl_kslot *kslots;        /* open addressing, kcap a power of two, at most half full */
@@ -124,6 +126,9 @@ netcl_status nc_cl_scan(netcl_device *dev, netcl_op op, const nc_desc *out, cons
  * an out-of-range index, clears it and returns NETCL_ERR_ARGUMENT naming
  * the op, the index, the size and the device. Costs nothing otherwise. */
 netcl_status nc_cl_check_index_error(nc_cl_device *cd);
+/* Scratch buffer k (0 or 1) of at least nbytes, kept for the next launch;
+ * valid until the next call for the same k (the queue is in order). */
+netcl_status nc_cl_scratch(nc_cl_device *cd, int k, size_t nbytes, cl_mem *out);
 /* transfer.c: pinned memory and uploads on the transfer queue */
 netcl_status nc_cl_alloc_pinned(netcl_device *dev, size_t nbytes, void **host, void **handle);
 void nc_cl_free_pinned(netcl_device *dev, void *handle);

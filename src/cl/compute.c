@@ -63,9 +63,8 @@ netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, co
     cl_mem pval = NULL, pidx = NULL;
     cl_int err = CL_SUCCESS;
     if (nparts > 1) {
-        pval = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE, acc_size(a->dtype) * (size_t)(rows * nparts), NULL, &err);
-        if (err == CL_SUCCESS) pidx = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE, 8 * (size_t)(rows * nparts), NULL, &err);
-        if (err != CL_SUCCESS) { if (pval) nc_cl.clReleaseMemObject(pval); return nc_cl_fail(err, "clCreateBuffer (partials)", __FILE__, __LINE__); }
+        NC_TRY(nc_cl_scratch(cd, 0, acc_size(a->dtype) * (size_t)(rows * nparts), &pval));
+        NC_TRY(nc_cl_scratch(cd, 1, 8 * (size_t)(rows * nparts), &pidx));
     }
     cl_mem pv = pval ? pval : ob, pi = pidx ? pidx : ob;
     netcl_status st = NETCL_OK;
@@ -81,9 +80,6 @@ netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, co
         if (st == NETCL_OK) st = nc_cl_launch_nd(cd, k, 1, &global, &wg);
     }
 #undef SET
-    /* released now, freed by the driver once the queued kernels are done */
-    if (pval) nc_cl.clReleaseMemObject(pval);
-    if (pidx) nc_cl.clReleaseMemObject(pidx);
     return st;
 }
 

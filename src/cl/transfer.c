@@ -84,8 +84,31 @@ void nc_cl_settle(netcl_device *dev, void *event, int on_device)
     nc_cl.clReleaseEvent(ev);
 }
 
+netcl_status nc_cl_scratch(nc_cl_device *cd, int k, size_t nbytes, cl_mem *out)
+{
+    if (cd->scratch_size[k] < nbytes) {
+        /* released now, freed by the driver once the kernels queued on it are done */
+        if (cd->scratch[k]) nc_cl.clReleaseMemObject(cd->scratch[k]);
+        cd->scratch[k] = NULL;
+        cd->scratch_size[k] = 0;
+        size_t want = nbytes < 65536 ? 65536 : nbytes + nbytes / 2;
+        cl_int err;
+        cl_mem m = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE, want, NULL, &err);
+        if (err != CL_SUCCESS) return nc_cl_fail(err, "clCreateBuffer (scratch)", __FILE__, __LINE__);
+        cd->scratch[k] = m;
+        cd->scratch_size[k] = want;
+    }
+    *out = cd->scratch[k];
+    return NETCL_OK;
+}
+
 void nc_cl_release_transfers(nc_cl_device *cd)
 {
+    for (int k = 0; k < 2; k++) {
+        if (cd->scratch[k]) nc_cl.clReleaseMemObject(cd->scratch[k]);
+        cd->scratch[k] = NULL;
+        cd->scratch_size[k] = 0;
+    }
     if (!cd->xfer) return;
     nc_cl.clFinish(cd->xfer);
     nc_cl.clReleaseCommandQueue(cd->xfer);
