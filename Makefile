@@ -6,7 +6,9 @@ JOBS    ?= 2
 BUILD   ?= build
 OPT     ?= -O2
 WERROR  := $(if $(CI),-Werror,)
-CFLAGS  += -std=c11 $(OPT) -g -fPIC -Wall -Wextra $(WERROR) -D_GNU_SOURCE \
+# NC_CFLAGS are netcl's own; CFLAGS from the command line (luarocks passes
+# some) are added after them instead of replacing them
+NC_CFLAGS = -std=c11 $(OPT) -g -fPIC -Wall -Wextra $(WERROR) -D_GNU_SOURCE \
            -DCL_TARGET_OPENCL_VERSION=120 -fvisibility=hidden -Isrc -pthread
 LDLIBS  += -ldl -lm -lpthread -lz -lpng
 
@@ -19,14 +21,14 @@ LAUNCH  := $(BUILD)/netcl
 
 DEB_PKGS := gcc make luajit libluajit-5.1-dev ocl-icd-libopencl1 ocl-icd-opencl-dev \
             opencl-c-headers pocl-opencl-icd clinfo lua-unit libpng-dev zlib1g-dev \
-            libreadline-dev dataset-fashion-mnist libopenblas0-pthread
+            libreadline-dev dataset-fashion-mnist libopenblas0-pthread luarocks
 
-.PHONY: all deps test check demo clean bench cdef-check
+.PHONY: all deps test check demo clean bench cdef-check install
 all: $(LIB) $(CDEF) $(LAUNCH)
 
 $(BUILD)/obj/%.o: src/%.c src/netcl.h src/core.h $(wildcard src/*/*.h src/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(NC_CFLAGS) $(CFLAGS) -c $< -o $@
 
 # kernels/*.cl become C string literals, one table entry per file
 $(BUILD)/kernels_embed.c: $(KERNELS) Makefile
@@ -44,11 +46,11 @@ $(BUILD)/kernels_embed.c: $(KERNELS) Makefile
 # plain loops in the cpu backend only vectorise at -O3 with GCC 12
 $(BUILD)/obj/cpu/%.o: OPT := -O3
 # sqrt in the fused optimizer loops vectorises only without errno (never read there)
-$(BUILD)/obj/cpu/optim.o: CFLAGS += -fno-math-errno
+$(BUILD)/obj/cpu/optim.o: NC_CFLAGS += -fno-math-errno
 
 $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(NC_CFLAGS) $(CFLAGS) -c $< -o $@
 
 # -z nodelete: the library owns worker threads, so a host that unloads it
 # (LuaJIT does at lua_close) must not unmap code those threads return into.
@@ -65,7 +67,7 @@ $(CDEF): src/netcl.h Makefile
 
 $(LAUNCH): lua/netcl/launcher.sh
 	@mkdir -p $(BUILD)
-	sed -e "s|@ROOT@|$(CURDIR)|g" lua/netcl/launcher.sh > $@
+	sed -e "s|@LUADIR@|$(CURDIR)/lua|g" -e "s|@LIBDIR@|$(CURDIR)/$(BUILD)|g" lua/netcl/launcher.sh > $@
 	chmod +x $@
 
 deps:
@@ -97,6 +99,18 @@ demo: deps
 bench: deps
 	$(MAKE) -j$(JOBS) all
 	$(LAUNCH) examples/bench/run.lua
+
+# Installs the Lua modules, the library and the launcher (luarocks' "make"
+# build type calls this with its tree's directories: rockspec/).
+INST_LUADIR ?= /usr/local/share/lua/5.1
+INST_LIBDIR ?= /usr/local/lib/lua/5.1
+INST_BINDIR ?= /usr/local/bin
+install: all
+	cd lua && find netcl -name '*.lua' -exec install -D -m 644 {} "$(INST_LUADIR)/{}" \;
+	install -D -m 755 $(LIB) "$(INST_LIBDIR)/libnetcl.so"
+	@mkdir -p "$(INST_BINDIR)"
+	sed -e "s|@LUADIR@|$(INST_LUADIR)|g" -e "s|@LIBDIR@|$(INST_LIBDIR)|g" lua/netcl/launcher.sh > "$(INST_BINDIR)/netcl"
+	chmod 755 "$(INST_BINDIR)/netcl"
 
 clean:
 	rm -rf build build-asan $(CDEF)
