@@ -7,7 +7,7 @@ return function(M)
          fn = function(x, w, b) return F.batch_norm(x, nil, nil, w, b, true) end })
   case({ op = "batch_norm", inputs = { R(5, 4) }, fn = function(x) return F.batch_norm(x, nil, nil, nil, nil, true, 0.1, 1e-3) end })
   case({ op = "batch_norm", inputs = { R(2, 3, 4) }, label = "batch_norm_eval",
-         fn = function(x, env) return F.batch_norm(x, env.tensor({ 0.1, -0.2, 0.3 }), env.tensor({ 1, 2, 0.5 }), nil, nil, false) end })
+         fn = function(x, env) return F.batch_norm(x, env.tensor({ 0.1, -0.2, 0.3 }, env.dtype), env.tensor({ 1, 2, 0.5 }, env.dtype), nil, nil, false) end })
   case({ op = "layer_norm", inputs = { R(3, 4, 5), R(4, 5), R(4, 5) }, fn = function(x, w, b) return F.layer_norm(x, { 4, 5 }, w, b) end })
   case({ op = "layer_norm", inputs = { T(3, 6) }, fn = function(x) return F.layer_norm(x, 6) end })
   case({ op = "group_norm", inputs = { R(2, 6, 3, 2), R(6), R(6) }, fn = function(x, w, b) return F.group_norm(x, 3, w, b) end })

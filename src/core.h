@@ -97,6 +97,23 @@ typedef enum nc_conv_kernel {
     NC_WINO_OUTPUT        /* out y <- a M [T, O, P] (m = p0) */
 } nc_conv_kernel;
 
+/* The kernels of fused batch normalisation over x viewed [N, C, S] (all
+ * operands contiguous, one float dtype; per-channel vectors of C). */
+typedef enum nc_bn_kernel {
+    NC_BN_STATS,         /* mean, invstd <- x; running mean/var updated in place when given */
+    NC_BN_APPLY,         /* y <- x, mean, invstd, w?, b? */
+    NC_BN_GRAD_REDUCE,   /* sg = sum g, sgx = sum g (x - mean) <- g, x, mean */
+    NC_BN_GRAD_APPLY     /* dx <- g, x, mean, invstd, w?, sg, sgx (training) or dx = g w invstd */
+} nc_bn_kernel;
+
+typedef struct nc_bn_args {
+    int64_t N, C, S;
+    int training;
+    double momentum, eps;
+    /* operands (NULL where the kernel or the call has none) */
+    const nc_desc *x, *g, *mean, *invstd, *w, *b, *rmean, *rvar, *sg, *sgx, *out;
+} nc_bn_args;
+
 typedef struct nc_backend {
     const char *name;
     /* memory: alloc returns NETCL_ERR_OOM (no message needed) when the device is full */
@@ -176,6 +193,8 @@ typedef struct nc_backend {
      * written whole, never aliasing the inputs. */
     netcl_status (*conv)(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+    /* One kernel of fused batch normalisation (see nc_bn_kernel). */
+    netcl_status (*bn)(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
     /* Pinned (page-locked) host memory: *host points at nbytes; handle frees
      * it. write_async copies from such memory into buf on a separate
      * transfer queue, keeping `keep` alive until done, and marks both keep

@@ -84,6 +84,17 @@ netcl_status nc_conv2d_setup(const char *op, const netcl_tensor *x, const netcl_
  * none is known and benchmarking is off) */
 nc_conv_algo nc_conv_tuned(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
 
+/* bnorm.c: fused batch normalisation; mean/invstd are what backward needs
+ * (eval: copies of the running statistics' values) */
+netcl_status nc_batch_norm_check(const netcl_tensor *x, const netcl_tensor *rm, const netcl_tensor *rv, const netcl_tensor *w,
+                                 const netcl_tensor *b, int training);
+netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tensor **invstd, netcl_tensor *x,
+                               netcl_tensor *rm, netcl_tensor *rv, netcl_tensor *w, netcl_tensor *b, int training,
+                               double momentum, double eps);
+netcl_status nc_fwd_batch_norm_backward(netcl_tensor **dx, netcl_tensor **dw, netcl_tensor **db, netcl_tensor *g,
+                                        netcl_tensor *x, netcl_tensor *mean, netcl_tensor *invstd, netcl_tensor *w,
+                                        int training);
+
 /* In-place forms (inplace.c): the result of the op written into `out`
  * (any strides; out may be an operand), cast to out's dtype; the storage
  * version is bumped. No autograd checks: callers do those. */

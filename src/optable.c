@@ -64,7 +64,7 @@ static const nc_opdef table[] = {
     {"interpolate", "netcl_interpolate", "composite", "composite", 1},
     {"conv_transpose2d", "netcl_conv_transpose2d", "conv2d", "convdirect+conv+matmul", 1},
     /* normalisation, dropout and elementwise losses (src/composite/norm.c, loss.c) */
-    {"batch_norm", "netcl_batch_norm", "composite", "composite", 1},
+    {"batch_norm", "netcl_batch_norm", "batch_norm", "bnorm", 1},
     {"layer_norm", "netcl_layer_norm", "composite", "composite", 1},
     {"group_norm", "netcl_group_norm", "composite", "composite", 1},
     {"dropout", "netcl_dropout", "composite", "composite", 1},

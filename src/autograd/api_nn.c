@@ -206,3 +206,28 @@ netcl_status netcl_conv_transpose2d(netcl_tensor **out, netcl_tensor *x, netcl_t
     if (st == NETCL_OK && (st = add_channel_bias(*out, b)) != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
     return st == NETCL_OK ? conv_record(out, "conv_transpose2d", x, w, b, &g, 1) : st;
 }
+
+/* ---- batch_norm: fused; the node saves x, mean, invstd and the weight ---------- */
+
+netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
+                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
+{
+    netcl_status st;
+    netcl_tensor *mean = NULL, *invstd = NULL;
+    FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum, eps));
+    netcl_tensor *ins[3] = {x, weight, bias};
+    if (st == NETCL_OK && nc_should_record(3, ins)) {
+        nc_node *n = nc_node_new(NC_RULE_BATCH_NORM, "batch_norm", 3, ins);
+        if (!n || nc_node_save(n, 0, x) != NETCL_OK || nc_node_save(n, 1, mean) != NETCL_OK ||
+            nc_node_save(n, 2, invstd) != NETCL_OK || (weight && nc_node_save(n, 3, weight) != NETCL_OK)) {
+            netcl_tensor_release(mean);
+            netcl_tensor_release(invstd);
+            return record_fail(out, n, "batch_norm");
+        }
+        n->ip[0] = training;
+        nc_node_attach(n, *out);
+    }
+    netcl_tensor_release(mean);
+    netcl_tensor_release(invstd);
+    return st;
+}

@@ -15,7 +15,7 @@ typedef enum nc_rule {
     NC_RULE_MATMUL, NC_RULE_RESHAPE, NC_RULE_TRANSPOSE, NC_RULE_PERMUTE, NC_RULE_EXPAND,
     NC_RULE_SLICE, NC_RULE_SELECT, NC_RULE_CAST, NC_RULE_TO_DEVICE, NC_RULE_PAD,
     /* selection and nn families (rules_nn.c) */
-    NC_RULE_WHERE, NC_RULE_SOFTMAX, NC_RULE_UNFOLD, NC_RULE_FOLD, NC_RULE_POOL, NC_RULE_CLASS_LOSS, NC_RULE_CONV2D,
+    NC_RULE_WHERE, NC_RULE_SOFTMAX, NC_RULE_UNFOLD, NC_RULE_FOLD, NC_RULE_POOL, NC_RULE_CLASS_LOSS, NC_RULE_CONV2D, NC_RULE_BATCH_NORM,
     /* indexing, sort, scan (rules_index.c) */
     NC_RULE_CAT, NC_RULE_GATHER, NC_RULE_SCATTER, NC_RULE_SORT, NC_RULE_SCAN,
     NC_RULE_COUNT
@@ -93,6 +93,7 @@ netcl_status nc_rule_fold(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_pool(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_class_loss(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_conv2d(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
 
 /* Runs the hooks on *g (may replace it); hooks.c. */
 netcl_status nc_hooks_run(nc_hook *h, netcl_tensor **g, const char *what);

@@ -89,3 +89,22 @@ netcl_status nc_rule_conv2d(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
     }
     return nc_x_end(&x);
 }
+
+/* batch_norm: both backward kernels at once give dx, dw (sum g xhat) and db (sum g) */
+netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    nc_x x = NC_X(NULL);
+    netcl_tensor *in = NULL, *mean = NULL, *invstd = NULL, *w = NULL, *dx = NULL, *dw = NULL, *db = NULL;
+    nc_x_do(&x, nc_node_saved(n, 0, &in));
+    nc_x_do(&x, nc_node_saved(n, 1, &mean));
+    nc_x_do(&x, nc_node_saved(n, 2, &invstd));
+    if (n->saved[3]) nc_x_do(&x, nc_node_saved(n, 3, &w));
+    if (x.st == NETCL_OK) {
+        nc_x_do(&x, nc_fwd_batch_norm_backward(&dx, &dw, &db, g, in, mean, invstd, w, (int)n->ip[0]));
+        nc_x_own(&x, dx); nc_x_own(&x, dw); nc_x_own(&x, db);
+    }
+    nc_x_grad(&x, n, 0, dx, gin);
+    nc_x_grad(&x, n, 1, dw, gin);
+    nc_x_grad(&x, n, 2, db, gin);
+    return nc_x_end(&x);
+}

@@ -202,6 +202,7 @@ const nc_backward_fn nc_backward_rules[] = {
     [NC_RULE_POOL] = nc_rule_pool,
     [NC_RULE_CLASS_LOSS] = nc_rule_class_loss,
     [NC_RULE_CONV2D] = nc_rule_conv2d,
+    [NC_RULE_BATCH_NORM] = nc_rule_batch_norm,
     [NC_RULE_CAT] = nc_rule_cat,
     [NC_RULE_GATHER] = nc_rule_gather,
     [NC_RULE_SCATTER] = nc_rule_scatter,

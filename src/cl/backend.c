@@ -141,6 +141,7 @@ static const nc_backend opencl_backend = {
     .write_async = nc_cl_write_async,
     .settle = nc_cl_settle,
     .conv = nc_cl_conv,
+    .bn = nc_cl_bn,
     .shutdown = cl_shutdown,
     .augment = nc_cl_augment,
     .gather = nc_cl_gather,

@@ -1,8 +1,7 @@
 /* norm.c — normalisation and dropout built from recorded ops (autograd
- * comes free): batch_norm (training and eval, running statistics updated in
- * place without recording), layer_norm, group_norm, dropout and its
- * channel-wise form. Statistics use the biased variance, as PyTorch does;
- * the running variance takes the unbiased one. */
+ * comes free): layer_norm, group_norm, dropout and its channel-wise form.
+ * Statistics use the biased variance, as PyTorch does. batch_norm is a
+ * fused primitive (src/bnorm.c). */
 #include "../autograd/expr.h"
 
 /* t viewed so that it broadcasts along dim 1 of an ndim-dim tensor: [1, C, 1, ...] */
@@ -38,51 +37,6 @@ static netcl_tensor *affine(nc_x *x, netcl_tensor *y, netcl_tensor *w, netcl_ten
     if (w) y = x_mul(x, y, w);
     if (b) y = x_add(x, y, b);
     return y;
-}
-
-netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *in, netcl_tensor *running_mean, netcl_tensor *running_var,
-                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
-{
-    nc_x x = NC_X("batch_norm");
-    if (in->ndim < 2)
-        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "expects an input of at least 2 dims [N, C, ...], got %s", nc_describe(in)));
-    int64_t C = x.st == NETCL_OK ? in->sizes[1] : 0, per_channel = C ? netcl_tensor_numel(in) / C : 0;
-    check_vec(&x, "batch_norm", "running_mean", running_mean, C);
-    check_vec(&x, "batch_norm", "running_var", running_var, C);
-    check_vec(&x, "batch_norm", "weight", weight, C);
-    check_vec(&x, "batch_norm", "bias", bias, C);
-    if (x.st == NETCL_OK && !training && (!running_mean || !running_var))
-        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "evaluation mode needs running_mean and running_var"));
-    if (x.st == NETCL_OK && training && per_channel <= 1)
-        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "expected more than 1 value per channel when training, got %s",
-                              nc_describe(in)));
-    if (x.st != NETCL_OK) return nc_x_return(&x, out, NULL);
-    int dims[NC_MAX_DIMS], nd = 0;
-    for (int i = 0; i < in->ndim; i++) if (i != 1) dims[nd++] = i;
-    netcl_tensor *y;
-    if (training) {
-        netcl_tensor *mean, *var;
-        y = normalise(&x, in, nd, dims, eps, &mean, &var);
-        if (running_mean && running_var && x.st == NETCL_OK) {   /* running statistics, not recorded */
-            int prev = nc_grad_push_disabled();
-            double unbias = (double)per_channel / (double)(per_channel - 1);
-            netcl_tensor *m1 = XC(&x, netcl_tensor_reshape, mean, 1, &C);
-            netcl_tensor *v1 = XC(&x, netcl_tensor_reshape, var, 1, &C);
-            netcl_tensor *vu = x_sc(&x, NETCL_OP_MUL, v1, unbias * momentum);
-            netcl_tensor *mu = x_sc(&x, NETCL_OP_MUL, m1, momentum);
-            XDO(&x, netcl_binary_scalar_(NETCL_OP_MUL, running_mean, 1 - momentum));
-            XDO(&x, netcl_binary_(NETCL_OP_ADD, running_mean, mu));
-            XDO(&x, netcl_binary_scalar_(NETCL_OP_MUL, running_var, 1 - momentum));
-            XDO(&x, netcl_binary_(NETCL_OP_ADD, running_var, vu));
-            nc_grad_pop(prev);
-        }
-    } else {
-        netcl_tensor *m = channel_view(&x, running_mean, in->ndim), *v = channel_view(&x, running_var, in->ndim);
-        netcl_tensor *inv = x_un(&x, NETCL_OP_RSQRT, x_sc(&x, NETCL_OP_ADD, v, eps));
-        y = x_mul(&x, x_sub(&x, in, m), inv);
-    }
-    y = affine(&x, y, channel_view(&x, weight, in->ndim), channel_view(&x, bias, in->ndim));
-    return nc_x_return(&x, out, y);
 }
 
 /* normalised over the last nnorm dims; weight and bias have those dims' shape */

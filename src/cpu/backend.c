@@ -95,6 +95,7 @@ static const nc_backend cpu_backend = {
     .class_loss = nc_cpu_class_loss,
     .class_loss_backward = nc_cpu_class_loss_backward,
     .conv = nc_cpu_conv,
+    .bn = nc_cpu_bn,
     .shutdown = NULL,
     .augment = nc_cpu_augment,
     .gather = nc_cpu_gather,

@@ -52,6 +52,7 @@ netcl_status nc_cpu_class_loss_backward(netcl_device *dev, const nc_desc *gx, co
                                         double eps);
 netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+netcl_status nc_cpu_bn(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
 netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
 netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
 /* indexing, sort, scan (index.c, sort.c) */
