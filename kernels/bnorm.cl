@@ -11,18 +11,6 @@
  *   (training: M = N*S), or dx = w invstd g (eval: sg, sgx unused). */
 #define BN_LOCAL 256
 
-inline A_CT bn_group_sum(__local A_CT *l, A_CT v)
-{
-    int lid = get_local_id(0), n = get_local_size(0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    l[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = n / 2; s > 0; s >>= 1) {
-        if (lid < s) l[lid] += l[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return l[0];
-}
 
 __kernel void bn_stats(__global const A_T *x, long xo, __global O_T *mean, __global O_T *invstd, long N, long C, long S,
                        __global O_T *rmean, __global O_T *rvar, int has_running, A_CT momentum, A_CT eps)
@@ -33,10 +21,10 @@ __kernel void bn_stats(__global const A_T *x, long xo, __global O_T *mean, __glo
     for (long c = get_group_id(0); c < C; c += get_num_groups(0)) {
         A_CT s = 0;
         for (long i = lid; i < M; i += ls) s += A_LOAD(x, xo + ((i / S) * C + c) * S + i % S);
-        A_CT m = bn_group_sum(l, s) / (A_CT)M;
+        A_CT m = group_all(l, s, 0) / (A_CT)M;
         A_CT q = 0;
         for (long i = lid; i < M; i += ls) { A_CT d = A_LOAD(x, xo + ((i / S) * C + c) * S + i % S) - m; q += d * d; }
-        A_CT var = bn_group_sum(l, q) / (A_CT)M;
+        A_CT var = group_all(l, q, 0) / (A_CT)M;
         if (lid == 0) {
             O_STORE(mean, c, m);
             O_STORE(invstd, c, (A_CT)1 / sqrt(var + eps));
@@ -76,8 +64,8 @@ __kernel void bn_grad_reduce(__global const A_T *g, long go, __global const A_T 
             a += gv;
             b += gv * (A_LOAD(x, xo + k) - m);
         }
-        a = bn_group_sum(l, a);
-        b = bn_group_sum(l, b);
+        a = group_all(l, a, 0);
+        b = group_all(l, b, 0);
         if (lid == 0) { O_STORE(sg, c, a); O_STORE(sgx, c, b); }
     }
 }

@@ -166,3 +166,22 @@ inline void index_report(__global int *err, long v, long size, int op, int dim, 
 #define VEC4_APPLY_SR(src, dst, i, F, s)                                              \
     for (int k_ = 0; k_ < 4; k_++) { A_CT x_ = A_LOAD((src), 4 * (i) + k_); O_STORE((dst), 4 * (i) + k_, F(s, x_)); }
 #endif
+
+#if defined(TA) && A_FLOAT
+#define NAN_MAX(x, y) (((y) > (x) || isnan(y)) ? (y) : (x))
+/* Every lane of the work-group gets the group's sum of v, or (is_max) its
+ * maximum with NaN winning; l holds a value per lane (local size a power of
+ * two). Safe to call again right away: it waits for the last use of l. */
+inline A_CT group_all(__local A_CT *l, A_CT v, int is_max)
+{
+    int lid = get_local_id(0), n = get_local_size(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    l[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = n / 2; s > 0; s >>= 1) {
+        if (lid < s) l[lid] = is_max ? NAN_MAX(l[lid], l[lid + s]) : l[lid] + l[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return l[0];
+}
+#endif

@@ -9,20 +9,7 @@
  *   p = softmax(x_r) (LOGP: -g[r] w_y [c == y]).
  * One work-group per row (grid-strided), local size a power of two <= 256. */
 #define CL_LOCAL 256
-#define NAN_MAX(x, y) (((y) > (x) || isnan(y)) ? (y) : (x))
 
-inline A_CT group_all(__local A_CT *l, A_CT v, int is_max)
-{
-    int lid = get_local_id(0), n = get_local_size(0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    l[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = n / 2; s > 0; s >>= 1) {
-        if (lid < s) l[lid] = is_max ? NAN_MAX(l[lid], l[lid + s]) : l[lid] + l[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return l[0];
-}
 
 #define WEIGHT(c) (has_w ? A_LOAD(w, woff + (c)) : (A_CT)1)
 

@@ -19,21 +19,6 @@ __kernel void where_strided(__global O_RAW *out, __global const uchar *cond, __g
 
 #if A_FLOAT
 #define SM_LOCAL 256
-#define NAN_MAX(x, y) (((y) > (x) || isnan(y)) ? (y) : (x))
-
-/* all lanes get the reduction of v over the group (sum, or max with NaN winning) */
-inline A_CT group_all(__local A_CT *l, A_CT v, int is_max)
-{
-    int lid = get_local_id(0), n = get_local_size(0);
-    barrier(CLK_LOCAL_MEM_FENCE);   /* the previous use of l is finished */
-    l[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = n / 2; s > 0; s >>= 1) {
-        if (lid < s) l[lid] = is_max ? NAN_MAX(l[lid], l[lid + s]) : l[lid] + l[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return l[0];
-}
 
 __kernel void softmax_group(__global O_T *out, long ooff, __global const A_T *a, long aoff, long rows, long R)
 {

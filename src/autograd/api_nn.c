@@ -182,29 +182,32 @@ static netcl_status conv_record(netcl_tensor **out, const char *name, netcl_tens
     return NETCL_OK;
 }
 
-netcl_status netcl_conv2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
-                          const int64_t *padding, const int64_t *dilation, int64_t groups)
+/* conv2d (output_padding NULL) or conv_transpose2d: the planned pass, the bias, the node */
+static netcl_status conv_op(netcl_tensor **out, const char *name, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
+                            const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                            const int64_t *output_padding)
 {
     nc_conv_args g;
     *out = NULL;
-    NC_TRY(nc_conv2d_setup("conv2d", x, w, b, stride, padding, dilation, groups, NULL, &g));
+    NC_TRY(nc_conv2d_setup(name, x, w, b, stride, padding, dilation, groups, output_padding, &g));
+    int transposed = output_padding != NULL;
     netcl_status st;
-    FORWARD(st, nc_fwd_conv2d_pass(out, &g, NC_CONV_PASS_FWD, x, w));
+    FORWARD(st, nc_fwd_conv2d_pass(out, &g, transposed ? NC_CONV_PASS_DATA : NC_CONV_PASS_FWD, x, w));
     if (st == NETCL_OK && (st = add_channel_bias(*out, b)) != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
-    return st == NETCL_OK ? conv_record(out, "conv2d", x, w, b, &g, 0) : st;
+    return st == NETCL_OK ? conv_record(out, name, x, w, b, &g, transposed) : st;
+}
+
+netcl_status netcl_conv2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
+                          const int64_t *padding, const int64_t *dilation, int64_t groups)
+{
+    return conv_op(out, "conv2d", x, w, b, stride, padding, dilation, groups, NULL);
 }
 
 netcl_status netcl_conv_transpose2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
                                     const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
                                     const int64_t *dilation, int64_t groups)
 {
-    nc_conv_args g;
-    *out = NULL;
-    NC_TRY(nc_conv2d_setup("conv_transpose2d", x, w, b, stride, padding, dilation, groups, output_padding, &g));
-    netcl_status st;
-    FORWARD(st, nc_fwd_conv2d_pass(out, &g, NC_CONV_PASS_DATA, x, w));
-    if (st == NETCL_OK && (st = add_channel_bias(*out, b)) != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
-    return st == NETCL_OK ? conv_record(out, "conv_transpose2d", x, w, b, &g, 1) : st;
+    return conv_op(out, "conv_transpose2d", x, w, b, stride, padding, dilation, groups, output_padding);
 }
 
 /* ---- batch_norm: fused; the node saves x, mean, invstd and the weight ---------- */

@@ -5,21 +5,9 @@
 #include "cpu.h"
 #include <math.h>
 
-static inline double ld(const nc_desc *d, int64_t i)
-{
-    i += d->offset;
-    if (d->dtype == NETCL_DTYPE_FLOAT32) return ((const float *)d->buf)[i];
-    if (d->dtype == NETCL_DTYPE_FLOAT64) return ((const double *)d->buf)[i];
-    return nc_load_double(d->buf, d->dtype, i);
-}
-
-static inline void st(const nc_desc *d, int64_t i, double v)
-{
-    i += d->offset;
-    if (d->dtype == NETCL_DTYPE_FLOAT32) ((float *)d->buf)[i] = (float)v;
-    else if (d->dtype == NETCL_DTYPE_FLOAT64) ((double *)d->buf)[i] = v;
-    else nc_store_double(d->buf, d->dtype, i, v);
-}
+/* operand-relative element access (offsets added) */
+#define ld(d, i) nc_cpu_ld((d), (d)->offset + (i))
+#define st(d, i, v) nc_cpu_st((d), (d)->offset + (i), (v))
 
 /* element k of channel c's i-th value (i over N*S) */
 static inline int64_t at(const nc_bn_args *a, int64_t c, int64_t i) { return ((i / a->S) * a->C + c) * a->S + i % a->S; }

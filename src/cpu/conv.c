@@ -4,19 +4,8 @@
 #include "cpu.h"
 #include <math.h>
 
-static inline double ld(const nc_desc *d, int64_t i)
-{
-    if (d->dtype == NETCL_DTYPE_FLOAT32) return ((const float *)d->buf)[i];
-    if (d->dtype == NETCL_DTYPE_FLOAT64) return ((const double *)d->buf)[i];
-    return nc_load_double(d->buf, d->dtype, i);
-}
-
-static inline void st(const nc_desc *d, int64_t i, double v)
-{
-    if (d->dtype == NETCL_DTYPE_FLOAT32) ((float *)d->buf)[i] = (float)v;
-    else if (d->dtype == NETCL_DTYPE_FLOAT64) ((double *)d->buf)[i] = v;
-    else nc_store_double(d->buf, d->dtype, i, v);
-}
+#define ld nc_cpu_ld
+#define st nc_cpu_st
 
 typedef struct { const nc_desc *a, *b, *idx; const nc_conv_geom *c; const nc_pool_geom *p; } job;
 

@@ -26,6 +26,23 @@ void nc_cpu_store_i64(void *base, netcl_dtype dt, int64_t i, int64_t v);
 /* dst[j] = base[off + j*step] as float, j < n (float16/bfloat16 decoded). */
 void nc_cpu_gather_f32(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, float *dst);
 
+/* Element i of a descriptor's buffer as double, and back (float32 and
+ * float64 directly, other dtypes through the converters). i is absolute:
+ * callers add d->offset. The kernels that compute in double use these. */
+static inline double nc_cpu_ld(const nc_desc *d, int64_t i)
+{
+    if (d->dtype == NETCL_DTYPE_FLOAT32) return ((const float *)d->buf)[i];
+    if (d->dtype == NETCL_DTYPE_FLOAT64) return ((const double *)d->buf)[i];
+    return nc_load_double(d->buf, d->dtype, i);
+}
+
+static inline void nc_cpu_st(const nc_desc *d, int64_t i, double v)
+{
+    if (d->dtype == NETCL_DTYPE_FLOAT32) ((float *)d->buf)[i] = (float)v;
+    else if (d->dtype == NETCL_DTYPE_FLOAT64) ((double *)d->buf)[i] = v;
+    else nc_store_double(d->buf, d->dtype, i, v);
+}
+
 /* ---- families ------------------------------------------------------------------------ */
 netcl_status nc_cpu_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *src);
 netcl_status nc_cpu_fill(netcl_device *dev, const nc_desc *dst, double value);

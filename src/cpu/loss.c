@@ -6,6 +6,9 @@
 #include <math.h>
 #include <stdatomic.h>
 
+#define ld nc_cpu_ld
+#define st nc_cpu_st
+
 typedef struct {
     const nc_desc *out, *wsum, *x, *t, *w, *g;
     int logp;
@@ -13,13 +16,6 @@ typedef struct {
     double eps;
     atomic_llong bad_row;   /* first row with a target out of range, or -1 */
 } cl_ctx;
-
-static inline double ld(const nc_desc *d, int64_t i)
-{
-    if (d->dtype == NETCL_DTYPE_FLOAT32) return ((const float *)d->buf)[i];
-    if (d->dtype == NETCL_DTYPE_FLOAT64) return ((const double *)d->buf)[i];
-    return nc_load_double(d->buf, d->dtype, i);
-}
 
 static inline double weight(const cl_ctx *c, int64_t k) { return c->w ? ld(c->w, c->w->offset + k) : 1.0; }
 

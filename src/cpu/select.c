@@ -6,6 +6,9 @@
 #include <math.h>
 #include <string.h>
 
+#define ld nc_cpu_ld
+#define st nc_cpu_st
+
 typedef struct {
     const nc_desc *out, *cond, *a, *b;
     unsigned char sa[8], sb[8];
@@ -53,20 +56,6 @@ netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *
 typedef struct { const nc_desc *out, *a, *g, *y; int log; int64_t R; } sm_ctx;
 
 /* element i of d as double (the float32 test is predictable per call) */
-static inline double ld(const nc_desc *d, int64_t i)
-{
-    if (d->dtype == NETCL_DTYPE_FLOAT32) return ((const float *)d->buf)[i];
-    if (d->dtype == NETCL_DTYPE_FLOAT64) return ((const double *)d->buf)[i];
-    return nc_load_double(d->buf, d->dtype, i);
-}
-
-static inline void st(const nc_desc *d, int64_t i, double v)
-{
-    if (d->dtype == NETCL_DTYPE_FLOAT32) ((float *)d->buf)[i] = (float)v;
-    else if (d->dtype == NETCL_DTYPE_FLOAT64) ((double *)d->buf)[i] = v;
-    else nc_store_double(d->buf, d->dtype, i, v);
-}
-
 /* Three passes over each row (max, sum of exp, write) in double: no row
  * buffer, so any row length works. */
 static void softmax_rows(void *vctx, int64_t r0, int64_t r1)
