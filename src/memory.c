@@ -5,6 +5,7 @@
 #include "core.h"
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NC_CLASSES (64 * 4)
 #define NC_MIN_BLOCK 512
@@ -14,11 +15,39 @@ typedef struct nc_block { void *buf; struct nc_block *next; } nc_block;
 struct nc_pool {
     pthread_mutex_t lock;
     nc_block *free_lists[NC_CLASSES];
+    nc_block *spare_nodes;   /* list nodes kept for reuse: no malloc per pooled buffer */
     int64_t allocations, hits, misses, in_use, cached, peak;
     int dead;   /* backend shut down: buffers can no longer be freed */
 };
 
 static int64_t total_in_use;   /* over all devices, read by the Lua GC heuristic */
+
+/* Released storage headers wait in a per-thread list for the next storage
+ * (as tensor headers do, tensor.c); none under ASan, which must see every
+ * free to catch a use after it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARE_STORAGES 0
+#else
+#define SPARE_STORAGES 256
+#endif
+static _Thread_local nc_storage *spare[SPARE_STORAGES + 1];
+static _Thread_local int nspare;
+
+static nc_storage *storage_alloc(void)
+{
+    if (nspare > 0) {
+        nc_storage *s = spare[--nspare];
+        memset(s, 0, sizeof *s);
+        return s;
+    }
+    return calloc(1, sizeof(nc_storage));
+}
+
+static void storage_free(nc_storage *s)
+{
+    if (nspare < SPARE_STORAGES) spare[nspare++] = s;
+    else free(s);
+}
 
 nc_pool *nc_pool_new(void)
 {
@@ -49,6 +78,11 @@ static void release_cached(netcl_device *dev, nc_pool *p)
             free(b);
         }
     }
+    while (p->spare_nodes) {
+        nc_block *b = p->spare_nodes;
+        p->spare_nodes = b->next;
+        free(b);
+    }
     p->cached = 0;
 }
 
@@ -67,7 +101,8 @@ static netcl_status pool_take(netcl_device *dev, size_t nbytes, size_t *capacity
         nc_block *b = p->free_lists[c];
         p->free_lists[c] = b->next;
         *buf = b->buf;
-        free(b);
+        b->next = p->spare_nodes;
+        p->spare_nodes = b;
         p->cached -= (int64_t)*capacity;
         p->hits++;
         return NETCL_OK;
@@ -89,7 +124,7 @@ static netcl_status pool_take(netcl_device *dev, size_t nbytes, size_t *capacity
 netcl_status nc_storage_new(nc_storage **out, netcl_device *dev, size_t nbytes)
 {
     *out = NULL;
-    nc_storage *s = calloc(1, sizeof *s);
+    nc_storage *s = storage_alloc();
     if (!s) return nc_fail(NETCL_ERR_OOM, "out of host memory allocating a storage header");
     nc_pool *p = dev->pool;
     pthread_mutex_lock(&p->lock);
@@ -101,7 +136,7 @@ netcl_status nc_storage_new(nc_storage **out, netcl_device *dev, size_t nbytes)
         __atomic_add_fetch(&total_in_use, (int64_t)s->capacity, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&p->lock);
-    if (st != NETCL_OK) { free(s); return st; }
+    if (st != NETCL_OK) { storage_free(s); return st; }
     atomic_init(&s->refcount, 1);
     s->dev = dev;
     s->nbytes = nbytes;
@@ -115,10 +150,10 @@ netcl_status nc_storage_new_pinned(nc_storage **out, netcl_device *cpu, netcl_de
 {
     if (!for_dev->backend->alloc_pinned) return nc_storage_new(out, cpu, nbytes);
     *out = NULL;
-    nc_storage *s = calloc(1, sizeof *s);
+    nc_storage *s = storage_alloc();
     if (!s) return nc_fail(NETCL_ERR_OOM, "out of host memory allocating a storage header");
     netcl_status st = for_dev->backend->alloc_pinned(for_dev, nbytes ? nbytes : 1, &s->buf, &s->pinned_handle);
-    if (st != NETCL_OK) { free(s); return st; }
+    if (st != NETCL_OK) { storage_free(s); return st; }
     atomic_init(&s->refcount, 1);
     s->dev = cpu;
     s->nbytes = s->capacity = nbytes;
@@ -148,7 +183,7 @@ void nc_storage_release(nc_storage *s)
     nc_storage_settle(s);   /* the event must not outlive the storage that waits on it */
     if (s->pinned_by) {
         s->pinned_by->backend->free_pinned(s->pinned_by, s->pinned_handle);
-        free(s);
+        storage_free(s);
         return;
     }
     nc_pool *p = s->dev->pool;
@@ -157,7 +192,8 @@ void nc_storage_release(nc_storage *s)
     pthread_mutex_lock(&p->lock);
     p->in_use -= (int64_t)s->capacity;
     __atomic_sub_fetch(&total_in_use, (int64_t)s->capacity, __ATOMIC_RELAXED);
-    nc_block *b = p->dead ? NULL : malloc(sizeof *b);
+    nc_block *b = p->dead ? NULL : p->spare_nodes ? p->spare_nodes : malloc(sizeof *b);
+    if (b && b == p->spare_nodes) p->spare_nodes = b->next;
     if (b) {
         b->buf = s->buf;
         b->next = p->free_lists[c];
@@ -167,7 +203,7 @@ void nc_storage_release(nc_storage *s)
         s->dev->backend->free(s->dev, s->buf);
     }
     pthread_mutex_unlock(&p->lock);
-    free(s);
+    storage_free(s);
 }
 
 void nc_pool_destroy(netcl_device *dev)

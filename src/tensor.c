@@ -6,6 +6,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Released tensor structs wait in a per-thread list for the next tensor:
+ * small ops create and drop one per call, and malloc/free showed up in
+ * their profile. */
+#if defined(__SANITIZE_ADDRESS__)   /* ASan must see every free to catch a use after it */
+#define SPARE_TENSORS 0
+#else
+#define SPARE_TENSORS 256
+#endif
+static _Thread_local netcl_tensor *spare[SPARE_TENSORS + 1];
+static _Thread_local int nspare;
+
+static netcl_tensor *tensor_alloc(void)
+{
+    if (nspare > 0) {
+        netcl_tensor *t = spare[--nspare];
+        memset(t, 0, sizeof *t);
+        return t;
+    }
+    return calloc(1, sizeof(netcl_tensor));
+}
+
+static void tensor_free(netcl_tensor *t)
+{
+    if (nspare < SPARE_TENSORS) spare[nspare++] = t;
+    else free(t);
+}
+
 int64_t nc_numel(int ndim, const int64_t *sizes)
 {
     int64_t n = 1;
@@ -45,12 +72,12 @@ static netcl_status tensor_new(netcl_tensor **out, netcl_device *dev, netcl_devi
     *out = NULL;
     if (!dev) return nc_fail(NETCL_ERR_DEVICE, "tensor: no device given");
     NC_TRY(check_shape("tensor", dtype, ndim, sizes));
-    netcl_tensor *t = calloc(1, sizeof *t);
+    netcl_tensor *t = tensor_alloc();
     if (!t) return nc_fail(NETCL_ERR_OOM, "tensor: out of host memory");
     size_t nbytes = (size_t)nc_numel(ndim, sizes) * (size_t)netcl_dtype_size(dtype);
     netcl_status st = pinned_for ? nc_storage_new_pinned(&t->storage, dev, pinned_for, nbytes)
                                  : nc_storage_new(&t->storage, dev, nbytes);
-    if (st != NETCL_OK) { free(t); return st; }
+    if (st != NETCL_OK) { tensor_free(t); return st; }
     atomic_init(&t->refcount, 1);
     t->dtype = dtype;
     t->ndim = ndim;
@@ -79,7 +106,7 @@ netcl_status nc_tensor_view_of(netcl_tensor **out, const netcl_tensor *src, int 
                                const int64_t *strides, int64_t offset)
 {
     *out = NULL;
-    netcl_tensor *t = calloc(1, sizeof *t);
+    netcl_tensor *t = tensor_alloc();
     if (!t) return nc_fail(NETCL_ERR_OOM, "view: out of host memory");
     atomic_init(&t->refcount, 1);
     t->storage = src->storage;
@@ -113,7 +140,7 @@ void netcl_tensor_release(netcl_tensor *t)
     nc_node_release(t->grad_fn);
     nc_hooks_free(t->hooks);
     nc_storage_release(t->storage);
-    free(t);
+    tensor_free(t);
 }
 
 int netcl_tensor_ndim(const netcl_tensor *t) { return t->ndim; }
