@@ -40,8 +40,9 @@ int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
     }
 }
 
-/* The planner: a forced choice (NETCL_CONV_ALGO) where it applies, else a
- * rule per device kind; the tuner's measured winner once it has one. */
+/* The planner: a forced choice (NETCL_CONV_ALGO) where it applies, else the
+ * tuner's measured winner once it has one, else a rule: depthwise, gemm1x1,
+ * direct for small convolutions on GPUs, im2col otherwise. */
 nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
     (void)dt;
@@ -52,6 +53,11 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     if (tuned != NC_CONV_AUTO) return tuned;
     if (nc_conv_applicable(NC_CONV_DEPTHWISE, g, pass)) return NC_CONV_DEPTHWISE;
     if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass)) return NC_CONV_GEMM1X1;
+    /* on a GPU a small convolution is launch-bound: one direct kernel beats
+     * im2col's unfold, copies and GEMM (about 16M multiply-adds or fewer) */
+    double macs = (double)g->N * (double)g->O * (double)g->OH * (double)g->OW * (double)(g->C / g->G) * (double)g->KH *
+                  (double)g->KW;
+    if (dev->type == NETCL_DEVICE_OPENCL_GPU && macs <= 16e6) return NC_CONV_DIRECT;
     return NC_CONV_IM2COL;
 }
 
