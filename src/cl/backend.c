@@ -1,7 +1,7 @@
 /* backend.c — the OpenCL backend: device discovery and profiles, one
  * context and in-order queue per device, buffers, host transfers (async
  * writes keep their host tensor alive until done), fork safety, teardown. */
-#include "cl.h"
+#include "gemm.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +101,7 @@ static void cl_shutdown(netcl_device *dev)
     nc_cl.clFinish(cd->queue);
     nc_cl_poll_pending(cd, 1);
     nc_cl_release_programs(cd);
+    nc_gemm_state_free(cd);
     nc_cl.clReleaseCommandQueue(cd->queue);
     nc_cl.clReleaseContext(cd->ctx);
     free(cd);
@@ -133,6 +134,7 @@ static const nc_backend opencl_backend = {
     .class_loss_backward = nc_cl_class_loss_backward,
     .shutdown = cl_shutdown,
     .augment = nc_cl_augment,
+    .gemm = nc_cl_gemm,
 };
 
 static void info_str(cl_device_id id, cl_device_info what, char *buf, size_t len)

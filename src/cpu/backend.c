@@ -96,6 +96,7 @@ static const nc_backend cpu_backend = {
     .class_loss_backward = nc_cpu_class_loss_backward,
     .shutdown = NULL,
     .augment = nc_cpu_augment,
+    .gemm = nc_cpu_gemm,
 };
 
 /* Copies the value of the first "key : value" line of /proc/cpuinfo. */
