@@ -15,10 +15,7 @@
  *                item keeps a CMR x CNR block of outputs in vector
  *                registers and streams its operands through the caches.
  *
- * Options common to both:
- *   EPI_C      1: add beta * c       EPI_BIAS  0 none, 1 per column n, 2 per row m
- *   ACT        activation as a netcl_op code (absent: none; see ACTIVATE below)
- *   VWB        vector width of w loads along n (n contiguous, aligned; 1 = strided scalar)
+ * The epilogue is chosen by run-time arguments (see epilogue below).
  */
 
 /* Loops over register arrays are unrolled so the arrays are indexed by
@@ -80,55 +77,50 @@
 #define VLOADU_8(p, i) vload8(0, (p) + (i))
 #define VLOADU_16(p, i) vload16(0, (p) + (i))
 #endif
+/* An n-wide vector from a private array. */
+#define VFROM_1(t) ((t)[0])
+#define VFROM_2(t) vload2(0, t)
+#define VFROM_4(t) vload4(0, t)
+#define VFROM_8(t) vload8(0, t)
+#define VFROM_16(t) vload16(0, t)
 #define VLOADU_1(p, i) A_LOAD(p, i)
 #define VLOADU_2(p, i) ((VT(A_CT, 2))(A_LOAD(p, i), A_LOAD(p, (i) + 1)))
 #define VLOADU_4(p, i) ((VT(A_CT, 4))(VLOADU_2(p, i), VLOADU_2(p, (i) + 2)))
 
-/* ---- epilogue ------------------------------------------------------------- */
-/* The activations a GEMM can fuse (netcl_op codes; same formulas as the
- * elementwise kernels of ops.cl, so fused and unfused results agree). */
-#ifndef ACT
-#define ACTIVATE(x) (x)
-#elif ACT == 5
-#define ACTIVATE(x) OP_RELU(x)
-#elif ACT == 6
-#define ACTIVATE(x) OP_SIGMOID(x)
-#elif ACT == 7
-#define ACTIVATE(x) OP_TANH(x)
-#elif ACT == 22
-#define ACTIVATE(x) OP_SILU(x)
-#elif ACT == 23
-#define ACTIVATE(x) OP_GELU(x)
-#elif ACT == 24
-#define ACTIVATE(x) OP_GELU_TANH(x)
-#elif ACT == 26
-#define ACTIVATE(x) OP_RELU6(x)
-#elif ACT == 27
-#define ACTIVATE(x) OP_LEAKY_RELU(x)
-#else
-#error "gemm.cl: unsupported activation"
-#endif
+/* ---- epilogue -------------------------------------------------------------
+ * Chosen at run time (flags and act are uniform, and the epilogue runs
+ * once per output against K multiply-adds), so one program serves every
+ * epilogue: flags bit 0 adds beta * c, bit 1 a bias along n, bit 2 a bias
+ * along m; act is a netcl_op code (same formulas as ops.cl, so fused and
+ * unfused results agree), anything else meaning none. */
+inline A_CT activate(A_CT x, int act, A_CT p1)
+{
+    switch (act) {
+    case 5: return OP_RELU(x);
+    case 6: return OP_SIGMOID(x);
+    case 7: return OP_TANH(x);
+    case 22: return OP_SILU(x);
+    case 23: return OP_GELU(x);
+    case 24: return OP_GELU_TANH(x);
+    case 26: return OP_RELU6(x);
+    case 27: return OP_LEAKY_RELU(x);
+    default: return x;
+    }
+}
 
-/* The arguments every kernel of the family takes after a and w, in order. */
+/* The arguments every kernel of the family takes after the sizes, in order. */
 #define EPI_PARAMS                                                                                       \
     A_CT alpha, A_CT beta, __global const A_T *c, long coff, long cs0, long cs1, long cs2,               \
-        __global const A_T *bias, long boff, long bstride, A_CT p1
+        __global const A_T *bias, long boff, long bstride, A_CT p1, int flags, int act
 /* The epilogue of one output element (batch b, row m, col n, product v). */
 inline A_CT epilogue(A_CT v, long b, long m, long n, EPI_PARAMS)
 {
     v *= alpha;
-#if EPI_C
-    v += beta * A_LOAD(c, coff + b * cs0 + m * cs1 + n * cs2);
-#endif
-#if EPI_BIAS == 1
-    v += A_LOAD(bias, boff + n * bstride);
-#elif EPI_BIAS == 2
-    v += A_LOAD(bias, boff + m * bstride);
-#endif
-    (void)p1;   /* the leaky_relu slope */
-    return ACTIVATE(v);
+    if (flags & 1) v += beta * A_LOAD(c, coff + b * cs0 + m * cs1 + n * cs2);
+    if (flags & 6) v += A_LOAD(bias, boff + ((flags & 2) ? n : m) * bstride);
+    return activate(v, act, p1);
 }
-#define EPI_ARGS alpha, beta, c, coff, cs0, cs1, cs2, bias, boff, bstride, p1
+#define EPI_ARGS alpha, beta, c, coff, cs0, cs1, cs2, bias, boff, bstride, p1, flags, act
 
 #ifdef GEMM_TILED
 /* ---- gemm_tiled ----------------------------------------------------------------
@@ -322,7 +314,7 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
                     A_CT tmp[CNR];
                     UNROLL for (int j = 0; j < CNR; j++)
                         tmp[j] = A_LOAD(bp, (long)k * bs1 + (long)min(j, N - 1 - nc0) * bs2);
-                    bv = CAT(vload, CNR)(0, tmp);
+                    bv = CAT(VFROM_, CNR)(tmp);
                 }
                 UNROLL for (int i = 0; i < CMR; i++)
                     acc[i] = fma((VT(A_CT, CNR))A_LOAD(ap, arow[i] + (long)k * as2), bv, acc[i]);

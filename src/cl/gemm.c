@@ -98,10 +98,11 @@ void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
     memset(c, 0, sizeof *c);
     if (g->dev->type == NETCL_DEVICE_OPENCL_CPU) {
-        /* 6 rows x 16 cols: 6 AVX-512 accumulators (12 of AVX2) per item; an
-         * 8x8 group walks K in chunks of 128 so its panels stay in cache */
-        *c = (nc_gemm_cfg){.kernel = NC_GEMM_DIRECT, .cmr = 6, .cnr = 16, .vw = 16, .vwm = 1, .vwn = 1,
-                           .kwg = 128, .mdimc = 8, .ndimc = 8};
+        /* 6 rows x 16 cols: 6 AVX-512 accumulators (12 of AVX2) per item;
+         * for large products an 8x8 group walks K in chunks of 128 so its
+         * panels stay in cache (small ones fit anyway, and skip the barrier) */
+        *c = (nc_gemm_cfg){.kernel = NC_GEMM_DIRECT, .cmr = 6, .cnr = 16, .vw = 16, .vwm = 1, .vwn = 1};
+        if (g->K > 256 && g->M * g->N >= 65536) c->kwg = 128, c->mdimc = 8, c->ndimc = 8;
         return;
     }
     /* GPUs: 128x128 tiles of 8x8 per thread when they fill the device,
@@ -159,13 +160,7 @@ static int fit_tiled(const nc_gemm_call *g, const nc_gemm_cfg *c, tiled_fit *f)
 }
 
 /* ---- launching ----------------------------------------------------------------- */
-static void epi_opts(char *buf, size_t len, const nc_gemm_epi *e)
-{
-    int n = snprintf(buf, len, " -DEPI_C=%d -DEPI_BIAS=%d", e->c != NULL, e->bias ? e->bias_dim == 1 ? 2 : 1 : 0);
-    if (e->act >= 0) snprintf(buf + n, len - (size_t)n, " -DACT=%d", e->act);
-}
-
-/* Kernel arguments 0..15 (operands, strides, sizes) and the epilogue's. */
+/* Kernel arguments 0..15 (operands, strides, sizes) and the epilogue's (16..28). */
 static netcl_status set_args(const nc_gemm_call *g, cl_kernel k)
 {
     const nc_desc *o = g->out, *a = g->a, *w = g->w;
@@ -186,8 +181,11 @@ static netcl_status set_args(const nc_gemm_call *g, cl_kernel k)
     cl_long cs1 = e->c ? e->c->strides[1] : 0, cs2 = e->c ? e->c->strides[2] : 0;
     cl_long boff = e->bias ? e->bias->offset : 0, bst = e->bias ? e->bias->strides[0] : 0;
     NC_ARG(k, 18, cb); NC_ARG(k, 19, coff); NC_ARG(k, 20, cs0); NC_ARG(k, 21, cs1); NC_ARG(k, 22, cs2);
+    cl_int flags = (e->c ? 1 : 0) | (e->bias ? e->bias_dim == 1 ? 4 : 2 : 0), act = e->act;
     NC_ARG(k, 23, bb); NC_ARG(k, 24, boff); NC_ARG(k, 25, bst);
-    return nc_cl_set_scalar(k, 26, o->dtype, e->act_p);
+    NC_TRY(nc_cl_set_scalar(k, 26, o->dtype, e->act_p));
+    NC_ARG(k, 27, flags); NC_ARG(k, 28, act);
+    return NETCL_OK;
 }
 
 /* Kernel `name` built with opts; when the build fails, once more without
@@ -215,12 +213,11 @@ static netcl_status launch_tiled(const nc_gemm_call *g, const nc_gemm_cfg *c)
     char opts[400];
     nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
     size_t n = strlen(opts);
-    n += (size_t)snprintf(opts + n, sizeof opts - n,
+    snprintf(opts + n, sizeof opts - n,
                           " -DGEMM_TILED -DMWG=%d -DNWG=%d -DKWG=%d -DMDIMC=%d -DNDIMC=%d -DVWM=%d -DVWN=%d -DVWA=%d"
                           " -DVWB=%d -DA_KFAST=%d -DB_KFAST=%d -DPADA=%d -DPADB=%d",
                           c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, c->vwm, c->vwn, f.vwa, f.vwb, f.kfast_a,
                           f.kfast_b, f.pada, f.padb);
-    epi_opts(opts + n, sizeof opts - n, g->epi);
     cl_kernel k;
     size_t wg, threads = (size_t)(c->mdimc * c->ndimc);
     NC_TRY(gemm_kernel(cd, opts, sizeof opts, "gemm_tiled", &k, &wg));
@@ -243,9 +240,8 @@ static netcl_status launch_direct(const nc_gemm_call *g, const nc_gemm_cfg *c)
     char opts[300];
     nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
     size_t n = strlen(opts);
-    n += (size_t)snprintf(opts + n, sizeof opts - n, " -DGEMM_DIRECT -DCMR=%d -DCNR=%d -DVWB=%d -DKCH=%d", c->cmr, c->cnr,
+    snprintf(opts + n, sizeof opts - n, " -DGEMM_DIRECT -DCMR=%d -DCNR=%d -DVWB=%d -DKCH=%d", c->cmr, c->cnr,
                           vwb, c->kwg);
-    epi_opts(opts + n, sizeof opts - n, g->epi);
     cl_kernel k;
     size_t wg;
     NC_TRY(gemm_kernel(cd, opts, sizeof opts, "gemm_direct", &k, &wg));
