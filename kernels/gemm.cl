@@ -336,3 +336,257 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
     }
 }
 #endif /* GEMM_DIRECT */
+
+#ifdef GEMM_MMA
+/* ---- gemm_mma ------------------------------------------------------------------
+ * Tensor cores through inline PTX (NVIDIA, sm_80+): TA = 0 float32 inputs
+ * rounded to tf32 (cvt.rna.tf32.f32) and mma.m16n8k8; TA = 1/2 float16 /
+ * bfloat16 with mma.m16n8k16; float32 accumulators either way.
+ * Options: BM BN BK (block tile), WM WN (warps along m, n; each warp owns a
+ * (BM/WM) x (BN/WN) tile of MI x NI mma tiles), STAGES (cp.async pipeline
+ * depth), A_KCONT / B_KCONT (1: the operand's k dim is contiguous; else m
+ * resp. n is), MMA_EMULATE (PoCL testing: plain OpenCL stand-ins for every
+ * PTX instruction, with the same fragment layouts, exchanging fragments
+ * through local memory).
+ * Global -> local: 16-byte cp.async chunks along each operand's contiguous
+ * dim (the host checked alignment and that the contiguous size is a
+ * multiple of the chunk); chunks past the edge are zero-filled (src-size
+ * 0). Local tiles mirror the global layout, rows padded against bank
+ * conflicts; fragments are read with 16/32-bit local loads.
+ * Grid: dim 0 = n-tiles * THREADS, dim 1 = m-tiles, dim 2 = batches. */
+#define THREADS (WM * WN * 32)
+#define WTM (BM / WM)
+#define WTN (BN / WN)
+#define MI (WTM / 16)
+#define NI (WTN / 8)
+#if TA == 0
+#define KSTEP 8
+#define ELEM float
+#define CHUNK 4
+#else
+#define KSTEP 16
+#define ELEM ushort
+#define CHUNK 8
+#endif
+/* local tile geometry: row length and padding (elements) */
+#if A_KCONT
+#define LDA (BK + 16 / (int)sizeof(ELEM))
+#define A_TILE (BM * LDA)
+#define AS(p, m, k) (p)[(m) * LDA + (k)]
+#else
+#define LDA (BM + 32 / (int)sizeof(ELEM))
+#define A_TILE (BK * LDA)
+#define AS(p, m, k) (p)[(k) * LDA + (m)]
+#endif
+#if B_KCONT
+#define LDB (BK + 16 / (int)sizeof(ELEM))
+#define B_TILE (BN * LDB)
+#define BS(p, k, n) (p)[(n) * LDB + (k)]
+#else
+#define LDB (BN + 32 / (int)sizeof(ELEM))
+#define B_TILE (BK * LDB)
+#define BS(p, k, n) (p)[(k) * LDB + (n)]
+#endif
+#define NA ((BM * BK / CHUNK + THREADS - 1) / THREADS)   /* a chunks per thread and tile */
+#define NB ((BN * BK / CHUNK + THREADS - 1) / THREADS)
+
+#ifdef MMA_EMULATE
+/* 16 bytes from src (or zeros) to dst: what cp.async does, done at once */
+inline void cp_async16(__local ELEM *dst, __global const ELEM *src, bool ok)
+{
+    UNROLL for (int e = 0; e < CHUNK; e++) dst[e] = ok ? src[e] : (ELEM)0;
+}
+#define CP_COMMIT()
+#define CP_WAIT(n)
+inline uint to_tf32(float x)
+{
+    uint u = as_uint(x);   /* round to nearest, ties away from zero, 10 mantissa bits */
+    return (u + 0x1000u) & 0xffffe000u;
+}
+inline float elem_float(uint bits)
+{
+#if TA == 1
+    ushort h = (ushort)bits;
+    return vload_half(0, (const __private half *)&h);
+#elif TA == 2
+    return as_float(bits << 16);
+#else
+    return as_float(bits);
+#endif
+}
+/* One warp's mma: each lane scatters its fragments to the warp's scratch
+ * (row-major A 16 x KSTEP, B KSTEP x 8), then computes its 4 outputs. */
+inline void mma_emul(__private float *d, __private const uint *a, __private const uint *b, __local float *xa,
+                     __local float *xb, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+#if TA == 0
+    xa[g * 8 + t] = as_float(a[0]);
+    xa[(g + 8) * 8 + t] = as_float(a[1]);
+    xa[g * 8 + t + 4] = as_float(a[2]);
+    xa[(g + 8) * 8 + t + 4] = as_float(a[3]);
+    xb[t * 8 + g] = as_float(b[0]);
+    xb[(t + 4) * 8 + g] = as_float(b[1]);
+#else
+    UNROLL for (int r = 0; r < 4; r++) {
+        int row = g + (r & 1) * 8, col = 2 * t + (r >> 1) * 8;
+        xa[row * 16 + col] = elem_float(a[r] & 0xffffu);
+        xa[row * 16 + col + 1] = elem_float(a[r] >> 16);
+    }
+    UNROLL for (int r = 0; r < 2; r++) {
+        xb[(2 * t + r * 8) * 8 + g] = elem_float(b[r] & 0xffffu);
+        xb[(2 * t + r * 8 + 1) * 8 + g] = elem_float(b[r] >> 16);
+    }
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    UNROLL for (int r = 0; r < 4; r++) {
+        int row = g + (r >> 1) * 8, col = 2 * t + (r & 1);
+        float s = 0;
+        for (int k = 0; k < KSTEP; k++) s += xa[row * KSTEP + k] * xb[k * 8 + col];
+        d[r] += s;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#define MMA(d, a, b) mma_emul(d, a, b, xa + warp * 16 * KSTEP, xb + warp * KSTEP * 8, lane)
+#else
+inline void cp_async16(__local ELEM *dst, __global const ELEM *src, bool ok)
+{
+    /* a __local pointer is already a shared-window address on NVPTX */
+    uint s = (uint)(ulong)dst;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"((ulong)src), "r"(ok ? 16 : 0)
+                 : "memory");
+}
+#define CP_COMMIT() asm volatile("cp.async.commit_group;\n" ::: "memory")
+#define CP_WAIT(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory")
+inline uint to_tf32(float x)
+{
+    uint u;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
+    return u;
+}
+#if TA == 0
+#define MMA_OP "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+#elif TA == 1
+#define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+#else
+#define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+#endif
+#define MMA(d, a, b)                                                                                      \
+    asm volatile(MMA_OP " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                       \
+                 : "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3])                                 \
+                 : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+#endif
+
+/* Issues the cp.async chunks of k-tile kt into local stage buffers. */
+#if A_KCONT
+#define A_CHUNK_MK(c) int mm = (c) / (BK / CHUNK), kk = ((c) % (BK / CHUNK)) * CHUNK
+#else
+#define A_CHUNK_MK(c) int kk = (c) / (BM / CHUNK), mm = ((c) % (BM / CHUNK)) * CHUNK
+#endif
+#if B_KCONT
+#define B_CHUNK_KN(c) int nn = (c) / (BK / CHUNK), kk = ((c) % (BK / CHUNK)) * CHUNK
+#else
+#define B_CHUNK_KN(c) int kk = (c) / (BN / CHUNK), nn = ((c) % (BN / CHUNK)) * CHUNK
+#endif
+#define LOAD_TILE(kt, stage)                                                                               \
+    do {                                                                                                   \
+        const int k0 = (kt) * BK;                                                                          \
+        __local ELEM *sa = as + (stage) * A_TILE, *sb = bs + (stage) * B_TILE;                             \
+        UNROLL for (int j = 0; j < NA; j++) {                                                              \
+            int c = tid + j * THREADS;                                                                     \
+            if (c < BM * BK / CHUNK) {                                                                     \
+                A_CHUNK_MK(c);                                                                             \
+                bool ok = m0 + mm < M && k0 + kk < K;                                                      \
+                cp_async16(&AS(sa, mm, kk), ok ? ap + (long)mm * as1 + (long)(k0 + kk) * as2 : ap, ok);    \
+            }                                                                                              \
+        }                                                                                                  \
+        UNROLL for (int j = 0; j < NB; j++) {                                                              \
+            int c = tid + j * THREADS;                                                                     \
+            if (c < BN * BK / CHUNK) {                                                                     \
+                B_CHUNK_KN(c);                                                                             \
+                bool ok = n0 + nn < N && k0 + kk < K;                                                      \
+                cp_async16(&BS(sb, kk, nn), ok ? bp + (long)(k0 + kk) * bs1 + (long)nn * bs2 : bp, ok);    \
+            }                                                                                              \
+        }                                                                                                  \
+    } while (0)
+
+/* A fragment element pair (k, k+1) of row m, and a B pair (k, k+1) of col n,
+ * packed low-to-high into one 32-bit register (f16/bf16). */
+#define APAIR(p, m, k) ((uint)AS(p, m, k) | ((uint)AS(p, m, (k) + 1) << 16))
+#define BPAIR(p, k, n) ((uint)BS(p, k, n) | ((uint)BS(p, (k) + 1, n) << 16))
+
+__kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
+void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, long as0, long as1, long as2,
+              __global const A_T *w, long woff, long bs0, long bs1, long bs2, int M, int N, int K, int nbatch,
+              EPI_PARAMS)
+{
+    __local ELEM as[STAGES * A_TILE] __attribute__((aligned(16)));
+    __local ELEM bs[STAGES * B_TILE] __attribute__((aligned(16)));
+#ifdef MMA_EMULATE
+    __local float xa[WM * WN * 16 * KSTEP], xb[WM * WN * KSTEP * 8];
+#endif
+    const int tid = get_local_id(0), warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
+    const int wm = warp / WN, wn = warp % WN;
+    const int n0 = get_group_id(0) * BN, mtiles = (M + BM - 1) / BM, ktiles = (K + BK - 1) / BK;
+    for (int bb = get_group_id(2); bb < nbatch; bb += get_num_groups(2))
+    for (int mt = get_group_id(1); mt < mtiles; mt += get_num_groups(1)) {
+        const int m0 = mt * BM;
+        __global const ELEM *ap = (__global const ELEM *)(a + aoff + bb * as0 + (long)m0 * as1);
+        __global const ELEM *bp = (__global const ELEM *)(w + woff + bb * bs0 + (long)n0 * bs2);
+        float acc[MI][NI][4];
+        UNROLL for (int i = 0; i < MI; i++)
+            UNROLL for (int j = 0; j < NI; j++)
+                UNROLL for (int r = 0; r < 4; r++) acc[i][j][r] = 0;
+        /* prologue: tiles 0 .. STAGES-2 in flight (a group per tile, empty or not) */
+        UNROLL for (int s = 0; s < STAGES - 1; s++) {
+            if (s < ktiles) LOAD_TILE(s, s);
+            CP_COMMIT();
+        }
+        for (int kt = 0; kt < ktiles; kt++) {
+            CP_WAIT(STAGES - 2);            /* tile kt has landed (this thread's chunks) */
+            barrier(CLK_LOCAL_MEM_FENCE);   /* ... and everyone's; stage (kt-1) % STAGES is free */
+            if (kt + STAGES - 1 < ktiles) LOAD_TILE(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+            CP_COMMIT();
+            __local const ELEM *sa = as + (kt % STAGES) * A_TILE, *sb = bs + (kt % STAGES) * B_TILE;
+            UNROLL for (int ks = 0; ks < BK; ks += KSTEP) {
+                uint af[MI][4], bf[NI][2];
+                UNROLL for (int i = 0; i < MI; i++) {
+                    const int r = wm * WTM + i * 16 + g;
+#if TA == 0
+                    af[i][0] = to_tf32(AS(sa, r, ks + t));
+                    af[i][1] = to_tf32(AS(sa, r + 8, ks + t));
+                    af[i][2] = to_tf32(AS(sa, r, ks + t + 4));
+                    af[i][3] = to_tf32(AS(sa, r + 8, ks + t + 4));
+#else
+                    af[i][0] = APAIR(sa, r, ks + 2 * t);
+                    af[i][1] = APAIR(sa, r + 8, ks + 2 * t);
+                    af[i][2] = APAIR(sa, r, ks + 2 * t + 8);
+                    af[i][3] = APAIR(sa, r + 8, ks + 2 * t + 8);
+#endif
+                }
+                UNROLL for (int j = 0; j < NI; j++) {
+                    const int cidx = wn * WTN + j * 8 + g;
+#if TA == 0
+                    bf[j][0] = to_tf32(BS(sb, ks + t, cidx));
+                    bf[j][1] = to_tf32(BS(sb, ks + t + 4, cidx));
+#else
+                    bf[j][0] = BPAIR(sb, ks + 2 * t, cidx);
+                    bf[j][1] = BPAIR(sb, ks + 2 * t + 8, cidx);
+#endif
+                }
+                UNROLL for (int i = 0; i < MI; i++)
+                    UNROLL for (int j = 0; j < NI; j++) MMA(acc[i][j], af[i], bf[j]);
+            }
+        }
+        CP_WAIT(0);
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the next tile's prologue reuses the stages */
+        UNROLL for (int i = 0; i < MI; i++)
+            UNROLL for (int j = 0; j < NI; j++)
+                UNROLL for (int r = 0; r < 4; r++) {
+                    int m = m0 + wm * WTM + i * 16 + g + (r >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t + (r & 1);
+                    if (m < M && n < N)
+                        O_STORE(out, ooff + ((long)bb * M + m) * N + n, epilogue(acc[i][j][r], bb, m, n, EPI_ARGS));
+                }
+    }
+}
+#endif /* GEMM_MMA */

@@ -16,7 +16,10 @@ static const char *const kernel_names[] = {"tiled", "direct", "mma"};
 
 void nc_gemm_cfg_format(const nc_gemm_cfg *c, char *buf, size_t len)
 {
-    if (c->kernel == NC_GEMM_DIRECT)
+    if (c->kernel == NC_GEMM_MMA)
+        snprintf(buf, len, "mma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d stages=%d", c->mwg, c->nwg, c->kwg, c->mdimc,
+                 c->ndimc, c->stages);
+    else if (c->kernel == NC_GEMM_DIRECT)
         snprintf(buf, len, "direct cmr=%d cnr=%d vw=%d kwg=%d mdimc=%d ndimc=%d", c->cmr, c->cnr, c->vw, c->kwg, c->mdimc,
                  c->ndimc);
     else
@@ -43,10 +46,11 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
         }
         *eq = 0;
         int v = atoi(eq + 1);
-        static const char *const keys[] = {"mwg", "nwg", "kwg", "mdimc", "ndimc", "vwm", "vwn", "vw", "pad", "cmr", "cnr"};
-        int *slots[] = {&c->mwg, &c->nwg, &c->kwg, &c->mdimc, &c->ndimc, &c->vwm, &c->vwn, &c->vw, &c->pad, &c->cmr, &c->cnr};
+        static const char *const keys[] = {"mwg", "nwg", "kwg", "mdimc", "ndimc", "vwm", "vwn", "vw", "pad", "cmr", "cnr", "stages"};
+        int *slots[] = {&c->mwg, &c->nwg, &c->kwg, &c->mdimc, &c->ndimc, &c->vwm,
+                        &c->vwn, &c->vw,  &c->pad, &c->cmr,   &c->cnr,   &c->stages};
         int found = 0;
-        for (int k = 0; k < 11; k++)
+        for (int k = 0; k < 12; k++)
             if (strcmp(word, keys[k]) == 0) { *slots[k] = v; found = 1; }
         if (!found) return 0;
     }
@@ -56,7 +60,9 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
                (c->kwg == 0 || c->mdimc > 0);
     if (c->kernel != NC_GEMM_TILED && c->kernel != NC_GEMM_MMA) return 0;
     if (c->mwg <= 0 || c->nwg <= 0 || c->kwg <= 0 || c->mdimc <= 0 || c->ndimc <= 0 || c->pad < 0 || c->pad > 64) return 0;
-    if (c->kernel == NC_GEMM_MMA) return 1;   /* mma.c checks its own shapes */
+    if (c->kernel == NC_GEMM_MMA) /* 16 x 8 mma tiles per warp; mma.c checks the rest */
+        return c->mdimc * c->ndimc <= 16 && c->mwg % (16 * c->mdimc) == 0 && c->nwg % (8 * c->ndimc) == 0 &&
+               c->kwg % 16 == 0 && c->stages >= 2 && c->stages <= 4;
     return c->mwg % c->mdimc == 0 && c->nwg % c->ndimc == 0 && pow2(c->vwm) && pow2(c->vwn) && pow2(c->vw) &&
            c->vwm <= 8 && c->vwn <= 8 && c->vw <= 8 && (c->mwg / c->mdimc) % c->vwm == 0 &&
            (c->nwg / c->ndimc) % c->vwn == 0 && c->mdimc * c->ndimc <= 1024;
@@ -109,11 +115,11 @@ void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *c)
      * smaller tiles when the grid would leave compute units idle */
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     if (groups(g, 128, 128) >= cu)
-        *c = (nc_gemm_cfg){NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 4, 0, 0};
+        *c = (nc_gemm_cfg){NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 4, 0, 0, 0};
     else if (groups(g, 64, 64) >= cu)
-        *c = (nc_gemm_cfg){NC_GEMM_TILED, 64, 64, 16, 16, 16, 2, 2, 4, 4, 0, 0};
+        *c = (nc_gemm_cfg){NC_GEMM_TILED, 64, 64, 16, 16, 16, 2, 2, 4, 4, 0, 0, 0};
     else
-        *c = (nc_gemm_cfg){NC_GEMM_TILED, 32, 32, 16, 8, 8, 2, 2, 4, 2, 0, 0};
+        *c = (nc_gemm_cfg){NC_GEMM_TILED, 32, 32, 16, 8, 8, 2, 2, 4, 2, 0, 0, 0};
     if (g->out->dtype == NETCL_DTYPE_FLOAT64) c->kwg = 8;
 }
 
@@ -161,7 +167,7 @@ static int fit_tiled(const nc_gemm_call *g, const nc_gemm_cfg *c, tiled_fit *f)
 
 /* ---- launching ----------------------------------------------------------------- */
 /* Kernel arguments 0..15 (operands, strides, sizes) and the epilogue's (16..28). */
-static netcl_status set_args(const nc_gemm_call *g, cl_kernel k)
+netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k)
 {
     const nc_desc *o = g->out, *a = g->a, *w = g->w;
     const nc_gemm_epi *e = g->epi;
@@ -224,7 +230,7 @@ static netcl_status launch_tiled(const nc_gemm_call *g, const nc_gemm_cfg *c)
     size_t kmax = 0;   /* registers may limit the group below the device's maximum */
     nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
     if (kmax && kmax < threads) return NETCL_ERR_UNSUPPORTED;
-    NC_TRY(set_args(g, k));
+    NC_TRY(nc_gemm_set_args(g, k));
     int64_t mt = (g->M + c->mwg - 1) / c->mwg, nt = (g->N + c->nwg - 1) / c->nwg;
     /* dims 1 and 2 are capped (the kernel loops over the rest) */
     size_t global[3] = {(size_t)nt * threads, (size_t)(mt < 65535 ? mt : 65535), (size_t)(g->B < 65535 ? g->B : 65535)};
@@ -245,7 +251,7 @@ static netcl_status launch_direct(const nc_gemm_call *g, const nc_gemm_cfg *c)
     cl_kernel k;
     size_t wg;
     NC_TRY(gemm_kernel(cd, opts, sizeof opts, "gemm_direct", &k, &wg));
-    NC_TRY(set_args(g, k));
+    NC_TRY(nc_gemm_set_args(g, k));
     int64_t nb = (g->N + c->cnr - 1) / c->cnr, mb = (g->M + c->cmr - 1) / c->cmr;
     if (c->mdimc > 0) { /* whole work-groups (the extra items clamp and store nothing) */
         nb = (nb + c->ndimc - 1) / c->ndimc * c->ndimc;
@@ -297,7 +303,7 @@ netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a,
         st = nc_gemm_launch(&g, &cfg);
     }
     if (st == NETCL_ERR_UNSUPPORTED) { /* a device with little local memory or small groups */
-        cfg = (nc_gemm_cfg){NC_GEMM_TILED, 16, 16, 8, 4, 4, 1, 1, 1, 0, 0, 0};
+        cfg = (nc_gemm_cfg){NC_GEMM_TILED, 16, 16, 8, 4, 4, 1, 1, 1, 0, 0, 0, 0};
         st = nc_gemm_launch(&g, &cfg);
     }
     if (st == NETCL_ERR_UNSUPPORTED)

@@ -17,6 +17,7 @@ typedef struct nc_gemm_cfg {
      * mma: mwg x nwg x kwg block tile, mdimc x ndimc warps, pad = pipeline stages */
     int mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, vw, pad;
     int cmr, cnr;                                /* direct: rows x cols per work item */
+    int stages;                                  /* mma: cp.async pipeline depth */
 } nc_gemm_cfg;
 
 /* One GEMM as the kernels see it: out [B,M,N] = epi(a [B,M,K] @ w [B,K,N]). */
@@ -66,11 +67,21 @@ void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 /* tune.c: the tuned configuration for g's class, if the cache has one. */
 int nc_gemm_tuned(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 
-/* mma.c: whether the tensor-core path serves g (device probed, dtype,
- * allow_tf32), and its default configuration. */
+/* Kernel arguments shared by every GEMM kernel (gemm.c). */
+netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k);
+
+/* mma.c: whether the tensor-core path serves g (device probed for the
+ * dtype, allow_tf32 for float32, operand layouts cp.async can copy), its
+ * default configuration and candidates, and the launch (no usability check). */
 int nc_mma_usable(const nc_gemm_call *g);
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
-/* -D options of an mma configuration (appended to opts). */
+int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg);
+
+/* tune.c: runs cfg (any kernel, no usability check) on a random problem
+ * and returns its relative error against the reference kernel; < 0 when it
+ * did not run (the reason in netcl_last_error). */
+double nc_gemm_check_cfg(netcl_device *dev, netcl_dtype dt, int64_t M, int64_t N, int64_t K, int ta, int tb,
+                         const nc_gemm_cfg *cfg);
 
 #endif

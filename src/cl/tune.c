@@ -20,43 +20,41 @@ netcl_status nc_gemm_cache_store(netcl_device *dev, const char *key, const nc_ge
  * 8x16 outputs per thread, local reads of 1 to 8 wide, with and without
  * padding. CPUs: the direct kernel's register blocks and two tiled ones. */
 static const nc_gemm_cfg gpu_candidates[] = {
-    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 128, 128, 8, 16, 16, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 0, 0, 0},
-    {NC_GEMM_TILED, 128, 128, 8, 16, 16, 4, 4, 4, 0, 0, 0},
-    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 2, 2, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 1, 1, 4, 1, 0, 0},
-    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 8, 8, 4, 8, 0, 0},
-    {NC_GEMM_TILED, 128, 128, 16, 32, 8, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 128, 128, 16, 8, 32, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 128, 128, 32, 16, 16, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 256, 128, 8, 32, 16, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 128, 256, 8, 16, 32, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 128, 64, 16, 16, 8, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 64, 128, 16, 8, 16, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 64, 64, 16, 8, 8, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 64, 64, 32, 8, 8, 4, 4, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 64, 64, 16, 16, 16, 2, 2, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 32, 32, 16, 8, 8, 2, 2, 4, 2, 0, 0},
-    {NC_GEMM_TILED, 64, 32, 16, 8, 8, 4, 2, 4, 4, 0, 0},
-    {NC_GEMM_TILED, 32, 64, 16, 8, 8, 2, 4, 4, 4, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 8, 16, 16, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 0, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 8, 16, 16, 4, 4, 4, 0, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 2, 2, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 1, 1, 4, 1, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 16, 16, 16, 8, 8, 4, 8, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 16, 32, 8, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 16, 8, 32, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 128, 32, 16, 16, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 256, 128, 8, 32, 16, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 256, 8, 16, 32, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 128, 64, 16, 16, 8, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 64, 128, 16, 8, 16, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 64, 64, 16, 8, 8, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 64, 64, 32, 8, 8, 4, 4, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 64, 64, 16, 16, 16, 2, 2, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 32, 32, 16, 8, 8, 2, 2, 4, 2, 0, 0, 0},
+    {NC_GEMM_TILED, 64, 32, 16, 8, 8, 4, 2, 4, 4, 0, 0, 0},
+    {NC_GEMM_TILED, 32, 64, 16, 8, 8, 2, 4, 4, 4, 0, 0, 0},
 };
 static const nc_gemm_cfg cpu_candidates[] = {
     /* direct: {kernel, -, -, K chunk, group m, group n, -, -, vw, -, cmr, cnr} */
-    {NC_GEMM_DIRECT, 0, 0, 128, 8, 8, 1, 1, 16, 0, 8, 16},
-    {NC_GEMM_DIRECT, 0, 0, 256, 4, 8, 1, 1, 16, 0, 6, 16},
-    {NC_GEMM_DIRECT, 0, 0, 256, 4, 8, 1, 1, 16, 0, 8, 16},
-    {NC_GEMM_DIRECT, 0, 0, 64, 8, 16, 1, 1, 16, 0, 6, 16},
-    {NC_GEMM_DIRECT, 0, 0, 128, 8, 8, 1, 1, 16, 0, 4, 16},
-    {NC_GEMM_DIRECT, 0, 0, 0, 0, 0, 1, 1, 16, 0, 6, 16},
-    {NC_GEMM_DIRECT, 0, 0, 0, 0, 0, 1, 1, 16, 0, 4, 16},
-    {NC_GEMM_DIRECT, 0, 0, 128, 8, 8, 1, 1, 8, 0, 8, 8},
-    {NC_GEMM_DIRECT, 0, 0, 0, 0, 0, 1, 1, 8, 0, 8, 8},
-    {NC_GEMM_TILED, 64, 64, 16, 8, 8, 4, 4, 4, 4, 0, 0},
+    {NC_GEMM_DIRECT, 0, 0, 128, 8, 8, 1, 1, 16, 0, 8, 16, 0},
+    {NC_GEMM_DIRECT, 0, 0, 256, 4, 8, 1, 1, 16, 0, 6, 16, 0},
+    {NC_GEMM_DIRECT, 0, 0, 256, 4, 8, 1, 1, 16, 0, 8, 16, 0},
+    {NC_GEMM_DIRECT, 0, 0, 64, 8, 16, 1, 1, 16, 0, 6, 16, 0},
+    {NC_GEMM_DIRECT, 0, 0, 128, 8, 8, 1, 1, 16, 0, 4, 16, 0},
+    {NC_GEMM_DIRECT, 0, 0, 0, 0, 0, 1, 1, 16, 0, 6, 16, 0},
+    {NC_GEMM_DIRECT, 0, 0, 0, 0, 0, 1, 1, 16, 0, 4, 16, 0},
+    {NC_GEMM_DIRECT, 0, 0, 128, 8, 8, 1, 1, 8, 0, 8, 8, 0},
+    {NC_GEMM_DIRECT, 0, 0, 0, 0, 0, 1, 1, 8, 0, 8, 8, 0},
+    {NC_GEMM_TILED, 64, 64, 16, 8, 8, 4, 4, 4, 4, 0, 0, 0},
 };
 
-/* mma.c's candidates for this problem (0 when the path is not usable). */
-int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 
 /* ---- buffers ------------------------------------------------------------------------- */
 typedef struct {
@@ -264,6 +262,24 @@ static netcl_status search(nc_gemm_call *g, tune_bufs *b, int max, double tol, n
         if (t < *best_t) { *best_t = t; *best = cands[i]; }
     }
     return NETCL_OK;
+}
+
+double nc_gemm_check_cfg(netcl_device *dev, netcl_dtype dt, int64_t M, int64_t N, int64_t K, int ta, int tb,
+                         const nc_gemm_cfg *cfg)
+{
+    nc_cl_device *cd = nc_cl_dev(dev);
+    tune_bufs b;
+    netcl_status st = make_bufs(cd, dt, M, N, K, ta, tb, &b);
+    nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
+    nc_gemm_call g = {dev, &b.dout, &b.da, &b.dw, &epi, 1, M, N, K};
+    int lowp = dt != NETCL_DTYPE_FLOAT32 && dt != NETCL_DTYPE_FLOAT64;
+    if (st == NETCL_OK) st = reference(&g, &b, lowp ? 1e-2 : 1e-4);
+    if (st == NETCL_OK) st = cfg->kernel == NC_GEMM_MMA ? nc_mma_launch(&g, cfg) : nc_gemm_launch(&g, cfg);
+    if (st == NETCL_ERR_UNSUPPORTED) st = nc_fail(st, "the configuration does not fit %s", dev->name);
+    if (st == NETCL_OK) st = read_floats(cd, b.o, dt, M * N, b.got);
+    double err = st == NETCL_OK ? rel_error(b.got, b.want, M * N) : -1;
+    release(&b);
+    return err;
 }
 
 netcl_status netcl_tune_gemm(netcl_device *dev, netcl_dtype dtype, int64_t m, int64_t n, int64_t k, int trans_a,
