@@ -283,3 +283,27 @@ function TestGemm:test_tensor_core_products()
     if not ok then error(err, 0) end
   end
 end
+
+-- The tensor-core kernel with plain-OpenCL stand-ins for its PTX
+-- (NETCL_MMA_EMULATE, docs/gemm.md): its indexing, pipeline and edges on a
+-- device that cannot run PTX. Slow to compile on PoCL, so opt-in:
+-- NETCL_TEST_MMA_EMULATE=1 luajit spec/run.lua gemm_spec
+function TestGemm:test_mma_emulated()
+  lu.skipIf(os.getenv("NETCL_TEST_MMA_EMULATE") ~= "1", "set NETCL_TEST_MMA_EMULATE=1 to run the emulated tensor-core kernel")
+  lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "for OpenCL devices without PTX")
+  ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
+  netcl.backends.allow_tf32 = true
+  local ok, err = pcall(function()
+    for _, dt in ipairs({ "float32", "float16", "bfloat16" }) do
+      for _, tb in ipairs({ false, true }) do
+        lu.assertStrContains(netcl.gemm_config(100, 24, 48, { device = H.device, dtype = dt, trans_b = tb }), "mma ")
+        H.against_cpu(function(dev) local a, b = operands(dev, 100, 48, 24, false, tb, dt); return a:matmul(b) end,
+          1e-2, 1e-2 * 7)
+      end
+    end
+    lu.assertStrContains(H.device_info().tensor_cores, "tf32,f16,bf16 (emulated)")
+  end)
+  netcl.backends.allow_tf32 = false
+  ffi.C.unsetenv("NETCL_MMA_EMULATE")
+  if not ok then error(err, 0) end
+end

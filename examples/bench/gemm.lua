@@ -6,6 +6,8 @@
 -- first and caches the winners on disk (netcl.tune_cache_path()), and the
 -- table then runs with them. One command for a GPU machine:
 --   build/netcl examples/bench/gemm.lua --tune --out $OUT/gemm.txt
+-- CLBlast's SGEMM on the same OpenCL device joins the table where
+-- libclblast-dev is installed (clblast_peer.c, compiled on the fly).
 -- options: --device NAME  --tune  --max N (candidates per case)  --quick
 --          --only sgemm|tf32|fp16|bf16  --out FILE (a copy of everything printed)
 local netcl = require("netcl")
@@ -121,16 +123,38 @@ local function torch_results()
 end
 local peer, peer_dev = torch_results()
 
+-- CLBlast on the same OpenCL device (SGEMM rows), where libclblast-dev is installed
+local function clblast_results()
+  local here = arg[0]:match("^(.*)/[^/]*$") or "."
+  local bin = os.tmpname()
+  local ok = os.execute(("cc -O2 -o %s %s/clblast_peer.c -lclblast -lOpenCL >/dev/null 2>&1"):format(bin, here))
+  if ok ~= 0 and ok ~= true then os.remove(bin); return nil end
+  local sizes = {}
+  for _, r in ipairs(rows) do if r.kind == "sgemm" then sizes[#sizes + 1] = r.n end end
+  local p = io.popen(("%s %s %s 2>&1"):format(bin, devname:match("opencl:(%d+)") or "0", table.concat(sizes, " ")))
+  local res = {}
+  for line in p:lines() do
+    local s, v = line:match("^clblast (%d+) ([%d%.e%-+]+)$")
+    if s then res["sgemm:" .. s] = tonumber(v) / 1000 end
+  end
+  p:close()
+  os.remove(bin)
+  return res
+end
+local clblast = devname:match("^opencl:") and clblast_results()
+
 say(("peer: %s"):format(peer and ("PyTorch on " .. tostring(peer_dev)) or "none (" .. tostring(peer_dev) .. ")"))
 local unit = gpu and "TFLOP/s" or "GFLOP/s"
 local scale = gpu and 1 or 1000
-say(("%-16s %10s %10s %7s  %s"):format("gemm (" .. unit .. ")", "netcl", "pytorch", "ratio", "netcl configuration"))
+say(("%-16s %10s %10s %7s %10s  %s"):format("gemm (" .. unit .. ")", "netcl", "pytorch", "ratio", "clblast",
+  "netcl configuration"))
 for _, r in ipairs(rows) do
   local p = peer and peer[r.kind .. ":" .. r.n]
+  local cb = clblast and clblast[r.kind .. ":" .. r.n]
   local v = r.tflops * scale
   p = p and p * scale
-  say(("%-16s %10.2f %10s %7s  %s"):format(("%s %d"):format(r.kind, r.n), v, p and ("%.2f"):format(p) or "-",
-    p and ("%.2fx"):format(v / p) or "-", r.config))
+  say(("%-16s %10.2f %10s %7s %10s  %s"):format(("%s %d"):format(r.kind, r.n), v, p and ("%.2f"):format(p) or "-",
+    p and ("%.2fx"):format(v / p) or "-", cb and ("%.2f"):format(cb * scale) or "-", r.config))
 end
 say("ratio > 1: netcl faster. TF32 rows: netcl.backends.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 on.")
 if opts.tune then say("tuning cache (winners per shape class): " .. netcl.tune_cache_path(devname)) end

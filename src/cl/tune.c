@@ -163,12 +163,13 @@ static double rel_error(const float *got, const float *want, int64_t n)
 }
 
 /* ---- measuring ------------------------------------------------------------------------ */
-/* Best time of a few runs (more when they are short), after one warm-up. */
-static netcl_status time_cfg(const nc_gemm_call *g, const nc_gemm_cfg *c, double budget, double *best)
+/* Best time of a few runs (more when they are short; one when it is 4x
+ * slower than the best so far), after the checking run warmed it up. */
+static netcl_status time_cfg(const nc_gemm_call *g, const nc_gemm_cfg *c, double best_so_far, double *best)
 {
     nc_cl_device *cd = nc_cl_dev(g->dev);
+    double budget = best_so_far < 1e29 ? 10 * best_so_far : 0.2, spent = 0;
     *best = 1e30;
-    double spent = 0;
     for (int r = 0; r < 50 && (r < 3 || spent < budget); r++) {
         double t0 = now_s();
         NC_TRY(nc_gemm_launch(g, c));
@@ -176,6 +177,7 @@ static netcl_status time_cfg(const nc_gemm_call *g, const nc_gemm_cfg *c, double
         double t = now_s() - t0;
         spent += t;
         if (t < *best) *best = t;
+        if (t > 4 * best_so_far) break;
     }
     return NETCL_OK;
 }
@@ -257,7 +259,7 @@ static netcl_status search(nc_gemm_call *g, tune_bufs *b, int max, double tol, n
             append(report, rlen, "  %-72s WRONG (relative error %.2g)\n", text, err);
             continue;
         }
-        NC_TRY(time_cfg(g, &cands[i], *best_t < 1e29 ? 10 * *best_t : 0.2, &t));
+        NC_TRY(time_cfg(g, &cands[i], *best_t, &t));
         append(report, rlen, "  %-72s %9.1f GFLOP/s\n", text, flop / t / 1e9);
         if (t < *best_t) { *best_t = t; *best = cands[i]; }
     }
