@@ -157,6 +157,15 @@ for _, r in ipairs(rows) do
     p and ("%.2fx"):format(v / p) or "-", cb and ("%.2f"):format(cb * scale) or "-", r.config))
 end
 say("ratio > 1: netcl faster. TF32 rows: netcl.backends.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 on.")
-if opts.tune then say("tuning cache (winners per shape class): " .. netcl.tune_cache_path(devname)) end
+if opts.tune then
+  local path = netcl.tune_cache_path(devname)
+  say("tuning cache (winners per shape class): " .. path)
+  if opts.out and path ~= "" then -- a copy next to the output, for committing the winners as defaults
+    local src, dst = io.open(path, "r"), io.open(opts.out .. ".tune", "w")
+    if src and dst then dst:write(src:read("*a")); say("copied to " .. opts.out .. ".tune") end
+    if src then src:close() end
+    if dst then dst:close() end
+  end
+end
 say(("total %.1f s"):format(now() - t_start))
 if out then out:close() end
