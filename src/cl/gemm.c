@@ -298,6 +298,20 @@ netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a,
     const char *why;
     nc_gemm_choose(&g, &cfg, &why);
     netcl_status st = nc_gemm_launch(&g, &cfg);
+    if (st == NETCL_ERR_BACKEND && cfg.kernel != NC_GEMM_DIRECT) {
+        /* a compiler that rejects the kernel must not take every product
+         * down with it: say so once per device, then run the simple kernel */
+        nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
+        char text[200];
+        nc_gemm_cfg_format(&cfg, text, sizeof text);
+        if (s && !s->warned) {
+            s->warned = 1;
+            fprintf(stderr, "netcl: GEMM kernel '%s' failed on %s, using the direct kernel instead: %.600s\n", text,
+                    dev->name, netcl_last_error());
+        }
+        cfg = (nc_gemm_cfg){.kernel = NC_GEMM_DIRECT, .cmr = 4, .cnr = 4, .vw = 4, .vwm = 1, .vwn = 1};
+        st = nc_gemm_launch(&g, &cfg);
+    }
     if (st == NETCL_ERR_UNSUPPORTED) { /* the chosen one does not fit this problem */
         nc_gemm_default(&g, &cfg);
         st = nc_gemm_launch(&g, &cfg);

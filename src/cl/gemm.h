@@ -35,6 +35,7 @@ typedef struct nc_gemm_entry {
 } nc_gemm_entry;
 typedef struct nc_gemm_state {
     int no_pragma;                 /* the compiler rejected #pragma unroll */
+    int warned;                    /* a kernel failed and the direct one stood in */
     int has_forced;                /* netcl_gemm_set_config */
     nc_gemm_cfg forced;
     int cache_loaded;              /* tuning cache read (tune.c) */
