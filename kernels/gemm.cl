@@ -345,14 +345,16 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
  * Options: BM BN BK (block tile), WM WN (warps along m, n; each warp owns a
  * (BM/WM) x (BN/WN) tile of MI x NI mma tiles), STAGES (cp.async pipeline
  * depth), A_KCONT / B_KCONT (1: the operand's k dim is contiguous; else m
- * resp. n is), MMA_EMULATE (PoCL testing: plain OpenCL stand-ins for every
+ * resp. n is), LDSM (16-bit types: fragments through ldmatrix.x4, .trans
+ * for the layouts whose k dim is not contiguous; else 16/32-bit local
+ * loads), MMA_EMULATE (PoCL testing: plain OpenCL stand-ins for every
  * PTX instruction, with the same fragment layouts, exchanging fragments
  * through local memory).
  * Global -> local: 16-byte cp.async chunks along each operand's contiguous
  * dim (the host checked alignment and that the contiguous size is a
  * multiple of the chunk); chunks past the edge are zero-filled (src-size
  * 0). Local tiles mirror the global layout, rows padded against bank
- * conflicts; fragments are read with 16/32-bit local loads.
+ * conflicts.
  * Grid: dim 0 = n-tiles * THREADS, dim 1 = m-tiles, dim 2 = batches. */
 #define THREADS (WM * WN * 32)
 #define WTM (BM / WM)
@@ -374,7 +376,7 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
 #define A_TILE (BM * LDA)
 #define AS(p, m, k) (p)[(m) * LDA + (k)]
 #else
-#define LDA (BM + 32 / (int)sizeof(ELEM))
+#define LDA (BM + 8)
 #define A_TILE (BK * LDA)
 #define AS(p, m, k) (p)[(k) * LDA + (m)]
 #endif
@@ -383,9 +385,15 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
 #define B_TILE (BN * LDB)
 #define BS(p, k, n) (p)[(n) * LDB + (k)]
 #else
-#define LDB (BN + 32 / (int)sizeof(ELEM))
+#define LDB (BN + 8)
 #define B_TILE (BK * LDB)
 #define BS(p, k, n) (p)[(k) * LDB + (n)]
+#endif
+#ifndef LDSM
+#define LDSM 0
+#endif
+#if LDSM && TA == 0
+#error "ldmatrix serves the 16-bit types only"
 #endif
 #define NA ((BM * BK / CHUNK + THREADS - 1) / THREADS)   /* a chunks per thread and tile */
 #define NB ((BN * BK / CHUNK + THREADS - 1) / THREADS)
@@ -448,6 +456,21 @@ inline void mma_emul(__private float *d, __private const uint *a, __private cons
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 #define MMA(d, a, b) mma_emul(d, a, b, xa + warp * 16 * KSTEP, xb + warp * KSTEP * 8, lane)
+/* ldmatrix .x4 (.trans): lane l names the row (element offset off into
+ * base) of matrix l/8; non-trans, lane l receives row l/4, cols 2(l%4) and
+ * +1 of each matrix; trans, rows 2(l%4) and +1 of col l/4. */
+inline void ldsm_emul(__private uint *r, __local const ELEM *base, int off, int trans, __local int *xo, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    xo[lane] = off;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    UNROLL for (int j = 0; j < 4; j++) {
+        if (trans) r[j] = (uint)base[xo[8 * j + 2 * t] + g] | ((uint)base[xo[8 * j + 2 * t + 1] + g] << 16);
+        else r[j] = (uint)base[xo[8 * j + g] + 2 * t] | ((uint)base[xo[8 * j + g] + 2 * t + 1] << 16);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#define LDSM_X4(r, base, off, trans) ldsm_emul(r, base, off, trans, xo + warp * 32, lane)
 #else
 inline void cp_async16(__local ELEM *dst, __global const ELEM *src, bool ok)
 {
@@ -457,6 +480,16 @@ inline void cp_async16(__local ELEM *dst, __global const ELEM *src, bool ok)
                  : "memory");
 }
 #define CP_COMMIT() asm volatile("cp.async.commit_group;\n" ::: "memory")
+#define LDSM_X4(r, base, off, trans)                                                                       \
+    do {                                                                                                   \
+        uint s_ = (uint)(ulong)((base) + (off));                                                           \
+        if (trans)                                                                                         \
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"          \
+                         : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3]) : "r"(s_) : "memory");    \
+        else                                                                                               \
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"                \
+                         : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3]) : "r"(s_) : "memory");    \
+    } while (0)
 #define CP_WAIT(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory")
 inline uint to_tf32(float x)
 {
@@ -524,6 +557,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
     __local ELEM bs[STAGES * B_TILE] __attribute__((aligned(16)));
 #ifdef MMA_EMULATE
     __local float xa[WM * WN * 16 * KSTEP], xb[WM * WN * KSTEP * 8];
+    __local int xo[WM * WN * 32];
 #endif
     const int tid = get_local_id(0), warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
     const int wm = warp / WN, wn = warp % WN;
@@ -550,6 +584,27 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             __local const ELEM *sa = as + (kt % STAGES) * A_TILE, *sb = bs + (kt % STAGES) * B_TILE;
             UNROLL for (int ks = 0; ks < BK; ks += KSTEP) {
                 uint af[MI][4], bf[NI][2];
+#if LDSM
+                /* ldmatrix: one x4 per A fragment, one per pair of B fragments
+                 * (.trans where the operand's k dim is not the contiguous one) */
+                const int lj = lane >> 3, lr = lane & 7;
+                UNROLL for (int i = 0; i < MI; i++) {
+#if A_KCONT
+                    LDSM_X4(af[i], sa, (wm * WTM + i * 16 + lr + (lj & 1) * 8) * LDA + ks + (lj >> 1) * 8, 0);
+#else
+                    LDSM_X4(af[i], sa, (ks + lr + (lj >> 1) * 8) * LDA + wm * WTM + i * 16 + (lj & 1) * 8, 1);
+#endif
+                }
+                UNROLL for (int j = 0; j < NI / 2; j++) {
+                    uint q[4];
+#if B_KCONT
+                    LDSM_X4(q, sb, (wn * WTN + j * 16 + lr + (lj >> 1) * 8) * LDB + ks + (lj & 1) * 8, 0);
+#else
+                    LDSM_X4(q, sb, (ks + lr + (lj & 1) * 8) * LDB + wn * WTN + j * 16 + (lj >> 1) * 8, 1);
+#endif
+                    bf[2 * j][0] = q[0], bf[2 * j][1] = q[1], bf[2 * j + 1][0] = q[2], bf[2 * j + 1][1] = q[3];
+                }
+#else
                 UNROLL for (int i = 0; i < MI; i++) {
                     const int r = wm * WTM + i * 16 + g;
 #if TA == 0
@@ -574,6 +629,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                     bf[j][1] = BPAIR(sb, ks + 2 * t + 8, cidx);
 #endif
                 }
+#endif
                 UNROLL for (int i = 0; i < MI; i++)
                     UNROLL for (int j = 0; j < NI; j++) MMA(acc[i][j], af[i], bf[j]);
             }

@@ -9,11 +9,13 @@
 -- CLBlast's SGEMM on the same OpenCL device joins the table where
 -- libclblast-dev is installed (clblast_peer.c, compiled on the fly).
 -- options: --device NAME  --tune  --max N (candidates per case)  --quick
+--          --budget S (stop starting new tuning cases after S seconds, default 390,
+--          so the whole command stays within a 10-minute device slot)
 --          --only sgemm|tf32|fp16|bf16  --out FILE (a copy of everything printed)
 local netcl = require("netcl")
 local ffi = require("ffi")
 
-local opts = { tune = false, quick = false, max = 0 }
+local opts = { tune = false, quick = false, max = 0, budget = 390 }
 local i = 1
 while arg and arg[i] do
   local a = arg[i]
@@ -21,6 +23,7 @@ while arg and arg[i] do
   elseif a == "--tune" then opts.tune = true
   elseif a == "--quick" then opts.quick = true
   elseif a == "--max" then opts.max = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--budget" then opts.budget = tonumber(arg[i + 1]); i = i + 1
   elseif a == "--only" then opts.only = arg[i + 1]; i = i + 1
   elseif a == "--out" then opts.out = arg[i + 1]; i = i + 1
   else error("unknown argument " .. a) end
@@ -67,12 +70,17 @@ say(("netcl %s GEMM on %s (%s, driver %s); tensor cores: %s"):format(netcl.versi
 -- ---- tuning ---------------------------------------------------------------------
 if opts.tune then
   for _, r in ipairs(rows) do
+    if now() - t_start > opts.budget then
+      say(("  %s %d: not tuned (time budget of %d s spent)"):format(r.kind, r.n, opts.budget))
+      goto continue
+    end
     netcl.backends.allow_tf32 = r.kind == "tf32"
     local t0 = now()
     local res = netcl.tune({ device = devname, shapes = { { r.n, r.n, r.n } }, dtypes = { r.dtype },
       max_candidates = opts.max, quiet = true })
     for line in res[1].report:gmatch("[^\n]+") do say(line) end
     say(("  (%s %d tuned in %.1f s)"):format(r.kind, r.n, now() - t0))
+    ::continue::
   end
   netcl.backends.allow_tf32 = false
 end

@@ -17,8 +17,8 @@ static const char *const kernel_names[] = {"tiled", "direct", "mma"};
 void nc_gemm_cfg_format(const nc_gemm_cfg *c, char *buf, size_t len)
 {
     if (c->kernel == NC_GEMM_MMA)
-        snprintf(buf, len, "mma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d stages=%d", c->mwg, c->nwg, c->kwg, c->mdimc,
-                 c->ndimc, c->stages);
+        snprintf(buf, len, "mma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d stages=%d ldsm=%d", c->mwg, c->nwg, c->kwg,
+                 c->mdimc, c->ndimc, c->stages, c->ldsm);
     else if (c->kernel == NC_GEMM_DIRECT)
         snprintf(buf, len, "direct cmr=%d cnr=%d vw=%d kwg=%d mdimc=%d ndimc=%d", c->cmr, c->cnr, c->vw, c->kwg, c->mdimc,
                  c->ndimc);
@@ -46,11 +46,11 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
         }
         *eq = 0;
         int v = atoi(eq + 1);
-        static const char *const keys[] = {"mwg", "nwg", "kwg", "mdimc", "ndimc", "vwm", "vwn", "vw", "pad", "cmr", "cnr", "stages"};
+        static const char *const keys[] = {"mwg", "nwg", "kwg", "mdimc", "ndimc", "vwm", "vwn", "vw", "pad", "cmr", "cnr", "stages", "ldsm"};
         int *slots[] = {&c->mwg, &c->nwg, &c->kwg, &c->mdimc, &c->ndimc, &c->vwm,
-                        &c->vwn, &c->vw,  &c->pad, &c->cmr,   &c->cnr,   &c->stages};
+                        &c->vwn, &c->vw,  &c->pad, &c->cmr,   &c->cnr,   &c->stages, &c->ldsm};
         int found = 0;
-        for (int k = 0; k < 12; k++)
+        for (int k = 0; k < 13; k++)
             if (strcmp(word, keys[k]) == 0) { *slots[k] = v; found = 1; }
         if (!found) return 0;
     }
@@ -62,7 +62,7 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
     if (c->mwg <= 0 || c->nwg <= 0 || c->kwg <= 0 || c->mdimc <= 0 || c->ndimc <= 0 || c->pad < 0 || c->pad > 64) return 0;
     if (c->kernel == NC_GEMM_MMA) /* 16 x 8 mma tiles per warp; mma.c checks the rest */
         return c->mdimc * c->ndimc <= 16 && c->mwg % (16 * c->mdimc) == 0 && c->nwg % (8 * c->ndimc) == 0 &&
-               c->kwg % 16 == 0 && c->stages >= 2 && c->stages <= 4;
+               c->kwg % 16 == 0 && c->stages >= 2 && c->stages <= 4 && (c->ldsm == 0 || c->ldsm == 1);
     return c->mwg % c->mdimc == 0 && c->nwg % c->ndimc == 0 && pow2(c->vwm) && pow2(c->vwn) && pow2(c->vw) &&
            c->vwm <= 8 && c->vwn <= 8 && c->vw <= 8 && (c->mwg / c->mdimc) % c->vwm == 0 &&
            (c->nwg / c->ndimc) % c->vwn == 0 && c->mdimc * c->ndimc <= 1024;
@@ -115,11 +115,11 @@ void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *c)
      * smaller tiles when the grid would leave compute units idle */
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     if (groups(g, 128, 128) >= cu)
-        *c = (nc_gemm_cfg){NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 4, 0, 0, 0};
+        *c = (nc_gemm_cfg){NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 4, 0, 0, 0, 0};
     else if (groups(g, 64, 64) >= cu)
-        *c = (nc_gemm_cfg){NC_GEMM_TILED, 64, 64, 16, 16, 16, 2, 2, 4, 4, 0, 0, 0};
+        *c = (nc_gemm_cfg){NC_GEMM_TILED, 64, 64, 16, 16, 16, 2, 2, 4, 4, 0, 0, 0, 0};
     else
-        *c = (nc_gemm_cfg){NC_GEMM_TILED, 32, 32, 16, 8, 8, 2, 2, 4, 2, 0, 0, 0};
+        *c = (nc_gemm_cfg){NC_GEMM_TILED, 32, 32, 16, 8, 8, 2, 2, 4, 2, 0, 0, 0, 0};
     if (g->out->dtype == NETCL_DTYPE_FLOAT64) c->kwg = 8;
 }
 
@@ -317,7 +317,7 @@ netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a,
         st = nc_gemm_launch(&g, &cfg);
     }
     if (st == NETCL_ERR_UNSUPPORTED) { /* a device with little local memory or small groups */
-        cfg = (nc_gemm_cfg){NC_GEMM_TILED, 16, 16, 8, 4, 4, 1, 1, 1, 0, 0, 0, 0};
+        cfg = (nc_gemm_cfg){NC_GEMM_TILED, 16, 16, 8, 4, 4, 1, 1, 1, 0, 0, 0, 0, 0};
         st = nc_gemm_launch(&g, &cfg);
     }
     if (st == NETCL_ERR_UNSUPPORTED)

@@ -18,6 +18,7 @@ typedef struct nc_gemm_cfg {
     int mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, vw, pad;
     int cmr, cnr;                                /* direct: rows x cols per work item */
     int stages;                                  /* mma: cp.async pipeline depth */
+    int ldsm;                                    /* mma, 16-bit types: fragments through ldmatrix */
 } nc_gemm_cfg;
 
 /* One GEMM as the kernels see it: out [B,M,N] = epi(a [B,M,K] @ w [B,K,N]). */
@@ -44,6 +45,7 @@ typedef struct nc_gemm_state {
     char cache_note[1400];         /* why the cache file was ignored, or "" */
     int tc_probed;                 /* tensor-core probe ran (mma.c) */
     int tc_ok[3];                  /* tf32, f16, bf16 passed */
+    int tc_ldsm[3];                /* ... and with ldmatrix too */
     char tc_status[256];
 } nc_gemm_state;
 /* The device's state, created on first use (NULL only when out of memory). */
