@@ -29,6 +29,10 @@ return function(M)
          fn = function(c, a, b) return c:addmm(a, b, { beta = 0.5, alpha = 2 }) end })
   case({ op = "linear", inputs = { R(5, 4), R(3, 4), R(3) }, fn = function(x, w, b) return M.netcl.linear(x, w, b) end })
   case({ op = "linear", inputs = { R(2, 5, 4), T(3, 4) }, fn = function(x, w) return M.netcl.linear(x, w) end })
+  case({ op = "gemm", inputs = { R(3, 4), T(4, 5), R(3, 5), R(5) },
+         fn = function(a, b, c, bias) return M.netcl.gemm(a, b, { c = c, bias = bias, alpha = 0.5, beta = 2, act = "tanh" }) end })
+  case({ op = "gemm", inputs = { R(2, 3, 4), R(4, 2), R(2) },
+         fn = function(a, b, bias) return M.netcl.gemm(a, b, { bias = bias, act = "silu" }) end })
   case({ op = "outer", inputs = { R(4), R(3) }, fn = function(a, b) return a:outer(b) end })
   case({ op = "dot", inputs = { R(7), R(7) }, fn = function(a, b) return a:dot(b) end })
 end

@@ -80,6 +80,25 @@ typedef struct nc_pool_geom {
     int64_t N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor;
 } nc_pool_geom;
 
+/* The fused epilogue of the backend's gemm entry:
+ *   out = act(alpha * (a @ w) + beta * c + bias)
+ * c [B,M,N] any strides (stride 0 broadcasts) or NULL, when beta is not
+ * read; bias 1-D along N (bias_dim 2) or M (bias_dim 1), any stride, or
+ * NULL; act a netcl_op among relu, sigmoid, tanh, silu, gelu, gelu_tanh,
+ * relu6, leaky_relu (act_p: its slope), or -1 for none. */
+typedef struct nc_gemm_epi {
+    double alpha, beta;
+    const nc_desc *c, *bias;
+    int bias_dim;
+    int act;
+    double act_p;
+} nc_gemm_epi;
+/* 1 when the activation can be fused by every backend's gemm. */
+int nc_gemm_act_ok(int act);
+/* netcl_set_allow_tf32's switch (linalg.c): float32 GEMMs may round their
+ * inputs to tf32 on tensor cores. */
+int nc_allow_tf32(void);
+
 struct nc_augment;
 /* A 2-D convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW]
  * (kernels/convdirect.cl mirrors it). */
@@ -248,6 +267,12 @@ typedef struct nc_backend {
      * NETCL_OPTIM_NHYPER values indexed by netcl_optim_hyper. */
     netcl_status (*optim_step)(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p,
                                const nc_desc *g, const nc_desc *const *s, const double *hyper);
+    /* out[b] = epi(a[b] @ w[b]): matmul's contract (out contiguous [B,M,N],
+     * a and w any strides, one float dtype) plus the fused epilogue of
+     * nc_gemm_epi (never NULL); c and bias have out's dtype and never
+     * alias out. */
+    netcl_status (*gemm)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
+                         const nc_gemm_epi *epi);
 } nc_backend;
 
 /* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out

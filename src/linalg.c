@@ -3,6 +3,7 @@
  * the backend's [B,M,K] x [B,K,N] entry. */
 #include "ops.h"
 #include <string.h>
+#include <stdatomic.h>
 
 /* Views t (batch dims + 2 matrix dims) as [B, rows, cols] after expanding
  * its batch dims to `bshape`; copies only when no strided view fits. */
@@ -22,7 +23,46 @@ static netcl_status as_batched(netcl_tensor **out, netcl_tensor *t, int bndim, c
     return st;
 }
 
-static netcl_status matmul_nd(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
+/* The epilogue operands of a fused product (nc_fwd_gemm), or NULL. */
+typedef struct gemm_args {
+    netcl_tensor *c, *bias;
+    double alpha, beta, act_p;
+    int act;
+} gemm_args;
+
+/* c broadcast to the product's shape [batch..., M, N], viewed [B, M, N]. */
+static netcl_status epilogue_c(netcl_tensor **c3, netcl_tensor *c, int ndim, const int64_t *oshape, int64_t B)
+{
+    netcl_tensor *e;
+    NC_TRY(nc_fwd_tensor_expand(&e, c, ndim, oshape));
+    int64_t shape3[3] = {B, oshape[ndim - 2], oshape[ndim - 1]};
+    netcl_status st = nc_fwd_tensor_view(c3, e, 3, shape3);
+    if (st != NETCL_OK) st = nc_fwd_tensor_reshape(c3, e, 3, shape3);
+    netcl_tensor_release(e);
+    return st;
+}
+
+/* One backend call: matmul, or gemm with the epilogue of ga. */
+static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor *b3, const gemm_args *ga, int ndim,
+                                const int64_t *oshape)
+{
+    netcl_device *dev = nc_dev(a3);
+    nc_desc o, x, y, cd, bd;
+    nc_desc_of(&o, o3);
+    nc_desc_of(&x, a3);
+    nc_desc_of(&y, b3);
+    if (!ga) return a3->sizes[2] == 0 ? dev->backend->fill(dev, &o, 0) : dev->backend->matmul(dev, &o, &x, &y);
+    netcl_tensor *c3 = NULL;
+    if (ga->c) NC_TRY(epilogue_c(&c3, ga->c, ndim, oshape, o3->sizes[0]));
+    if (c3) nc_desc_of(&cd, c3);
+    if (ga->bias) nc_desc_of(&bd, ga->bias);
+    nc_gemm_epi e = {ga->alpha, ga->beta, c3 ? &cd : NULL, ga->bias ? &bd : NULL, 2, ga->act, ga->act_p};
+    netcl_status st = dev->backend->gemm(dev, &o, &x, &y, &e);
+    netcl_tensor_release(c3);
+    return st;
+}
+
+static netcl_status matmul_nd(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, const gemm_args *ga)
 {
     /* a [..., M, K], b [..., K, N] (both >= 2-D) */
     int64_t M = a->sizes[a->ndim - 2], K = a->sizes[a->ndim - 1], N = b->sizes[b->ndim - 1];
@@ -46,14 +86,7 @@ static netcl_status matmul_nd(netcl_tensor **out, netcl_tensor *a, netcl_tensor 
     oshape[bndim] = M;
     oshape[bndim + 1] = N;
     if (st == NETCL_OK) st = nc_tensor_new(&o3, nc_dev(a), a->dtype, 3, o3shape);
-    if (st == NETCL_OK && nc_numel(3, o3shape) > 0) {
-        nc_desc o, x, y;
-        nc_desc_of(&o, o3);
-        nc_desc_of(&x, a3);
-        nc_desc_of(&y, b3);
-        if (K == 0) st = nc_dev(a)->backend->fill(nc_dev(a), &o, 0);
-        else st = nc_dev(a)->backend->matmul(nc_dev(a), &o, &x, &y);
-    }
+    if (st == NETCL_OK && nc_numel(3, o3shape) > 0) st = run_product(o3, a3, b3, ga, bndim + 2, oshape);
     if (st == NETCL_OK) st = nc_fwd_tensor_view(out, o3, bndim + 2, oshape);
     netcl_tensor_release(a3);
     netcl_tensor_release(b3);
@@ -76,7 +109,7 @@ netcl_status nc_fwd_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
     netcl_status st = NETCL_OK;
     if (a->ndim == 1) st = nc_fwd_tensor_unsqueeze(&a2, a, 0);
     if (st == NETCL_OK && b->ndim == 1) st = nc_fwd_tensor_unsqueeze(&b2, b, 1);
-    if (st == NETCL_OK) st = matmul_nd(&r, a2, b2);
+    if (st == NETCL_OK) st = matmul_nd(&r, a2, b2, NULL);
     if (st == NETCL_OK) {
         int drop_row = a->ndim == 1, drop_col = b->ndim == 1;
         int64_t shape[NC_MAX_DIMS];
@@ -92,6 +125,47 @@ netcl_status nc_fwd_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
     if (b2 != b) netcl_tensor_release(b2);
     netcl_tensor_release(r);
     if (st != NETCL_OK && strncmp(netcl_last_error(), "matmul", 6) != 0) nc_error_prefix("matmul: ");
+    return st;
+}
+
+int nc_gemm_act_ok(int act)
+{
+    switch (act) {
+    case -1: case NETCL_OP_RELU: case NETCL_OP_SIGMOID: case NETCL_OP_TANH: case NETCL_OP_SILU:
+    case NETCL_OP_GELU: case NETCL_OP_GELU_TANH: case NETCL_OP_RELU6: case NETCL_OP_LEAKY_RELU: return 1;
+    default: return 0;
+    }
+}
+
+static atomic_int allow_tf32;
+void netcl_set_allow_tf32(int allow) { atomic_store(&allow_tf32, allow != 0); }
+int netcl_get_allow_tf32(void) { return atomic_load(&allow_tf32); }
+int nc_allow_tf32(void) { return atomic_load(&allow_tf32); }
+
+/* out = act(alpha * (a @ b) + beta * c + bias) in one backend call; a and b
+ * at least 2-D (batched and broadcast like matmul), c broadcast to the
+ * product's shape (ignored when beta is 0), bias 1-D along its last dim. */
+netcl_status nc_fwd_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
+                         double alpha, double beta, int act, double act_p)
+{
+    *out = NULL;
+    netcl_tensor *ops[4] = {a, b, c, bias};
+    for (int i = 1; i < 4; i++)
+        if (ops[i] && (nc_dev(ops[i]) != nc_dev(a) || ops[i]->dtype != a->dtype))
+            return nc_fail(NETCL_ERR_ARGUMENT, "gemm: operands must share one device and float dtype: %s and %s",
+                           nc_describe(a), nc_describe(ops[i]));
+    if (!nc_dtype_is_float(a->dtype) || a->ndim < 2 || b->ndim < 2)
+        return nc_fail(NETCL_ERR_ARGUMENT, "gemm: needs two float tensors of at least 2 dims: %s @ %s", nc_describe(a),
+                       nc_describe(b));
+    if (bias && (bias->ndim != 1 || bias->sizes[0] != b->sizes[b->ndim - 1]))
+        return nc_fail(NETCL_ERR_ARGUMENT, "gemm: bias %s must be 1-D of the product's last size %lld", nc_describe(bias),
+                       (long long)b->sizes[b->ndim - 1]);
+    if (!nc_gemm_act_ok(act))
+        return nc_fail(NETCL_ERR_ARGUMENT, "gemm: activation %d cannot be fused (relu, sigmoid, tanh, silu, gelu, "
+                                           "gelu_tanh, relu6, leaky_relu or none)", act);
+    gemm_args ga = {beta != 0 ? c : NULL, bias, alpha, beta, act_p, act};
+    netcl_status st = matmul_nd(out, a, b, &ga);
+    if (st != NETCL_OK && strncmp(netcl_last_error(), "gemm", 4) != 0) nc_error_prefix("gemm: ");
     return st;
 }
 

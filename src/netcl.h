@@ -445,6 +445,15 @@ netcl_status netcl_mm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 netcl_status netcl_bmm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 netcl_status netcl_addmm(netcl_tensor **out, netcl_tensor *c, netcl_tensor *a, netcl_tensor *b, double beta, double alpha);
 netcl_status netcl_linear(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b);
+/* Fused GEMM: out = act(alpha * (a @ b) + beta * c + bias). a and b at
+ * least 2-D, batched and broadcast like matmul; c (may be NULL; not read
+ * when beta is 0) broadcasts to the product's shape; bias (may be NULL) is
+ * 1-D along the last dim; act a netcl_op among relu, sigmoid, tanh, silu,
+ * gelu, gelu_tanh, relu6, leaky_relu (act_p: its slope), or -1 for none.
+ * One kernel when no input requires grad; otherwise recorded as its parts,
+ * so it differentiates. addmm and linear take this path. */
+netcl_status netcl_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
+                        double alpha, double beta, int act, double act_p);
 netcl_status netcl_outer(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 netcl_status netcl_dot(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
 /* ---- ops: indexing, shape, sort, scan, random ------------------------------
@@ -693,6 +702,43 @@ netcl_status netcl_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *pa
 /* CRC-32 (zlib's polynomial) of nbytes at data, continuing from crc (0 to
  * start): the checkpoint checksum (lua/netcl/io.lua). */
 uint32_t netcl_crc32(uint32_t crc, const void *data, int64_t nbytes);
+/* ---- tuning ------------------------------------------------------------------
+ * GEMM kernel selection on OpenCL devices (docs/gemm.md). A configuration
+ * is one line of words, e.g. "tiled mwg=128 nwg=128 kwg=16 mdimc=16
+ * ndimc=16 vwm=4 vwn=4 vw=4 pad=4" or "direct cmr=6 cnr=16 vw=16". The
+ * cpu device has nothing to tune: these calls succeed and do nothing there.
+ *
+ * netcl_tune_gemm measures up to max_candidates (<= 0: all) configurations
+ * for one problem, out [m, n] = a [m, k] @ w [k, n] of dtype, where trans_a
+ * / trans_b make a / w transposed views of row-major storage; each
+ * candidate's result is checked against a reference kernel, and the fastest
+ * correct one becomes the device's choice for the problem's shape class
+ * (dtype, layouts, sizes rounded up to powers of two), kept on disk in a
+ * cache file per device and driver. report (may be NULL) receives one line
+ * per candidate and the winner. */
+netcl_status netcl_tune_gemm(netcl_device *dev, netcl_dtype dtype, int64_t m, int64_t n, int64_t k, int trans_a,
+                             int trans_b, int max_candidates, char *report, int64_t report_len);
+/* The configuration a GEMM of that problem would use on dev, and why
+ * ("tuned", "default", "forced", "NETCL_GEMM_CONFIG"), written into buf. */
+netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, int64_t n, int64_t k, int trans_a,
+                               int trans_b, char *buf, int64_t len);
+/* Forces one configuration for every GEMM on dev (NULL or "": automatic
+ * again); NETCL_ERR_ARGUMENT when it does not parse. A forced configuration
+ * that cannot serve a problem falls back to the default. $NETCL_GEMM_CONFIG
+ * forces one for every device. */
+netcl_status netcl_gemm_set_config(netcl_device *dev, const char *config);
+/* The tuning cache file of dev ("" for the cpu or without a cache
+ * directory); reload reads it again and returns why it was ignored
+ * (unparsable, another device), or "". */
+const char *netcl_tune_cache_path(netcl_device *dev);
+const char *netcl_tune_cache_reload(netcl_device *dev);
+/* float32 GEMMs may round their inputs to TF32 on tensor cores (like
+ * PyTorch's torch.backends.cuda.matmul.allow_tf32); off by default. */
+void netcl_set_allow_tf32(int allow);
+int netcl_get_allow_tf32(void);
+/* Tensor cores of dev as verified by the probe (run on first call or first
+ * use): e.g. "tf32,f16,bf16", or "none (why)". */
+const char *netcl_device_tensor_cores(netcl_device *dev);
 
 /* ---- autograd -------------------------------------------------------------
  * While grad mode is on (per thread, default on), every op with an input

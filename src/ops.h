@@ -22,6 +22,9 @@ netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor 
 netcl_status nc_fwd_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim);
 netcl_status nc_fwd_reduce_with_index(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim);
 netcl_status nc_fwd_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+/* out = act(alpha * (a @ b) + beta * c + bias) in one backend gemm call (linalg.c). */
+netcl_status nc_fwd_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
+                         double alpha, double beta, int act, double act_p);
 netcl_status nc_fwd_tensor_contiguous(netcl_tensor **out, netcl_tensor *t);
 netcl_status nc_fwd_tensor_cast(netcl_tensor **out, const netcl_tensor *t, netcl_dtype dtype);
 netcl_status nc_fwd_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, netcl_device *dev);

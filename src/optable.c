@@ -37,7 +37,7 @@ static const nc_opdef table[] = {
     {"argmax", "netcl_reduce", "-", "reduce", 0},
     {"argmin", "netcl_reduce", "-", "reduce", 0},
     /* linear algebra */
-    {"matmul", "netcl_matmul", "matmul", "matmul", 1},
+    {"matmul", "netcl_matmul", "matmul", "gemm", 1},
     /* views and copies */
     VIEW("view", "netcl_tensor_view", "reshape"), VIEW("reshape", "netcl_tensor_reshape", "reshape"),
     VIEW("transpose", "netcl_tensor_transpose", "transpose"), VIEW("permute", "netcl_tensor_permute", "permute"),
@@ -91,6 +91,7 @@ static const nc_opdef table[] = {
     {"bmm", "netcl_bmm", "composite", "composite", 1},
     {"addmm", "netcl_addmm", "composite", "composite", 1},
     {"linear", "netcl_linear", "composite", "composite", 1},
+    {"gemm", "netcl_gemm", "composite", "gemm", 1},
     {"outer", "netcl_outer", "composite", "composite", 1},
     {"dot", "netcl_dot", "composite", "composite", 1},
     /* indexing, shape, sort, scan, random (src/index.c, sort.c, sample.c,

@@ -6,6 +6,8 @@ usage: netcl [options] [script.lua [args...]]
   -e 'code'         run code (netcl is preloaded as a global)
   -i                open the REPL after -e or a script; bare `netcl` opens it too
   --devices         list the devices and their profiles
+  --tune [DEVICE]   tune the GEMM kernels of DEVICE (default: the default
+                    device) for the standard shapes; winners are cached on disk
   --version         print the version
   --help            this text
 ]==]
@@ -52,6 +54,13 @@ local function main(...)
       return
     elseif a == "--devices" then
       devices()
+      return
+    elseif a == "--tune" then
+      local netcl = require("netcl")
+      local dev = args[i + 1]
+      local ok, err = pcall(netcl.tune, { device = dev })
+      if not ok then report(err) end
+      io.write("tuning cache: ", netcl.tune_cache_path(dev), "\n")
       return
     elseif a == "-i" then
       interactive = true

@@ -69,6 +69,7 @@ function netcl.devices()
       fp64 = C.netcl_device_has_fp64(h) ~= 0,
       compute_capability = C.netcl_device_compute_capability(h),
       blas = C.netcl_device_type_of(h) == 0 and ffi.string(C.netcl_cpu_blas()) or nil,
+      tensor_cores = ffi.string(C.netcl_device_tensor_cores(h)),
     }
   end
   return list
@@ -312,6 +313,9 @@ end
 
 local OP_FAMILIES = { "select", "reductions", "conv", "index" }
 for _, family in ipairs(OP_FAMILIES) do require("netcl.ops." .. family)(netcl, methods) end
+
+-- GEMM tuning, configurations and netcl.backends (netcl/tune.lua)
+require("netcl.tune")(netcl, resolve)
 
 -- ---- autograd switches ---------------------------------------------------------------
 

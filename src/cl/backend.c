@@ -1,7 +1,7 @@
 /* backend.c — the OpenCL backend: device discovery and profiles, one
  * context and in-order queue per device, buffers, host transfers (async
  * writes keep their host tensor alive until done), fork safety, teardown. */
-#include "cl.h"
+#include "gemm.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +106,7 @@ static void cl_shutdown(netcl_device *dev)
     nc_cl_poll_pending(cd, 1);
     nc_cl_release_programs(cd);
     nc_cl_release_index(cd);
+    nc_gemm_state_free(cd);
     nc_cl.clReleaseCommandQueue(cd->queue);
     nc_cl.clReleaseContext(cd->ctx);
     free(cd);
@@ -149,6 +150,7 @@ static const nc_backend opencl_backend = {
     .sort = nc_cl_sort,
     .scan = nc_cl_scan,
     .optim_step = nc_cl_optim_step,
+    .gemm = nc_cl_gemm,
 };
 
 static void info_str(cl_device_id id, cl_device_info what, char *buf, size_t len)

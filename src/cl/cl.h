@@ -48,6 +48,7 @@ typedef struct nc_cl_device {
     cl_mem err_word;
     int err_pending;
     int int64_atomics;
+    struct nc_gemm_state *gemm;  /* GEMM tuning and tensor-core state (gemm.h) */
 } nc_cl_device;
 
 /* Strided geometry passed by value to kernels; the layout matches the
@@ -78,6 +79,9 @@ void nc_cl_dtype_opts(char *buf, size_t len, netcl_dtype a, netcl_dtype o);
 void nc_cl_meta_of(nc_cl_meta *m, int nops, const nc_desc *const *ops);
 int nc_cl_meta_contiguous(const nc_cl_meta *m, int nops);
 void nc_cl_release_programs(nc_cl_device *cd);
+/* The disk cache directory ($NETCL_CACHE_DIR, $XDG_CACHE_HOME/netcl,
+ * ~/.cache/netcl), created if missing; 0 when there is none. */
+int nc_cl_cache_dir(char *buf, size_t len);
 void nc_cl_poll_pending(nc_cl_device *cd, int wait);
 
 /* Backend entry points implemented per family file. */
@@ -88,6 +92,7 @@ netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, con
 netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
 netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
 netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
+netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi);
 netcl_status nc_cl_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
                          const nc_desc *b, double sa, double sb);
 netcl_status nc_cl_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);

@@ -1,4 +1,4 @@
-/* compute.c — host side of kernels/reduce.cl, matmul.cl and rng.cl. */
+/* compute.c — host side of kernels/reduce.cl and rng.cl (matmul: gemm.c). */
 #include "cl.h"
 #include <stdio.h>
 #include <string.h>
@@ -81,30 +81,6 @@ netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, co
     }
 #undef SET
     return st;
-}
-
-netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w)
-{
-    NC_TRY(nc_cl_enter(dev, "matmul", a->dtype, a->dtype));
-    nc_cl_device *cd = nc_cl_dev(dev);
-    char opts[96];
-    nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);
-    cl_kernel k;
-    size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "matmul", opts, "matmul_tiled", &k, &wg));
-    cl_mem ob = out->buf, ab = a->buf, wb = w->buf;
-    cl_long ooff = out->offset, aoff = a->offset, woff = w->offset;
-    cl_long as0 = a->strides[0], as1 = a->strides[1], as2 = a->strides[2];
-    cl_long ws0 = w->strides[0], ws1 = w->strides[1], ws2 = w->strides[2];
-    cl_long M = a->sizes[1], K = a->sizes[2], N = w->sizes[2], B = out->sizes[0];
-    NC_ARG(k, 0, ob); NC_ARG(k, 1, ooff); NC_ARG(k, 2, ab); NC_ARG(k, 3, aoff); NC_ARG(k, 4, as0); NC_ARG(k, 5, as1);
-    NC_ARG(k, 6, as2); NC_ARG(k, 7, wb); NC_ARG(k, 8, woff); NC_ARG(k, 9, ws0); NC_ARG(k, 10, ws1); NC_ARG(k, 11, ws2);
-    NC_ARG(k, 12, M); NC_ARG(k, 13, K); NC_ARG(k, 14, N);
-    const size_t ts = 32, rts = 8;
-    size_t global[3] = {(size_t)((N + 31) / 32) * rts, (size_t)((M + 31) / 32) * rts, (size_t)B};
-    size_t local[3] = {rts, rts, 1};
-    (void)ts;
-    return nc_cl_launch_nd(cd, k, 3, global, local);
 }
 
 netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset,

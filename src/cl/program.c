@@ -58,7 +58,7 @@ static uint64_t fnv1a(uint64_t h, const char *s)
     return h ^ 0xff;   /* separator so ("ab","c") and ("a","bc") differ */
 }
 
-static int cache_dir(char *buf, size_t len)
+int nc_cl_cache_dir(char *buf, size_t len)
 {
     const char *d = getenv("NETCL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (d && *d) snprintf(buf, len, "%s", d);
@@ -138,7 +138,7 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
     h = fnv1a(h, common); h = fnv1a(h, ops); h = fnv1a(h, body); h = fnv1a(h, opts);
     h = fnv1a(h, cd->dev->hw_name); h = fnv1a(h, cd->dev->driver); h = fnv1a(h, cd->dev->platform); h = fnv1a(h, NC_VERSION);
     char dir[900], path[1000];
-    int have_dir = cache_dir(dir, sizeof dir);
+    int have_dir = nc_cl_cache_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/%016llx.bin", dir, (unsigned long long)h);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -1,5 +1,14 @@
 /* linalg.c — matrix products built on matmul (autograd comes free): mm and
- * bmm with strict shapes, addmm, linear, outer and dot. */
+ * bmm with strict shapes, addmm, linear, outer and dot; and the fused gemm
+ * (alpha, beta * c, bias, activation in the product's kernel), which addmm
+ * and linear use.
+ *
+ * Autograd and fusion: when no input requires grad (inference, no_grad),
+ * gemm is one forward-only backend call; otherwise it is recorded as its
+ * parts (matmul, scale, add, activation), whose rules already exist, so
+ * gradients are exact and nothing needs a second backward rule. Training
+ * therefore runs the unfused sequence, which also keeps the product and
+ * pre-activation the backward rules need. */
 #include "../autograd/expr.h"
 
 static void need_dims(nc_x *x, const char *op, const netcl_tensor *t, int nd, const char *what)
@@ -26,12 +35,50 @@ netcl_status netcl_bmm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
     return nc_x_return(&x, out, XC(&x, netcl_matmul, a, b));
 }
 
+/* The recorded (differentiable) form of gemm. */
+static netcl_tensor *gemm_parts(nc_x *x, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
+                                double alpha, double beta, int act, double act_p)
+{
+    netcl_tensor *p = XC(x, netcl_matmul, a, b);
+    if (alpha != 1) p = x_sc(x, NETCL_OP_MUL, p, alpha);
+    if (c && beta != 0) p = x_add(x, p, beta == 1 ? c : x_sc(x, NETCL_OP_MUL, c, beta));
+    if (bias) p = x_add(x, p, bias);
+    if (act >= 0 && x->st == NETCL_OK) p = XC(x, netcl_unary, (netcl_op)act, p, act_p, 0);
+    return p;
+}
+
+static int any_records(netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias)
+{
+    netcl_tensor *ins[4] = {a, b, c, bias};
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (ins[i]) ins[n++] = ins[i];
+    return nc_should_record(n, ins);
+}
+
+netcl_status netcl_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
+                        double alpha, double beta, int act, double act_p)
+{
+    if (!any_records(a, b, c, bias) || !nc_gemm_act_ok(act)) return nc_fwd_gemm(out, a, b, c, bias, alpha, beta, act, act_p);
+    nc_x x = NC_X("gemm");
+    if (a->ndim < 2 || b->ndim < 2)
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "needs two tensors of at least 2 dims: %s @ %s", nc_describe(a), nc_describe(b)));
+    if (x.st == NETCL_OK && bias && (bias->ndim != 1 || bias->sizes[0] != b->sizes[b->ndim - 1]))
+        nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "bias %s must be 1-D of the product's last size %lld", nc_describe(bias),
+                              (long long)b->sizes[b->ndim - 1]));
+    return nc_x_return(&x, out, gemm_parts(&x, a, b, c, bias, alpha, beta, act, act_p));
+}
+
 /* beta c + alpha (a @ b), c broadcast to the product's shape */
 netcl_status netcl_addmm(netcl_tensor **out, netcl_tensor *c, netcl_tensor *a, netcl_tensor *b, double beta, double alpha)
 {
     nc_x x = NC_X("addmm");
     need_dims(&x, "addmm", a, 2, "mat1");
     need_dims(&x, "addmm", b, 2, "mat2");
+    if (x.st == NETCL_OK && !any_records(a, b, c, NULL)) {
+        netcl_tensor *r = XC(&x, nc_fwd_gemm, a, b, c, NULL, alpha, beta, -1, 0);
+        return nc_x_return(&x, out, r);
+    }
     netcl_tensor *p = XC(&x, netcl_matmul, a, b);
     if (alpha != 1) p = x_sc(&x, NETCL_OP_MUL, p, alpha);
     if (beta == 0) return nc_x_return(&x, out, p);   /* c is ignored, NaNs included, as PyTorch */
@@ -50,6 +97,16 @@ netcl_status netcl_linear(netcl_tensor **out, netcl_tensor *xin, netcl_tensor *w
     if (x.st == NETCL_OK && b && (b->ndim != 1 || b->sizes[0] != w->sizes[0]))
         nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "linear: bias %s does not match weight %s", nc_describe(b), nc_describe(w)));
     netcl_tensor *wt = XC(&x, netcl_tensor_transpose, w, 0, 1);
+    if (x.st == NETCL_OK && xin->ndim >= 2 && !any_records(xin, w, b, NULL)) {
+        /* one [rows, in] @ [in, out] product with the bias fused, however many leading dims */
+        int64_t rows[2] = {1, xin->sizes[xin->ndim - 1]}, shape[NC_MAX_DIMS];
+        for (int i = 0; i < xin->ndim; i++) shape[i] = xin->sizes[i];
+        for (int i = 0; i < xin->ndim - 1; i++) rows[0] *= xin->sizes[i];
+        shape[xin->ndim - 1] = w->sizes[0];
+        netcl_tensor *x2 = xin->ndim == 2 ? xin : XC(&x, nc_fwd_tensor_reshape, xin, 2, rows);
+        netcl_tensor *y2 = XC(&x, nc_fwd_gemm, x2, wt, NULL, b, 1, 0, -1, 0);
+        return nc_x_return(&x, out, xin->ndim == 2 ? y2 : XC(&x, nc_fwd_tensor_view, y2, xin->ndim, shape));
+    }
     netcl_tensor *y = XC(&x, netcl_matmul, xin, wt);
     return nc_x_return(&x, out, b ? x_add(&x, y, b) : y);
 }

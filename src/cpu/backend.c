@@ -103,6 +103,7 @@ static const nc_backend cpu_backend = {
     .sort = nc_cpu_sort,
     .scan = nc_cpu_scan,
     .optim_step = nc_cpu_optim_step,
+    .gemm = nc_cpu_gemm,
 };
 
 /* Copies the value of the first "key : value" line of /proc/cpuinfo. */

@@ -54,6 +54,7 @@ netcl_status nc_cpu_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, c
 int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w);
 const char *nc_cpu_blas_name(void);
 netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
+netcl_status nc_cpu_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *e);
 netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
                           const nc_desc *b, double sa, double sb);
 netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);

@@ -3,8 +3,10 @@
  * independent tiles (batch, MC rows, NCB cols); each tile packs its operands
  * into zero-padded MR/NR panels per KC slice and runs an MR x NR register
  * kernel (AVX2+FMA when the CPU has it). An element's k order is fixed, so the
- * result never depends on the thread count. float64 computes in double. */
+ * result never depends on the thread count. float64 computes in double.
+ * gemm adds the fused epilogue as a pass over the output's rows. */
 #include "cpu.h"
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,5 +238,51 @@ netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc 
     int64_t per_tile = (c.M < MC ? c.M : MC) * (c.N < NCB ? c.N : NCB) * c.K;
     nc_parallel_for(tiles, (1 << 20) / (per_tile + 1) + 1, mm_range, &c);
     if (atomic_load(&c.oom)) return nc_fail(NETCL_ERR_OOM, "cpu matmul: out of host memory for packing");
+    return NETCL_OK;
+}
+
+/* ---- gemm: matmul, then the epilogue in place over out's rows -------------------- */
+typedef struct { const nc_desc *out; const nc_gemm_epi *e; int64_t M, N; } epi_ctx;
+
+static double activate(int act, double v, double p)
+{
+    switch (act) {
+    case NETCL_OP_RELU: return v > 0 ? v : 0;
+    case NETCL_OP_SIGMOID: return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
+    case NETCL_OP_TANH: return tanh(v);
+    case NETCL_OP_SILU: return v < 0 ? v * exp(v) / (1 + exp(v)) : v / (1 + exp(-v));
+    case NETCL_OP_GELU: return 0.5 * v * (1 + erf(v * 0.70710678118654752440));
+    case NETCL_OP_GELU_TANH: return 0.5 * v * (1 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
+    case NETCL_OP_RELU6: return v > 0 ? (v < 6 ? v : 6) : 0;
+    case NETCL_OP_LEAKY_RELU: return v > 0 ? v : p * v;
+    default: return v;
+    }
+}
+
+static void epi_rows(void *vctx, int64_t r0, int64_t r1)
+{
+    const epi_ctx *x = vctx;
+    const nc_gemm_epi *e = x->e;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t b = r / x->M, m = r % x->M, o = x->out->offset + r * x->N;
+        for (int64_t n = 0; n < x->N; n++) {
+            double v = e->alpha * nc_load_double(x->out->buf, x->out->dtype, o + n);
+            if (e->c)
+                v += e->beta * nc_load_double(e->c->buf, e->c->dtype,
+                                              e->c->offset + b * e->c->strides[0] + m * e->c->strides[1] + n * e->c->strides[2]);
+            if (e->bias)
+                v += nc_load_double(e->bias->buf, e->bias->dtype, e->bias->offset + (e->bias_dim == 1 ? m : n) * e->bias->strides[0]);
+            nc_store_double(x->out->buf, x->out->dtype, o + n, activate(e->act, v, e->act_p));
+        }
+    }
+}
+
+netcl_status nc_cpu_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *e)
+{
+    NC_TRY(nc_cpu_matmul(dev, out, a, w));
+    epi_ctx x = {out, e, out->sizes[1], out->sizes[2]};
+    int64_t rows = out->sizes[0] * x.M;
+    if (rows == 0 || x.N == 0) return NETCL_OK;
+    nc_parallel_for(rows, 65536 / (x.N + 1) + 1, epi_rows, &x);
     return NETCL_OK;
 }

@@ -1,0 +1,31 @@
+# examples/bench/gemm_peer.py — the PyTorch side of examples/bench/gemm.lua:
+# the same products on the same machine, printed as "kind size TFLOP/s".
+# usage: python3 gemm_peer.py cuda|cpu sgemm:4096,tf32:4096,fp16:4096,...
+import sys, time
+import torch
+
+dev = sys.argv[1] if sys.argv[1] == "cpu" or torch.cuda.is_available() else "cpu"
+print("device", torch.cuda.get_device_name() if dev == "cuda" else "cpu (%d threads)" % torch.get_num_threads())
+DTYPES = {"sgemm": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+def sync():
+    if dev == "cuda":
+        torch.cuda.synchronize()
+
+def run(kind, n):
+    torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
+    a = torch.randn(n, n, device=dev, dtype=DTYPES[kind])
+    b = torch.randn(n, n, device=dev, dtype=DTYPES[kind])
+    a @ b; sync()
+    reps = 5 if n >= 8192 else 10 if n >= 4096 else 20
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter(); a @ b; sync(); ts.append(time.perf_counter() - t0)
+    ts.sort()
+    return 2 * n ** 3 / ts[(len(ts) + 1) // 2 - 1] / 1e12
+
+for spec in sys.argv[2].split(","):
+    kind, n = spec.split(":")
+    if dev == "cpu" and kind != "sgemm":
+        continue
+    print(kind, n, "%.4f" % run(kind, int(n)))

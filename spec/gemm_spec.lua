@@ -1,0 +1,312 @@
+-- spec/gemm_spec.lua — the GEMM kernels against the cpu reference on every
+-- device: every transpose combination through strided views (and a layout
+-- with neither dim contiguous), batched and broadcast batches, odd sizes
+-- from 1 up, large K, float16/bfloat16 storage (rtol 1e-2), float64, the
+-- fused epilogue (alpha, beta * c, bias, each activation) against the same
+-- result built from separate ops, explicit kernel configurations forced one
+-- by one, the tuner and its cache file, and the tensor-core path where the
+-- device's probe enabled it (skipped elsewhere, saying so).
+local lu = require("luaunit")
+local H = require("spec.helper")
+local netcl = H.netcl
+local ffi = require("ffi")
+
+-- a [m, k] @ b [k, n], with a / b stored transposed when ta / tb
+local function operands(dev, m, k, n, ta, tb, dtype, seed)
+  netcl.manual_seed(seed or 7)
+  local o = { device = dev, dtype = dtype or "float32" }
+  local a = ta and netcl.randn(k, m, o):t() or netcl.randn(m, k, o)
+  local b = tb and netcl.randn(n, k, o):t() or netcl.randn(k, n, o)
+  return a, b
+end
+
+-- float32 results: sums of K products differ from the cpu's order by
+-- rounding only; the bound scales with sqrt(K) (values ~ N(0, K))
+local function tol(k) return 1e-4, 1e-5 * math.sqrt(k) end
+
+TestGemm = {}
+
+function TestGemm:test_layouts_and_odd_sizes()
+  local shapes = { { 1, 1, 1 }, { 3, 5, 7 }, { 17, 63, 65 }, { 129, 33, 1 }, { 1, 64, 130 }, { 65, 17, 3 } }
+  for _, s in ipairs(shapes) do
+    for _, ta in ipairs({ false, true }) do
+      for _, tb in ipairs({ false, true }) do
+        local rtol, atol = tol(s[2])
+        H.device_check("matmul", function(dev)
+          local a, b = operands(dev, s[1], s[2], s[3], ta, tb)
+          return a:matmul(b)
+        end, rtol, atol)
+      end
+    end
+  end
+end
+
+function TestGemm:test_large_k()
+  for _, tb in ipairs({ false, true }) do
+    H.against_cpu(function(dev)
+      local a, b = operands(dev, 19, 2049, 33, false, tb)
+      return a:matmul(b)
+    end, tol(2049))
+  end
+end
+
+function TestGemm:test_no_contiguous_dim()
+  -- every other element of a wider tensor in both dims: neither stride is 1
+  H.against_cpu(function(dev)
+    netcl.manual_seed(3)
+    local a = netcl.randn(26, 34, { device = dev }):slice({ 1, 25 }, { 1, 33 })   -- padded rows
+    local b = netcl.randn(20, 34, { device = dev }):slice({}, { 1, 33 }):t()      -- padded columns
+    local as = netcl.randn(2 * 13, 2 * 17, { device = dev })
+    local strided = as:view(13, 2, 17, 2):select(2, 1):select(3, 1)   -- [13, 17], strides (68, 2)
+    return a:matmul(b), strided:matmul(netcl.randn(17, 5, { device = dev })), b:t():slice({}, { 1, 13 }):matmul(strided)
+  end, tol(33))
+end
+
+function TestGemm:test_batched_and_broadcast()
+  H.against_cpu(function(dev)
+    netcl.manual_seed(5)
+    local o = { device = dev }
+    local a, b = netcl.randn(3, 17, 9, o), netcl.randn(3, 9, 13, o)
+    local w = netcl.randn(9, 13, o)                        -- broadcast over the batch (stride 0)
+    local bt = netcl.randn(3, 13, 9, o):transpose(2, 3)    -- a transposed batch
+    local c = netcl.randn(2, 1, 5, 9, o)
+    local d = netcl.randn(4, 9, 6, o)                      -- [2,1] x [4] batch dims broadcast
+    return a:matmul(b), a:matmul(w), a:matmul(bt), c:matmul(d), netcl.randn(1, 4, 9, o):expand(3, 4, 9):matmul(b)
+  end, tol(9))
+end
+
+function TestGemm:test_half_and_bfloat16_storage()
+  for _, dt in ipairs({ "float16", "bfloat16" }) do
+    for _, tb in ipairs({ false, true }) do
+      H.against_cpu(function(dev)
+        local a, b = operands(dev, 33, 70, 18, false, tb, dt)
+        return a:matmul(b)
+      end, 1e-2, 1e-2)
+    end
+  end
+end
+
+function TestGemm:test_float64()
+  H.skip_without_fp64()
+  H.against_cpu(function(dev)
+    local a, b = operands(dev, 21, 40, 35, true, false, "float64")
+    return a:matmul(b)
+  end, 1e-12, 1e-12)
+end
+
+-- ---- the fused epilogue ---------------------------------------------------------
+local ACTS = { "relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "relu6", "leaky_relu" }
+
+function TestGemm:test_epilogue_against_separate_ops()
+  local dev = H.device
+  local a, b = operands(dev, 13, 20, 11, false, true)
+  local c = netcl.randn(13, 11, { device = dev })
+  local crow = netcl.randn(11, { device = dev })   -- c broadcast along rows
+  local bias = netcl.randn(11, { device = dev })
+  local p = a:matmul(b)
+  H.assert_close(netcl.gemm(a, b, { alpha = 2.5 }), p * 2.5, tol(20))
+  H.assert_close(netcl.gemm(a, b, { c = c, beta = -0.5 }), p + c * -0.5, tol(20))
+  H.assert_close(netcl.gemm(a, b, { c = crow, alpha = 0.5, beta = 2 }), p * 0.5 + crow * 2, tol(20))
+  H.assert_close(netcl.gemm(a, b, { bias = bias }), p + bias, tol(20))
+  for _, act in ipairs(ACTS) do
+    local want = p * 1.5 + c + bias
+    want = act == "leaky_relu" and want:leaky_relu(0.2) or want[act](want)
+    H.assert_close(netcl.gemm(a, b, { c = c, bias = bias, alpha = 1.5, act = act, slope = 0.2 }), want, 1e-4, 1e-4, act)
+  end
+end
+
+function TestGemm:test_epilogue_against_cpu()
+  H.device_check("gemm", function(dev)
+    local a, b = operands(dev, 37, 29, 21, true, false)
+    netcl.manual_seed(11)
+    local c = netcl.randn(2, 37, 21, { device = dev })
+    local bias = netcl.randn(21, { device = dev })
+    local ab = netcl.randn(2, 37, 29, { device = dev })
+    return netcl.gemm(a, b, { c = c[1], bias = bias, alpha = 0.75, beta = 1.25, act = "gelu" }),
+      netcl.gemm(ab, b, { c = c, beta = 1, act = "relu" }),
+      netcl.gemm(a:half(), b:half(), { bias = bias:half(), act = "silu" }):float()
+  end, 1e-2, 1e-3)
+end
+
+function TestGemm:test_addmm_linear_fused_and_recorded_agree()
+  local dev = H.device
+  local x = netcl.randn(2, 7, 12, { device = dev })
+  local w, b = netcl.randn(5, 12, { device = dev }), netcl.randn(5, { device = dev })
+  local fused = netcl.linear(x, w, b)                       -- nothing requires grad: one gemm
+  local wg = w:clone():requires_grad_()
+  local recorded = netcl.linear(x, wg, b)                   -- recorded as matmul + add
+  H.assert_close(fused, recorded:detach(), tol(12))
+  recorded:sum():backward()
+  H.assert_close(wg.grad, x:reshape(14, 12):sum(1):expand(5, 12), 1e-4, 1e-4)
+  local c, m1, m2 = netcl.randn(3, 4, { device = dev }), netcl.randn(3, 6, { device = dev }), netcl.randn(6, 4, { device = dev })
+  H.assert_close(c:addmm(m1, m2, { beta = 0.5, alpha = 2 }), c * 0.5 + m1:matmul(m2) * 2, tol(6))
+  -- beta = 0 ignores c, NaNs included (PyTorch's rule)
+  H.assert_close(netcl.full({ 3, 4 }, 0 / 0, { device = dev }):addmm(m1, m2, { beta = 0 }), m1:matmul(m2), tol(6))
+end
+
+function TestGemm:test_bad_epilogues()
+  local a = netcl.randn(3, 4, { device = H.device })
+  H.assert_error(function() netcl.gemm(a, a:t(), { act = "softplus" }) end, "gemm", "softplus")
+  H.assert_error(function() netcl.gemm(a, a:t(), { bias = netcl.randn(4, { device = H.device }) }) end, "gemm", "bias")
+  H.assert_error(function() netcl.gemm(a, a:t(), { c = netcl.randn(3, 3, { device = H.device, dtype = "float64" }) }) end,
+    "gemm", "dtype")
+end
+
+-- ---- forced configurations: each one must compute the same products ---------------
+-- Each configuration x layout is its own program (a few seconds to compile
+-- on PoCL), so the set is small but covers both kernels, vector widths 1 to
+-- 8, uneven thread shapes, padding, K chunks and cmr that divides nothing.
+local CONFIGS = {
+  "tiled mwg=64 nwg=32 kwg=16 mdimc=8 ndimc=8 vwm=4 vwn=2 vw=4 pad=4",
+  "tiled mwg=32 nwg=64 kwg=8 mdimc=4 ndimc=16 vwm=2 vwn=4 vw=8 pad=1",
+  "direct cmr=5 cnr=8 vw=8 kwg=32 mdimc=2 ndimc=4",
+}
+
+function TestGemm:test_forced_configurations()
+  lu.skipIf(H.is_cpu, "the cpu backend has one kernel (or BLAS)")
+  -- sizes with vector loads (64 x 32 x 64) in two layouts, odd ones in a third
+  local cases = { { 64, 32, 64, false, false }, { 64, 32, 64, true, true }, { 37, 45, 29, false, true },
+                  { 1, 9, 70, false, true } }
+  for _, cfg in ipairs(CONFIGS) do
+    netcl.gemm_set_config(cfg, H.device)
+    lu.assertStrContains(netcl.gemm_config(8, 8, 8, { device = H.device }), "(forced)")
+    for _, s in ipairs(cases) do
+      local a, b = operands(H.device, s[1], s[2], s[3], s[4], s[5])
+      H.assert_close(a:matmul(b):to("cpu"), a:to("cpu"):matmul(b:to("cpu")), 1e-4, 1e-4, cfg)
+    end
+    local a, b = operands(H.device, 64, 32, 64, false, false)
+    local bias = netcl.randn(64, { device = H.device })
+    H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }), (a:matmul(b) + bias):relu(), 1e-4, 1e-4, cfg)
+  end
+  netcl.gemm_set_config(nil, H.device)
+  lu.assertNotStrContains(netcl.gemm_config(8, 8, 8, { device = H.device }), "(forced)")
+  H.assert_error(function() netcl.gemm_set_config("tiled mwg=7 nonsense=1", H.device) end, "cannot parse")
+end
+
+-- ---- the tuner and its cache ----------------------------------------------------------
+ffi.cdef [[ int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name); ]]
+
+local function with_cache_dir(fn)
+  local old = os.getenv("NETCL_CACHE_DIR")
+  local dir = os.tmpname()
+  os.remove(dir)
+  ffi.C.setenv("NETCL_CACHE_DIR", dir, 1)
+  local ok, err = pcall(fn, dir)
+  if old then ffi.C.setenv("NETCL_CACHE_DIR", old, 1) else ffi.C.unsetenv("NETCL_CACHE_DIR") end
+  os.execute("rm -rf '" .. dir .. "'")
+  netcl.tune_cache_reload(H.device)
+  if not ok then error(err, 0) end
+end
+
+local function read_file(p)
+  local f = assert(io.open(p, "r"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+local function write_file(p, s)
+  local f = assert(io.open(p, "w"))
+  f:write(s)
+  f:close()
+end
+
+function TestGemm:test_tuner_cache()
+  if H.is_cpu then
+    local r = netcl.tune({ device = "cpu", shapes = { { 8, 8, 8 } }, quiet = true })
+    lu.assertStrContains(r[1].report, "nothing to tune")
+    return
+  end
+  with_cache_dir(function(dir)
+    lu.assertNil(netcl.tune_cache_reload(H.device))
+    lu.assertStrContains(netcl.gemm_config(40, 24, 16, { device = H.device }), "(default)")
+    local r = netcl.tune({ device = H.device, shapes = { { 40, 24, 16 } }, max_candidates = 2, quiet = true })
+    lu.assertStrContains(r[1].report, "winner:")
+    lu.assertStrContains(r[1].config, "(tuned)")
+    local path = netcl.tune_cache_path(H.device)
+    lu.assertEquals(path:sub(1, #dir), dir)
+    lu.assertStrMatches(path, ".*/gemm%-%x+%.tune")
+    local text = read_file(path)
+    lu.assertStrContains(text, "float32 nn 64:32:16 | ")
+    lu.assertStrContains(text, "# device: " .. H.device_info().hw_name)
+    -- a second problem of the same class shares the entry; another class does not
+    lu.assertStrContains(netcl.gemm_config(33, 20, 9, { device = H.device }), "(tuned)")
+    lu.assertStrContains(netcl.gemm_config(40, 24, 16, { device = H.device, trans_a = true }), "(default)")
+    -- reloaded from disk: the same choice
+    lu.assertNil(netcl.tune_cache_reload(H.device))
+    lu.assertStrContains(netcl.gemm_config(40, 24, 16, { device = H.device }), "(tuned)")
+    -- a second tuning adds its line and keeps the first
+    netcl.tune({ device = H.device, shapes = { { 40, 24, 16, trans_b = true } }, max_candidates = 1, quiet = true })
+    text = read_file(path)
+    lu.assertStrContains(text, "float32 nn 64:32:16 | ")
+    lu.assertStrContains(text, "float32 nt 64:32:16 | ")
+    -- a corrupted file is ignored with a warning, and products stay right
+    write_file(path, text .. "float32 nn 16:16:16 | tiled mwg=banana\n")
+    lu.assertStrContains(netcl.tune_cache_reload(H.device), "does not parse")
+    lu.assertStrContains(netcl.gemm_config(40, 24, 16, { device = H.device }), "(default)")
+    local a, b = operands(H.device, 40, 16, 24)
+    H.assert_close(a:matmul(b):to("cpu"), a:to("cpu"):matmul(b:to("cpu")), tol(16))
+    -- a file written for another device is ignored too
+    write_file(path, (text:gsub("# device: [^|]*|", "# device: some other GPU |")))
+    lu.assertStrContains(netcl.tune_cache_reload(H.device), "another device")
+  end)
+end
+
+-- ---- tensor cores ------------------------------------------------------------------------
+function TestGemm:test_tensor_core_status()
+  local tc = H.device_info().tensor_cores
+  lu.assertEquals(type(tc), "string")
+  lu.assertTrue(tc:match("^none") ~= nil or tc:match("^[%a%d,]+$") ~= nil or tc:match("^[%a%d,]+ %(emulated%)$") ~= nil, tc)
+  if H.device_info().compute_capability < 80 then lu.assertStrContains(tc, "none") end
+end
+
+function TestGemm:test_tensor_core_products()
+  local tc = H.device_info().tensor_cores
+  lu.skipIf(not tc:find("f16", 1, true) and not tc:find("tf32", 1, true),
+    "tensor cores not enabled on " .. H.device .. ": " .. tc)
+  -- float16/bfloat16 inputs, float32 accumulation: rtol 1e-2 like every half-precision result
+  for _, dt in ipairs({ "float16", "bfloat16" }) do
+    if tc:find(dt == "float16" and "f16" or "bf16", 1, true) then
+      for _, s in ipairs({ { 256, 128, 192 }, { 77, 100, 33 } }) do
+        for _, tb in ipairs({ false, true }) do
+          H.against_cpu(function(dev) local a, b = operands(dev, s[1], s[2], s[3], false, tb, dt); return a:matmul(b) end,
+            1e-2, 1e-2)
+        end
+      end
+    end
+  end
+  if tc:find("tf32", 1, true) then
+    -- TF32 keeps 10 mantissa bits: relative errors near 1e-3, so rtol 1e-2 and atol 1e-2 * sqrt(K)
+    netcl.backends.allow_tf32 = true
+    local ok, err = pcall(H.against_cpu, function(dev) local a, b = operands(dev, 200, 256, 136, true, false); return a:matmul(b) end,
+      1e-2, 1e-2 * 16)
+    netcl.backends.allow_tf32 = false
+    if not ok then error(err, 0) end
+  end
+end
+
+-- The tensor-core kernel with plain-OpenCL stand-ins for its PTX
+-- (NETCL_MMA_EMULATE, docs/gemm.md): its indexing, pipeline and edges on a
+-- device that cannot run PTX. Slow to compile on PoCL, so opt-in:
+-- NETCL_TEST_MMA_EMULATE=1 luajit spec/run.lua gemm_spec
+function TestGemm:test_mma_emulated()
+  lu.skipIf(os.getenv("NETCL_TEST_MMA_EMULATE") ~= "1", "set NETCL_TEST_MMA_EMULATE=1 to run the emulated tensor-core kernel")
+  lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "for OpenCL devices without PTX")
+  ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
+  netcl.backends.allow_tf32 = true
+  local ok, err = pcall(function()
+    for _, dt in ipairs({ "float32", "float16", "bfloat16" }) do
+      for _, tb in ipairs({ false, true }) do
+        local cfg = netcl.gemm_config(100, 24, 48, { device = H.device, dtype = dt, trans_b = tb })
+        lu.assertStrContains(cfg, "mma ")
+        -- 16-bit types read fragments with ldmatrix once its own probe passed
+        if dt ~= "float32" then lu.assertStrContains(cfg, "ldsm=1") end
+        H.against_cpu(function(dev) local a, b = operands(dev, 100, 48, 24, false, tb, dt); return a:matmul(b) end,
+          1e-2, 1e-2 * 7)
+      end
+    end
+    lu.assertStrContains(H.device_info().tensor_cores, "tf32,f16,bf16 (emulated)")
+  end)
+  netcl.backends.allow_tf32 = false
+  ffi.C.unsetenv("NETCL_MMA_EMULATE")
+  if not ok then error(err, 0) end
+end

@@ -1,0 +1,332 @@
+/* gemm.c — host side of kernels/gemm.cl: the OpenCL backend's matmul and
+ * fused gemm entries. A configuration (gemm.h) is chosen per call: one
+ * forced through netcl_gemm_set_config or $NETCL_GEMM_CONFIG, else the
+ * tensor-core kernel where it is usable (mma.c), else the tuner's winner
+ * for the problem's shape class (tune.c), else a default per device type.
+ * The chosen configuration is fitted to the operands (vector widths only
+ * where a dim is contiguous and aligned) and launched; a configuration the
+ * device cannot run falls back to the default. */
+#include "gemm.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- configurations as text ------------------------------------------------ */
+static const char *const kernel_names[] = {"tiled", "direct", "mma"};
+
+void nc_gemm_cfg_format(const nc_gemm_cfg *c, char *buf, size_t len)
+{
+    if (c->kernel == NC_GEMM_MMA)
+        snprintf(buf, len, "mma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d stages=%d ldsm=%d", c->mwg, c->nwg, c->kwg,
+                 c->mdimc, c->ndimc, c->stages, c->ldsm);
+    else if (c->kernel == NC_GEMM_DIRECT)
+        snprintf(buf, len, "direct cmr=%d cnr=%d vw=%d kwg=%d mdimc=%d ndimc=%d", c->cmr, c->cnr, c->vw, c->kwg, c->mdimc,
+                 c->ndimc);
+    else
+        snprintf(buf, len, "%s mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d vwm=%d vwn=%d vw=%d pad=%d",
+                 kernel_names[c->kernel], c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, c->vwm, c->vwn, c->vw, c->pad);
+}
+
+static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
+{
+    memset(c, 0, sizeof *c);
+    c->kernel = -1;
+    c->vwm = c->vwn = c->vw = 1;
+    char word[48];
+    int used;
+    while (sscanf(s, " %47s%n", word, &used) == 1) {
+        s += used;
+        char *eq = strchr(word, '=');
+        if (!eq) {
+            for (int k = 0; k < 3; k++)
+                if (strcmp(word, kernel_names[k]) == 0) c->kernel = k;
+            continue;
+        }
+        *eq = 0;
+        int v = atoi(eq + 1);
+        static const char *const keys[] = {"mwg", "nwg", "kwg", "mdimc", "ndimc", "vwm", "vwn", "vw", "pad", "cmr", "cnr", "stages", "ldsm"};
+        int *slots[] = {&c->mwg, &c->nwg, &c->kwg, &c->mdimc, &c->ndimc, &c->vwm,
+                        &c->vwn, &c->vw,  &c->pad, &c->cmr,   &c->cnr,   &c->stages, &c->ldsm};
+        int found = 0;
+        for (int k = 0; k < 13; k++)
+            if (strcmp(word, keys[k]) == 0) { *slots[k] = v; found = 1; }
+        if (!found) return 0;
+    }
+    if (c->kernel == NC_GEMM_DIRECT) /* kwg: K chunk; mdimc x ndimc: work-group (0: the driver's choice) */
+        return c->cmr >= 1 && c->cmr <= 16 && (c->cnr == 1 || c->cnr == 2 || c->cnr == 4 || c->cnr == 8 || c->cnr == 16) &&
+               pow2(c->vw) && c->vw <= 16 && c->kwg >= 0 && c->mdimc >= 0 && c->ndimc >= 0 && (c->mdimc > 0) == (c->ndimc > 0) &&
+               (c->kwg == 0 || c->mdimc > 0);
+    if (c->kernel != NC_GEMM_TILED && c->kernel != NC_GEMM_MMA) return 0;
+    if (c->mwg <= 0 || c->nwg <= 0 || c->kwg <= 0 || c->mdimc <= 0 || c->ndimc <= 0 || c->pad < 0 || c->pad > 64) return 0;
+    if (c->kernel == NC_GEMM_MMA) /* 16 x 8 mma tiles per warp; mma.c checks the rest */
+        return c->mdimc * c->ndimc <= 16 && c->mwg % (16 * c->mdimc) == 0 && c->nwg % (8 * c->ndimc) == 0 &&
+               c->kwg % 16 == 0 && c->stages >= 2 && c->stages <= 4 && (c->ldsm == 0 || c->ldsm == 1);
+    return c->mwg % c->mdimc == 0 && c->nwg % c->ndimc == 0 && pow2(c->vwm) && pow2(c->vwn) && pow2(c->vw) &&
+           c->vwm <= 8 && c->vwn <= 8 && c->vw <= 8 && (c->mwg / c->mdimc) % c->vwm == 0 &&
+           (c->nwg / c->ndimc) % c->vwn == 0 && c->mdimc * c->ndimc <= 1024;
+}
+
+/* ---- shapes ---------------------------------------------------------------- */
+/* Operand layouts: 'n' when the inner (last) dim is contiguous, 't' when the
+ * outer one is, 'g' otherwise (size-1 dims count as contiguous). */
+static char layout_of(const nc_desc *d)
+{
+    if (d->strides[2] == 1 || d->sizes[2] == 1) return 'n';
+    if (d->strides[1] == 1 || d->sizes[1] == 1) return 't';
+    return 'g';
+}
+
+/* Sizes bucket to the next power of two (at least 16): problems in one
+ * bucket share a tuned configuration. */
+static long long bucket(int64_t x)
+{
+    long long b = 16;
+    while (b < x && b < (1LL << 40)) b *= 2;
+    return b;
+}
+
+void nc_gemm_class_key(const nc_gemm_call *g, char *buf, size_t len)
+{
+    const char *tf = g->out->dtype == NETCL_DTYPE_FLOAT32 && nc_mma_usable(g) ? "+tf32" : "";
+    snprintf(buf, len, "%s%s %c%c %lld:%lld:%lld", netcl_dtype_name(g->out->dtype), tf, layout_of(g->a), layout_of(g->w),
+             bucket(g->M), bucket(g->N), bucket(g->K));
+}
+
+/* ---- defaults ----------------------------------------------------------------- */
+static int64_t groups(const nc_gemm_call *g, int mwg, int nwg)
+{
+    return ((g->M + mwg - 1) / mwg) * ((g->N + nwg - 1) / nwg) * g->B;
+}
+
+void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    if (g->dev->type == NETCL_DEVICE_OPENCL_CPU) {
+        /* 6 rows x 16 cols: 6 AVX-512 accumulators (12 of AVX2) per item;
+         * for large products an 8x8 group walks K in chunks of 128 so its
+         * panels stay in cache (small ones fit anyway, and skip the barrier) */
+        *c = (nc_gemm_cfg){.kernel = NC_GEMM_DIRECT, .cmr = 6, .cnr = 16, .vw = 16, .vwm = 1, .vwn = 1};
+        if (g->K > 256 && g->M * g->N >= 65536) c->kwg = 128, c->mdimc = 8, c->ndimc = 8;
+        return;
+    }
+    /* GPUs: 128x128 tiles of 8x8 per thread when they fill the device,
+     * smaller tiles when the grid would leave compute units idle */
+    int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
+    if (groups(g, 128, 128) >= cu)
+        *c = (nc_gemm_cfg){NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 4, 0, 0, 0, 0};
+    else if (groups(g, 64, 64) >= cu)
+        *c = (nc_gemm_cfg){NC_GEMM_TILED, 64, 64, 16, 16, 16, 2, 2, 4, 4, 0, 0, 0, 0};
+    else
+        *c = (nc_gemm_cfg){NC_GEMM_TILED, 32, 32, 16, 8, 8, 2, 2, 4, 2, 0, 0, 0, 0};
+    if (g->out->dtype == NETCL_DTYPE_FLOAT64) c->kwg = 8;
+}
+
+/* ---- fitting a configuration to the operands ---------------------------------- */
+/* The widest vector (<= want) for loads along an operand's contiguous dim:
+ * stride 1 there, and offset, other strides and that dim's size multiples
+ * of the width, so every vector is aligned and wholly in or out. */
+static int fit_vw(int want, const nc_desc *d, int contig_dim, int64_t B)
+{
+    int other = contig_dim == 2 ? 1 : 2;
+    if (d->strides[contig_dim] != 1) return 1;
+    int vw = want;
+    for (; vw > 1; vw /= 2)
+        if (d->sizes[contig_dim] % vw == 0 && d->offset % vw == 0 && d->strides[other] % vw == 0 &&
+            (B == 1 || d->strides[0] % vw == 0))
+            break;
+    return vw;
+}
+
+typedef struct {
+    int kfast_a, kfast_b, vwa, vwb, pada, padb;
+} tiled_fit;
+
+/* 0 when cfg cannot serve g (tile divisibility, local memory). */
+static int fit_tiled(const nc_gemm_call *g, const nc_gemm_cfg *c, tiled_fit *f)
+{
+    int threads = c->mdimc * c->ndimc;
+    char la = layout_of(g->a), lb = layout_of(g->w);
+    /* the fast (thread-adjacent) load direction is each operand's contiguous dim */
+    f->kfast_a = la == 'n' || (la == 'g' && llabs((long long)g->a->strides[2]) <= llabs((long long)g->a->strides[1]));
+    f->kfast_b = lb == 't' || (lb == 'g' && llabs((long long)g->w->strides[1]) < llabs((long long)g->w->strides[2]));
+    f->vwa = fit_vw(c->vw, g->a, f->kfast_a ? 2 : 1, g->B);
+    f->vwb = fit_vw(c->vw, g->w, f->kfast_b ? 1 : 2, g->B);
+    /* every thread loads whole vectors, the same number of them */
+    while (f->vwa > 1 && ((f->kfast_a ? c->kwg : c->mwg) % f->vwa || (c->mwg * c->kwg) % (threads * f->vwa))) f->vwa /= 2;
+    while (f->vwb > 1 && ((f->kfast_b ? c->kwg : c->nwg) % f->vwb || (c->nwg * c->kwg) % (threads * f->vwb))) f->vwb /= 2;
+    if ((c->mwg * c->kwg) % threads || (c->nwg * c->kwg) % threads) return 0;
+    if (c->mwg % c->vwm || c->nwg % c->vwn) return 0;
+    f->pada = (c->pad + c->vwm - 1) / c->vwm * c->vwm;
+    f->padb = (c->pad + c->vwn - 1) / c->vwn * c->vwn;
+    int64_t csize = g->out->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;
+    int64_t lmem = 2 * (int64_t)c->kwg * (c->mwg + f->pada + c->nwg + f->padb) * csize;
+    return lmem <= g->dev->local_mem && threads <= g->dev->max_work_group;
+}
+
+/* ---- launching ----------------------------------------------------------------- */
+/* Kernel arguments 0..15 (operands, strides, sizes) and the epilogue's (16..28). */
+netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k)
+{
+    const nc_desc *o = g->out, *a = g->a, *w = g->w;
+    const nc_gemm_epi *e = g->epi;
+    cl_mem ob = o->buf, ab = a->buf, wb = w->buf;
+    cl_long ooff = o->offset, aoff = a->offset, woff = w->offset;
+    cl_long as0 = g->B == 1 ? 0 : a->strides[0], as1 = a->strides[1], as2 = a->strides[2];
+    cl_long ws0 = g->B == 1 ? 0 : w->strides[0], ws1 = w->strides[1], ws2 = w->strides[2];
+    cl_int M = (cl_int)g->M, N = (cl_int)g->N, K = (cl_int)g->K, B = (cl_int)g->B;
+    NC_ARG(k, 0, ob); NC_ARG(k, 1, ooff); NC_ARG(k, 2, ab); NC_ARG(k, 3, aoff); NC_ARG(k, 4, as0); NC_ARG(k, 5, as1);
+    NC_ARG(k, 6, as2); NC_ARG(k, 7, wb); NC_ARG(k, 8, woff); NC_ARG(k, 9, ws0); NC_ARG(k, 10, ws1); NC_ARG(k, 11, ws2);
+    NC_ARG(k, 12, M); NC_ARG(k, 13, N); NC_ARG(k, 14, K); NC_ARG(k, 15, B);
+    NC_TRY(nc_cl_set_scalar(k, 16, o->dtype, e->alpha));
+    NC_TRY(nc_cl_set_scalar(k, 17, o->dtype, e->c ? e->beta : 0));
+    /* absent operands: a's buffer stands in, never read */
+    cl_mem cb = e->c ? e->c->buf : a->buf, bb = e->bias ? e->bias->buf : a->buf;
+    cl_long coff = e->c ? e->c->offset : 0, cs0 = e->c && g->B > 1 ? e->c->strides[0] : 0;
+    cl_long cs1 = e->c ? e->c->strides[1] : 0, cs2 = e->c ? e->c->strides[2] : 0;
+    cl_long boff = e->bias ? e->bias->offset : 0, bst = e->bias ? e->bias->strides[0] : 0;
+    NC_ARG(k, 18, cb); NC_ARG(k, 19, coff); NC_ARG(k, 20, cs0); NC_ARG(k, 21, cs1); NC_ARG(k, 22, cs2);
+    cl_int flags = (e->c ? 1 : 0) | (e->bias ? e->bias_dim == 1 ? 4 : 2 : 0), act = e->act;
+    NC_ARG(k, 23, bb); NC_ARG(k, 24, boff); NC_ARG(k, 25, bst);
+    NC_TRY(nc_cl_set_scalar(k, 26, o->dtype, e->act_p));
+    NC_ARG(k, 27, flags); NC_ARG(k, 28, act);
+    return NETCL_OK;
+}
+
+/* Kernel `name` built with opts; when the build fails, once more without
+ * `#pragma unroll` (a compiler that rejects the pragma still unrolls
+ * constant loops), remembered per device. */
+static netcl_status gemm_kernel(nc_cl_device *cd, char *opts, size_t len, const char *name, cl_kernel *k, size_t *wg)
+{
+    nc_gemm_state *s = nc_gemm_state_of(cd);
+    if (s && s->no_pragma) snprintf(opts + strlen(opts), len - strlen(opts), " -DNC_NO_UNROLL_PRAGMA");
+    netcl_status st = nc_cl_kernel(cd, "gemm", opts, name, k, wg);
+    if (st == NETCL_ERR_BACKEND && s && !s->no_pragma) {
+        s->no_pragma = 1;
+        snprintf(opts + strlen(opts), len - strlen(opts), " -DNC_NO_UNROLL_PRAGMA");
+        if (nc_cl_kernel(cd, "gemm", opts, name, k, wg) == NETCL_OK) return NETCL_OK;
+        s->no_pragma = 0;
+    }
+    return st;
+}
+
+static netcl_status launch_tiled(const nc_gemm_call *g, const nc_gemm_cfg *c)
+{
+    tiled_fit f;
+    if (!fit_tiled(g, c, &f)) return NETCL_ERR_UNSUPPORTED;
+    nc_cl_device *cd = nc_cl_dev(g->dev);
+    char opts[400];
+    nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
+    size_t n = strlen(opts);
+    snprintf(opts + n, sizeof opts - n,
+                          " -DGEMM_TILED -DMWG=%d -DNWG=%d -DKWG=%d -DMDIMC=%d -DNDIMC=%d -DVWM=%d -DVWN=%d -DVWA=%d"
+                          " -DVWB=%d -DA_KFAST=%d -DB_KFAST=%d -DPADA=%d -DPADB=%d",
+                          c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, c->vwm, c->vwn, f.vwa, f.vwb, f.kfast_a,
+                          f.kfast_b, f.pada, f.padb);
+    cl_kernel k;
+    size_t wg, threads = (size_t)(c->mdimc * c->ndimc);
+    NC_TRY(gemm_kernel(cd, opts, sizeof opts, "gemm_tiled", &k, &wg));
+    size_t kmax = 0;   /* registers may limit the group below the device's maximum */
+    nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
+    if (kmax && kmax < threads) return NETCL_ERR_UNSUPPORTED;
+    NC_TRY(nc_gemm_set_args(g, k));
+    int64_t mt = (g->M + c->mwg - 1) / c->mwg, nt = (g->N + c->nwg - 1) / c->nwg;
+    /* dims 1 and 2 are capped (the kernel loops over the rest) */
+    size_t global[3] = {(size_t)nt * threads, (size_t)(mt < 65535 ? mt : 65535), (size_t)(g->B < 65535 ? g->B : 65535)};
+    size_t local[3] = {threads, 1, 1};
+    return nc_cl_launch_nd(cd, k, 3, global, local);
+}
+
+static netcl_status launch_direct(const nc_gemm_call *g, const nc_gemm_cfg *c)
+{
+    nc_cl_device *cd = nc_cl_dev(g->dev);
+    /* vector loads of w rows need n contiguous and cnr-aligned rows */
+    int vwb = fit_vw(c->vw < c->cnr ? c->vw : c->cnr, g->w, 2, g->B) == c->cnr ? c->cnr : 1;
+    char opts[300];
+    nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
+    size_t n = strlen(opts);
+    snprintf(opts + n, sizeof opts - n, " -DGEMM_DIRECT -DCMR=%d -DCNR=%d -DVWB=%d -DKCH=%d", c->cmr, c->cnr,
+                          vwb, c->kwg);
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(gemm_kernel(cd, opts, sizeof opts, "gemm_direct", &k, &wg));
+    NC_TRY(nc_gemm_set_args(g, k));
+    int64_t nb = (g->N + c->cnr - 1) / c->cnr, mb = (g->M + c->cmr - 1) / c->cmr;
+    if (c->mdimc > 0) { /* whole work-groups (the extra items clamp and store nothing) */
+        nb = (nb + c->ndimc - 1) / c->ndimc * c->ndimc;
+        mb = (mb + c->mdimc - 1) / c->mdimc * c->mdimc;
+    }
+    size_t global[3] = {(size_t)nb, (size_t)mb, (size_t)(g->B < 65535 ? g->B : 65535)};
+    size_t local[3] = {(size_t)c->ndimc, (size_t)c->mdimc, 1};
+    if (c->mdimc > 0 && (size_t)(c->mdimc * c->ndimc) > wg) return NETCL_ERR_UNSUPPORTED;
+    return nc_cl_launch_nd(cd, k, 3, global, c->mdimc > 0 ? local : NULL);
+}
+
+netcl_status nc_gemm_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg)
+{
+    switch (cfg->kernel) {
+    case NC_GEMM_TILED: return launch_tiled(g, cfg);
+    case NC_GEMM_DIRECT: return launch_direct(g, cfg);
+    case NC_GEMM_MMA: return nc_mma_usable(g) ? nc_mma_launch(g, cfg) : NETCL_ERR_UNSUPPORTED;
+    default: return NETCL_ERR_UNSUPPORTED;
+    }
+}
+
+/* ---- the backend entries ------------------------------------------------------------ */
+/* The configuration a call gets (see the file comment); *why names its source. */
+void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why)
+{
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
+    if (s && s->has_forced) { *cfg = s->forced; *why = "forced"; return; }
+    const char *env = getenv("NETCL_GEMM_CONFIG");
+    if (env && *env && nc_gemm_cfg_parse(cfg, env)) { *why = "NETCL_GEMM_CONFIG"; return; }
+    if (nc_gemm_tuned(g, cfg)) { *why = "tuned"; return; }
+    if (nc_mma_usable(g)) { nc_mma_default(g, cfg); *why = "default"; return; }
+    nc_gemm_default(g, cfg);
+    *why = "default";
+}
+
+netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi)
+{
+    NC_TRY(nc_cl_enter(dev, "matmul", a->dtype, a->dtype));
+    nc_gemm_call g = {dev, out, a, w, epi, out->sizes[0], a->sizes[1], w->sizes[2], a->sizes[2]};
+    if (g.M > INT32_MAX || g.N > INT32_MAX || g.K > INT32_MAX || g.B > INT32_MAX)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "matmul: %lld x %lld x %lld (batch %lld) exceeds the OpenCL kernels' 32-bit sizes on %s",
+                       (long long)g.M, (long long)g.K, (long long)g.N, (long long)g.B, dev->name);
+    nc_gemm_cfg cfg;
+    const char *why;
+    nc_gemm_choose(&g, &cfg, &why);
+    netcl_status st = nc_gemm_launch(&g, &cfg);
+    if (st == NETCL_ERR_BACKEND && cfg.kernel != NC_GEMM_DIRECT) {
+        /* a compiler that rejects the kernel must not take every product
+         * down with it: say so once per device, then run the simple kernel */
+        nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
+        char text[200];
+        nc_gemm_cfg_format(&cfg, text, sizeof text);
+        if (s && !s->warned) {
+            s->warned = 1;
+            fprintf(stderr, "netcl: GEMM kernel '%s' failed on %s, using the direct kernel instead: %.600s\n", text,
+                    dev->name, netcl_last_error());
+        }
+        cfg = (nc_gemm_cfg){.kernel = NC_GEMM_DIRECT, .cmr = 4, .cnr = 4, .vw = 4, .vwm = 1, .vwn = 1};
+        st = nc_gemm_launch(&g, &cfg);
+    }
+    if (st == NETCL_ERR_UNSUPPORTED) { /* the chosen one does not fit this problem */
+        nc_gemm_default(&g, &cfg);
+        st = nc_gemm_launch(&g, &cfg);
+    }
+    if (st == NETCL_ERR_UNSUPPORTED) { /* a device with little local memory or small groups */
+        cfg = (nc_gemm_cfg){NC_GEMM_TILED, 16, 16, 8, 4, 4, 1, 1, 1, 0, 0, 0, 0, 0};
+        st = nc_gemm_launch(&g, &cfg);
+    }
+    if (st == NETCL_ERR_UNSUPPORTED)
+        st = nc_fail(NETCL_ERR_UNSUPPORTED, "matmul: no GEMM kernel configuration fits %s", dev->name);
+    return st;
+}
+
+netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w)
+{
+    nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
+    return nc_cl_gemm(dev, out, a, w, &e);
+}

@@ -1,0 +1,90 @@
+/* gemm.h — the OpenCL GEMM's kernel configurations, shared by gemm.c
+ * (selection and launch), tune.c (the tuner and its disk cache) and mma.c
+ * (the tensor-core path). A configuration names a kernel of
+ * kernels/gemm.cl or kernels/gemm_mma.cl and its -D parameters; it prints
+ * and parses as "key=value" words, the form of the tuning cache and of
+ * $NETCL_GEMM_CONFIG. */
+#ifndef NETCL_CL_GEMM_H
+#define NETCL_CL_GEMM_H
+
+#include "cl.h"
+
+typedef enum { NC_GEMM_TILED = 0, NC_GEMM_DIRECT = 1, NC_GEMM_MMA = 2 } nc_gemm_kernel;
+
+typedef struct nc_gemm_cfg {
+    int kernel;                                  /* nc_gemm_kernel */
+    /* tiled: work-group tile, threads, local read chunks, global vector width, padding;
+     * mma: mwg x nwg x kwg block tile, mdimc x ndimc warps, pad = pipeline stages */
+    int mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, vw, pad;
+    int cmr, cnr;                                /* direct: rows x cols per work item */
+    int stages;                                  /* mma: cp.async pipeline depth */
+    int ldsm;                                    /* mma, 16-bit types: fragments through ldmatrix */
+} nc_gemm_cfg;
+
+/* One GEMM as the kernels see it: out [B,M,N] = epi(a [B,M,K] @ w [B,K,N]). */
+typedef struct nc_gemm_call {
+    netcl_device *dev;
+    const nc_desc *out, *a, *w;
+    const nc_gemm_epi *epi;
+    int64_t B, M, N, K;
+} nc_gemm_call;
+
+/* Per-device GEMM state (nc_cl_device.gemm, created on first use). */
+typedef struct nc_gemm_entry {
+    char key[64];          /* nc_gemm_class_key */
+    nc_gemm_cfg cfg;
+} nc_gemm_entry;
+typedef struct nc_gemm_state {
+    int no_pragma;                 /* the compiler rejected #pragma unroll */
+    int warned;                    /* a kernel failed and the direct one stood in */
+    int has_forced;                /* netcl_gemm_set_config */
+    nc_gemm_cfg forced;
+    int cache_loaded;              /* tuning cache read (tune.c) */
+    nc_gemm_entry *entries;
+    int nentries, capentries;
+    char cache_note[1400];         /* why the cache file was ignored, or "" */
+    int tc_probed;                 /* tensor-core probe ran (mma.c) */
+    int tc_ok[3];                  /* tf32, f16, bf16 passed */
+    int tc_ldsm[3];                /* ... and with ldmatrix too */
+    char tc_status[256];
+} nc_gemm_state;
+/* The device's state, created on first use (NULL only when out of memory). */
+nc_gemm_state *nc_gemm_state_of(nc_cl_device *cd);
+void nc_gemm_state_free(nc_cl_device *cd);
+
+/* "tiled mwg=128 ..." into buf; 1 if s parsed into a valid-looking cfg. */
+void nc_gemm_cfg_format(const nc_gemm_cfg *c, char *buf, size_t len);
+int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s);
+/* The key of a problem's shape class, e.g. "float32 nt 1024:1024:4096"
+ * with each size rounded up to a power-of-two bucket (see gemm.c). */
+void nc_gemm_class_key(const nc_gemm_call *g, char *buf, size_t len);
+/* Launches g with cfg; NETCL_ERR_UNSUPPORTED (no message) when cfg cannot
+ * serve this problem on this device (local memory, work-group size). */
+netcl_status nc_gemm_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg);
+/* The configuration a call gets; *why: "forced", "NETCL_GEMM_CONFIG",
+ * "tuned" or "default". */
+void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why);
+/* The configuration used without a tuned entry. */
+void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
+
+/* tune.c: the tuned configuration for g's class, if the cache has one. */
+int nc_gemm_tuned(const nc_gemm_call *g, nc_gemm_cfg *cfg);
+
+/* Kernel arguments shared by every GEMM kernel (gemm.c). */
+netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k);
+
+/* mma.c: whether the tensor-core path serves g (device probed for the
+ * dtype, allow_tf32 for float32, operand layouts cp.async can copy), its
+ * default configuration and candidates, and the launch (no usability check). */
+int nc_mma_usable(const nc_gemm_call *g);
+void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
+int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
+netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg);
+
+/* tune.c: runs cfg (any kernel, no usability check) on a random problem
+ * and returns its relative error against the reference kernel; < 0 when it
+ * did not run (the reason in netcl_last_error). */
+double nc_gemm_check_cfg(netcl_device *dev, netcl_dtype dt, int64_t M, int64_t N, int64_t K, int ta, int tb,
+                         const nc_gemm_cfg *cfg);
+
+#endif

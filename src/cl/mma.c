@@ -1,0 +1,223 @@
+/* mma.c — the tensor-core GEMM path (gemm_mma in kernels/gemm.cl) on
+ * NVIDIA OpenCL devices of compute capability 8.0 or newer: inline PTX
+ * mma.sync (tf32 m16n8k8, f16/bf16 m16n8k16, f32 accumulators) fed by
+ * cp.async. Nothing here runs on other devices: the PTX would not compile.
+ *
+ * The probe: before a dtype first uses the path, the real kernel (default
+ * configuration) runs on a small problem with edges in two layouts and its
+ * result is compared with the reference kernel's; a build failure, a run
+ * failure or a wrong result disables that dtype, and the reason is kept for
+ * netcl_device_tensor_cores() (and printed with NETCL_DEBUG=1). For the
+ * 16-bit types the ldmatrix variant is probed the same way and becomes the
+ * default only if it passes too.
+ * NETCL_MMA_EMULATE=1 compiles the kernel with plain-OpenCL stand-ins for
+ * the PTX (same fragment layouts) on any device, so the kernel's indexing
+ * is tested on PoCL too. */
+#include "gemm.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const dt_names[3] = {"tf32", "f16", "bf16"};
+
+static int emulated(void)
+{
+    const char *e = getenv("NETCL_MMA_EMULATE");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+/* 0 tf32, 1 f16, 2 bf16, -1 none */
+static int mma_kind(netcl_dtype dt)
+{
+    return dt == NETCL_DTYPE_FLOAT32 ? 0 : dt == NETCL_DTYPE_FLOAT16 ? 1 : dt == NETCL_DTYPE_BFLOAT16 ? 2 : -1;
+}
+
+static int hardware_ok(const netcl_device *dev)
+{
+    return emulated() || (strstr(dev->vendor, "NVIDIA") && dev->compute_capability >= 80);
+}
+
+/* An operand [B, rows, cols] cp.async can copy: one of its two matrix dims
+ * contiguous, and 16-byte chunks along it aligned and whole. */
+static int operand_ok(const nc_desc *d, int chunk, int64_t B)
+{
+    for (int dim = 2; dim >= 1; dim--) {
+        int other = dim == 2 ? 1 : 2;
+        if (d->strides[dim] != 1) continue;
+        if (d->sizes[dim] % chunk == 0 && d->offset % chunk == 0 && d->strides[other] % chunk == 0 &&
+            (B == 1 || d->strides[0] % chunk == 0))
+            return 1;
+    }
+    return 0;
+}
+
+static int k_contig(const nc_desc *d, int kdim) { return d->strides[kdim] == 1; }
+
+static void probe(netcl_device *dev, nc_gemm_state *s, int kind);
+
+int nc_mma_usable(const nc_gemm_call *g)
+{
+    int kind = mma_kind(g->out->dtype);
+    if (kind < 0 || (kind == 0 && !nc_allow_tf32()) || !hardware_ok(g->dev)) return 0;
+    int chunk = kind == 0 ? 4 : 8;
+    if (!operand_ok(g->a, chunk, g->B) || !operand_ok(g->w, chunk, g->B)) return 0;
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
+    if (!s) return 0;
+    probe(g->dev, s, kind);
+    return s->tc_ok[kind] == 1;
+}
+
+void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
+{
+    /* 128 x 128 blocks of four 64 x 64 warp tiles, two stages (the 48 KiB
+     * of local memory OpenCL gets on NVIDIA); 64 x 64 blocks with three
+     * stages when the large ones would leave multiprocessors idle */
+    int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
+    int kbk = g->out->dtype == NETCL_DTYPE_FLOAT32 ? 16 : 32;
+    int64_t big = ((g->M + 127) / 128) * ((g->N + 127) / 128) * g->B;
+    if (big >= cu) *c = (nc_gemm_cfg){.kernel = NC_GEMM_MMA, 128, 128, kbk, 2, 2, 1, 1, 1, 0, 0, 0, 2, 0};
+    else *c = (nc_gemm_cfg){.kernel = NC_GEMM_MMA, 64, 64, kbk, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0};
+    int kind = mma_kind(g->out->dtype);
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
+    if (kind > 0 && s && s->tc_ldsm[kind] == 1) c->ldsm = 1;   /* ldmatrix passed its own probe */
+}
+
+/* {kernel, BM, BN, BK, WM, WN, -, -, -, -, -, -, stages} */
+static const nc_gemm_cfg candidates_f32[] = {
+    {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 64, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},
+    {NC_GEMM_MMA, 64, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},  {NC_GEMM_MMA, 128, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 2, 0},
+    {NC_GEMM_MMA, 128, 128, 16, 2, 4, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 64, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 2, 0},
+    {NC_GEMM_MMA, 64, 64, 16, 2, 2, 1, 1, 1, 0, 0, 0, 4, 0},   {NC_GEMM_MMA, 128, 256, 16, 2, 4, 1, 1, 1, 0, 0, 0, 2, 0},
+    {NC_GEMM_MMA, 256, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 2, 0},
+};
+static const nc_gemm_cfg candidates_f16[] = {
+    {NC_GEMM_MMA, 128, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},
+    {NC_GEMM_MMA, 128, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},  {NC_GEMM_MMA, 64, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},
+    {NC_GEMM_MMA, 128, 128, 32, 4, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 256, 16, 2, 4, 1, 1, 1, 0, 0, 0, 2, 0},
+    {NC_GEMM_MMA, 256, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 256, 32, 2, 4, 1, 1, 1, 0, 0, 0, 2, 0},
+    {NC_GEMM_MMA, 64, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 4, 0},   {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 4, 0},
+    /* the same shapes reading fragments with ldmatrix */
+    {NC_GEMM_MMA, 128, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 2, 1}, {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 1},
+    {NC_GEMM_MMA, 128, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 1},  {NC_GEMM_MMA, 64, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 1},
+    {NC_GEMM_MMA, 128, 128, 32, 4, 2, 1, 1, 1, 0, 0, 0, 2, 1}, {NC_GEMM_MMA, 128, 256, 16, 2, 4, 1, 1, 1, 0, 0, 0, 2, 1},
+    {NC_GEMM_MMA, 256, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 2, 1}, {NC_GEMM_MMA, 128, 256, 32, 2, 4, 1, 1, 1, 0, 0, 0, 2, 1},
+};
+
+int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
+{
+    if (!nc_mma_usable(g)) return 0;
+    int f32 = g->out->dtype == NETCL_DTYPE_FLOAT32;
+    const nc_gemm_cfg *list = f32 ? candidates_f32 : candidates_f16;
+    int count = f32 ? (int)(sizeof candidates_f32 / sizeof candidates_f32[0]) : (int)(sizeof candidates_f16 / sizeof candidates_f16[0]);
+    int n = 0;
+    nc_mma_default(g, &out[n++]);
+    for (int i = 0; i < count && n < max; i++)
+        if (memcmp(&list[i], &out[0], sizeof out[0]) != 0) out[n++] = list[i];
+    return n;
+}
+
+/* Local memory of cfg in bytes (the kernel's padded tiles, as gemm.cl). */
+static int64_t local_bytes(const nc_gemm_cfg *c, int esize, int a_kc, int b_kc)
+{
+    int64_t lda = a_kc ? c->kwg + 16 / esize : c->mwg + 8, ta = a_kc ? c->mwg * lda : c->kwg * lda;
+    int64_t ldb = b_kc ? c->kwg + 16 / esize : c->nwg + 8, tb = b_kc ? c->nwg * ldb : c->kwg * ldb;
+    int64_t bytes = c->stages * (ta + tb) * esize;
+    if (emulated()) bytes += (int64_t)c->mdimc * c->ndimc * ((16 + 8) * 16 * 4 + 32 * 4);
+    return bytes;
+}
+
+netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
+{
+    int kind = mma_kind(g->out->dtype);
+    int threads = c->mdimc * c->ndimc * 32, esize = kind == 0 ? 4 : 2;
+    int ldsm = c->ldsm && kind > 0 && (c->nwg / c->ndimc) % 16 == 0;   /* B fragments come in pairs */
+    if (kind < 0 || c->kernel != NC_GEMM_MMA || c->mwg % (16 * c->mdimc) || c->nwg % (8 * c->ndimc) || c->kwg % 16 ||
+        c->stages < 2 || !operand_ok(g->a, kind == 0 ? 4 : 8, g->B) || !operand_ok(g->w, kind == 0 ? 4 : 8, g->B))
+        return NETCL_ERR_UNSUPPORTED;
+    int a_kc = k_contig(g->a, 2), b_kc = k_contig(g->w, 1);
+    if (local_bytes(c, esize, a_kc, b_kc) > g->dev->local_mem || threads > g->dev->max_work_group) return NETCL_ERR_UNSUPPORTED;
+    nc_cl_device *cd = nc_cl_dev(g->dev);
+    char opts[300];
+    nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
+    size_t n = strlen(opts);
+    snprintf(opts + n, sizeof opts - n,
+             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DLDSM=%d%s", c->mwg,
+             c->nwg, c->kwg, c->mdimc, c->ndimc, c->stages, a_kc, b_kc, ldsm, emulated() ? " -DMMA_EMULATE" : "");
+    cl_kernel k;
+    size_t wg, kmax = 0;
+    NC_TRY(nc_cl_kernel(cd, "gemm", opts, "gemm_mma", &k, &wg));
+    nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
+    if (kmax && kmax < (size_t)threads) return NETCL_ERR_UNSUPPORTED;
+    NC_TRY(nc_gemm_set_args(g, k));
+    int64_t mt = (g->M + c->mwg - 1) / c->mwg, nt = (g->N + c->nwg - 1) / c->nwg;
+    size_t global[3] = {(size_t)nt * (size_t)threads, (size_t)(mt < 65535 ? mt : 65535), (size_t)(g->B < 65535 ? g->B : 65535)};
+    size_t local[3] = {(size_t)threads, 1, 1};
+    return nc_cl_launch_nd(cd, k, 3, global, local);
+}
+
+/* ---- the probe ------------------------------------------------------------------- */
+/* Runs the kernel (default configuration; ldmatrix or not) on a problem with
+ * edges in m and n, two k-tiles and a half, row-major then both operands
+ * transposed; "" when both results are right, else why not. */
+static void probe_cfg(netcl_device *dev, int kind, int ldsm, char *why, size_t len)
+{
+    static const netcl_dtype dts[3] = {NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT16, NETCL_DTYPE_BFLOAT16};
+    const int64_t M = 72, N = 40, K = 56;
+    why[0] = 0;
+    for (int layout = 0; layout < 2 && !why[0]; layout++) {
+        nc_desc da = {0}, dw = {0}, dout = {0};
+        da.dtype = dw.dtype = dout.dtype = dts[kind];
+        da.ndim = dw.ndim = dout.ndim = 3;
+        da.sizes[0] = dw.sizes[0] = 1;
+        da.sizes[1] = M, da.sizes[2] = K, dw.sizes[1] = K, dw.sizes[2] = N;
+        da.strides[1] = layout ? 1 : K, da.strides[2] = layout ? M : 1;
+        dw.strides[1] = layout ? 1 : N, dw.strides[2] = layout ? K : 1;
+        dout.sizes[0] = 1, dout.sizes[1] = M, dout.sizes[2] = N;
+        nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
+        nc_gemm_call g = {dev, &dout, &da, &dw, &e, 1, M, N, K};
+        nc_gemm_cfg cfg;
+        nc_mma_default(&g, &cfg);
+        cfg.mwg = cfg.nwg = 64, cfg.stages = 3, cfg.ldsm = ldsm;   /* several blocks and pipeline stages */
+        double err = nc_gemm_check_cfg(dev, dts[kind], M, N, K, layout, layout, &cfg);
+        if (err < 0) snprintf(why, len, "%s%s: %.150s", dt_names[kind], ldsm ? " ldmatrix" : "", netcl_last_error());
+        else if (!(err <= 1e-2))
+            snprintf(why, len, "%s%s: wrong result (relative error %.2g)", dt_names[kind], ldsm ? " ldmatrix" : "", err);
+    }
+}
+
+static void probe(netcl_device *dev, nc_gemm_state *s, int kind)
+{
+    if (s->tc_ok[kind] != 0) return;   /* 1 passed, -1 failed */
+    char why[200];
+    probe_cfg(dev, kind, 0, why, sizeof why);
+    s->tc_ok[kind] = why[0] ? -1 : 1;
+    if (!why[0] && kind > 0) { /* ldmatrix only where it is right too */
+        probe_cfg(dev, kind, 1, why, sizeof why);
+        s->tc_ldsm[kind] = why[0] ? -1 : 1;
+    }
+    if (why[0]) {
+        size_t n = strlen(s->tc_status);
+        snprintf(s->tc_status + n, sizeof s->tc_status - n, "%s%s", n ? "; " : "", why);
+        const char *dbg = getenv("NETCL_DEBUG");
+        if (dbg && atoi(dbg) >= 1)
+            fprintf(stderr, "netcl: tensor-core probe failed on %s: %s\n", dev->name, why);
+    }
+}
+
+const char *netcl_device_tensor_cores(netcl_device *dev)
+{
+    static _Thread_local char buf[400];
+    if (!dev || dev->type == NETCL_DEVICE_CPU || !dev->impl) return "none (not an OpenCL device)";
+    if (!hardware_ok(dev))
+        return "none (needs an NVIDIA device of compute capability 8.0 or newer)";
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
+    if (!s) return "none (out of host memory)";
+    buf[0] = 0;
+    for (int k = 0; k < 3; k++) {
+        probe(dev, s, k);
+        if (s->tc_ok[k] == 1) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", buf[0] ? "," : "", dt_names[k]);
+    }
+    if (!buf[0]) snprintf(buf, sizeof buf, "none (probe failed: %.300s)", s->tc_status);
+    else if (emulated()) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " (emulated)");
+    return buf;
+}
