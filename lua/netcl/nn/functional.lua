@@ -128,6 +128,11 @@ function M.embedding(idx, weight, padding_idx)
   return out
 end
 
+-- pad(x, pads, value | {mode =, value =}): pads are (before, after) pairs, last dim first
+function M.pad(x, pads, o) return x:pad(pads, o) end
+-- upsample: PyTorch's older name of interpolate
+M.upsample = function(x, o) return M.interpolate(x, o) end
+
 -- labels (1-based integers) -> 0/1 one-hot of num_classes (float32 unless dtype), range-checked
 function M.one_hot(labels, num_classes, dtype) return netcl().one_hot(labels, num_classes, dtype or "float32") end
 
