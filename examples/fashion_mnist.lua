@@ -11,6 +11,7 @@
 -- `make demo` runs). --limit trains on the first N images (tests use it).
 local netcl = require("netcl")
 local nn, optim, data = netcl.nn, netcl.optim, netcl.data
+io.stdout:setvbuf("line")   -- progress shows up at once even when the output goes to a file
 
 local opts = {
   epochs = nil, quick = false, device = nil, data = "/usr/share/datasets/fashion-mnist", save = "fashion_mnist_cnn.safetensors",
