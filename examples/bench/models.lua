@@ -99,7 +99,11 @@ local function torch_results(list)
   local here = arg[0]:match("^(.*)/[^/]*$") or "."
   local specs = {}
   for _, w in ipairs(list) do specs[#specs + 1] = w.key .. ":" .. w.size end
-  local cmd = ("python3 %s/models_peer.py %s %s %d %d %d 2>&1"):format(here, is_gpu and "cuda" or "cpu", table.concat(specs, ","),
+  -- on the cpu, PyTorch's OpenMP threads spin while they wait (OMP_WAIT_POLICY
+  -- active); on a small shared VM that costs it 10-30x on these steps, so the
+  -- peer waits passively unless the caller chose a policy
+  local env = (not is_gpu and not os.getenv("OMP_WAIT_POLICY")) and "OMP_WAIT_POLICY=PASSIVE " or ""
+  local cmd = ("%spython3 %s/models_peer.py %s %s %d %d %d 2>&1"):format(env, here, is_gpu and "cuda" or "cpu", table.concat(specs, ","),
     opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"])
   local p = io.popen(cmd)
   local res, pdev, other = {}, nil, {}
