@@ -95,7 +95,8 @@ function BatchNorm:forward(x)
   local rm, rv
   if self.training and self.track_running_stats then
     rm, rv = self.running_mean, self.running_var
-    netcl().no_grad(function() self.num_batches_tracked:add_(1) end)
+    local nbt = self.num_batches_tracked
+    netcl().no_grad(nbt.add_, nbt, 1)
   elseif not self.training and self.track_running_stats then
     rm, rv = self.running_mean, self.running_var
   end
