@@ -63,7 +63,7 @@ if opts.augment then
 end
 local train_loader = data.DataLoader(train, { batch_size = opts.batch, shuffle = true, seed = opts.seed, drop_last = true,
                                               num_workers = opts.workers, transforms = train_filters, device = dev })
-local test_loader = data.DataLoader(test, { batch_size = 1000, shuffle = false, num_workers = 0,
+local test_loader = data.DataLoader(test, { batch_size = 250, shuffle = false, num_workers = 0,
                                             transforms = { F.to_float(255), F.normalize(MEAN, STD) }, device = dev })
 print(("Fashion-MNIST: %d train, %d test images; device %s; %d epochs, batch %d, Adam + one-cycle (max lr %g)%s"):format(
   #train, #test, dev, opts.epochs, opts.batch, opts.lr, opts.augment and ", augmented" or ""))
