@@ -92,9 +92,11 @@ check: deps
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  NETCL_LIB=$(CURDIR)/build-asan/libnetcl.so NETCL_TEST_OPENCL=0 luajit spec/run.lua
 
+# the Fashion-MNIST CNN: --quick (1 epoch, >= 88%) by default; FULL=1 runs
+# the full default (>= 91%); DEMO_ARGS adds flags (e.g. DEMO_ARGS="--device opencl:0")
 demo: deps
 	$(MAKE) -j$(JOBS) all
-	$(LAUNCH) examples/quickstart.lua
+	$(LAUNCH) examples/fashion_mnist.lua $(if $(FULL),,--quick) $(DEMO_ARGS)
 
 bench: deps
 	$(MAKE) -j$(JOBS) all

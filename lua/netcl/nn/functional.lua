@@ -113,6 +113,26 @@ function M.interpolate(x, o)
   return call1(C.netcl_interpolate, H(x), interp_size, interp_scale, mode == "nearest" and 0 or 1, o.align_corners and 1 or 0)
 end
 
+-- embedding(idx, weight, padding_idx): rows of weight [num, dim] at the
+-- 1-based integer idx (any shape) -> [..., dim]; rows read at padding_idx
+-- pass no gradient to the weight
+local INT = { int32 = true, int64 = true, uint8 = true }
+function M.embedding(idx, weight, padding_idx)
+  if not is_tensor(idx) or not INT[idx.dtype] then
+    throw("embedding: the indices must be an integer tensor, got " .. (is_tensor(idx) and idx.dtype or type(idx)))
+  end
+  local out = netcl().embedding(idx, weight)
+  if padding_idx and weight.requires_grad and netcl().is_grad_enabled() then
+    out = netcl().where(idx:ne(padding_idx):unsqueeze(-1), out, out:detach())
+  end
+  return out
+end
+
+-- pad(x, pads, value | {mode =, value =}): pads are (before, after) pairs, last dim first
+function M.pad(x, pads, o) return x:pad(pads, o) end
+-- upsample: PyTorch's older name of interpolate
+M.upsample = function(x, o) return M.interpolate(x, o) end
+
 -- labels (1-based integers) -> 0/1 one-hot of num_classes (float32 unless dtype), range-checked
 function M.one_hot(labels, num_classes, dtype) return netcl().one_hot(labels, num_classes, dtype or "float32") end
 

@@ -1,0 +1,141 @@
+-- examples/bench/models.lua — model training steps, netcl vs PyTorch in the
+-- same command: the LeNet-5 Adam training step (28x28, batch 64 and 256,
+-- data already on the device; microseconds per step) and ResNet-18 CIFAR
+-- training throughput (3x3 stem, batch 128, 32x32, float32, SGD momentum;
+-- images per second after warm-up steps). models_peer.py runs the same
+-- workloads in PyTorch (CUDA when present, else CPU; TF32 off) when
+-- `python3 -c 'import torch'` works, and the table prints the ratio
+-- (> 1: netcl faster).
+--   netcl examples/bench/models.lua [--device NAME] [--only lenet|resnet] [--quick]
+--       [--lenet-steps N] [--resnet-steps N] [--resnet-warmup N] [--resnet-batch N]
+local netcl = require("netcl")
+local nn, optim = netcl.nn, netcl.optim
+
+local opts = { device = nil, only = nil, quick = false, ["lenet-steps"] = 50, ["resnet-steps"] = 20, ["resnet-warmup"] = 3,
+               ["resnet-batch"] = 128 }
+local i = 1
+while arg and arg[i] do
+  local key = arg[i]:match("^%-%-(.+)$")
+  if key == "quick" then opts.quick = true; i = i + 1
+  elseif key and opts[key] ~= nil or key == "device" or key == "only" then opts[key] = tonumber(arg[i + 1]) or arg[i + 1]; i = i + 2
+  else error("unknown argument " .. tostring(arg[i])) end
+end
+if opts.quick then opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"] = 10, 2, 1 end
+
+local dev = netcl.device(opts.device).name
+local info
+for _, d in ipairs(netcl.devices()) do if d.name == dev then info = d end end
+local is_gpu = info and info.type == "opencl_gpu"
+
+local ffi = require("ffi")
+pcall(ffi.cdef, "struct netcl_bts { long tv_sec; long tv_nsec; }; int clock_gettime(int, struct netcl_bts *);")
+local ts = ffi.new("struct netcl_bts")
+local function now() ffi.C.clock_gettime(1, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
+
+-- one training step: zero_grad, forward, cross-entropy, backward, optimizer step
+local function trainer(model, opt, x, y)
+  local loss_fn = nn.CrossEntropyLoss()
+  return function()
+    opt:zero_grad()
+    local loss = loss_fn(model(x), y)
+    loss:backward()
+    opt:step()
+  end
+end
+
+-- median seconds per step over `rounds` rounds of n steps (synchronised per round)
+local function per_step(step, n, rounds)
+  for _ = 1, 3 do step() end
+  netcl.synchronize(dev)
+  local t = {}
+  for r = 1, rounds do
+    local t0 = now()
+    for _ = 1, n do step() end
+    netcl.synchronize(dev)
+    t[r] = (now() - t0) / n
+  end
+  table.sort(t)
+  return t[math.ceil(#t / 2)]
+end
+
+local workloads = {}
+for _, batch in ipairs({ 64, 256 }) do
+  workloads[#workloads + 1] = {
+    key = "lenet", size = batch, name = ("LeNet-5 Adam step, batch %d"):format(batch), unit = "us/step", higher = false,
+    run = function()
+      netcl.manual_seed(1)
+      local model = nn.models.lenet5({ device = dev })
+      local opt = optim.Adam(model, { lr = 1e-3 })
+      local x = netcl.randn(batch, 1, 28, 28, { device = dev })
+      local y = netcl.randint(1, 11, { batch }, { device = dev })
+      return per_step(trainer(model, opt, x, y), opts["lenet-steps"], 5) * 1e6
+    end,
+  }
+end
+workloads[#workloads + 1] = {
+  key = "resnet18", size = opts["resnet-batch"], name = ("ResNet-18 CIFAR train, batch %d"):format(opts["resnet-batch"]),
+  unit = "img/s", higher = true,
+  run = function()
+    local batch = opts["resnet-batch"]
+    netcl.manual_seed(1)
+    local model = nn.models.resnet18_cifar({ device = dev })
+    local opt = optim.SGD(model, { lr = 0.01, momentum = 0.9, weight_decay = 5e-4 })
+    local x = netcl.randn(batch, 3, 32, 32, { device = dev })
+    local y = netcl.randint(1, 11, { batch }, { device = dev })
+    local step = trainer(model, opt, x, y)
+    for _ = 1, opts["resnet-warmup"] do step() end
+    netcl.synchronize(dev)
+    local t0 = now()
+    for _ = 1, opts["resnet-steps"] do step() end
+    netcl.synchronize(dev)
+    return opts["resnet-steps"] * batch / (now() - t0)
+  end,
+}
+
+-- the PyTorch peer prints "key size value" per workload
+local function torch_results(list)
+  local ok = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
+  if ok ~= 0 and ok ~= true then return nil, "PyTorch not installed" end
+  local here = arg[0]:match("^(.*)/[^/]*$") or "."
+  local specs = {}
+  for _, w in ipairs(list) do specs[#specs + 1] = w.key .. ":" .. w.size end
+  -- on the cpu, PyTorch's OpenMP threads spin while they wait (OMP_WAIT_POLICY
+  -- active); on a small shared VM that costs it 10-30x on these steps, so the
+  -- peer waits passively unless the caller chose a policy
+  local env = (not is_gpu and not os.getenv("OMP_WAIT_POLICY")) and "OMP_WAIT_POLICY=PASSIVE " or ""
+  local cmd = ("%spython3 %s/models_peer.py %s %s %d %d %d 2>&1"):format(env, here, is_gpu and "cuda" or "cpu", table.concat(specs, ","),
+    opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"])
+  local p = io.popen(cmd)
+  local res, pdev, other = {}, nil, {}
+  for line in p:lines() do
+    local k, s, v = line:match("^(%S+) (%d+) ([%d%.e%-+]+)$")
+    if k then res[k .. ":" .. s] = tonumber(v)
+    elseif line:match("^device ") then pdev = line:match("^device (.*)$")
+    else other[#other + 1] = line end
+  end
+  p:close()
+  if not pdev then return nil, table.concat(other, "\n") end
+  return res, pdev
+end
+
+local list = {}
+for _, w in ipairs(workloads) do
+  if not opts.only or w.key:find(opts.only, 1, true) then list[#list + 1] = w end
+end
+print(("netcl %s on %s (%s)"):format(netcl.version, dev, info and info.hw_name or "?"))
+local rows = {}
+for _, w in ipairs(list) do
+  rows[#rows + 1] = { w = w, v = w.run() }
+  print(("  %-34s %12.1f %s"):format(w.name, rows[#rows].v, w.unit))
+  collectgarbage()
+end
+local peer, pdev = torch_results(list)
+print(("peer: %s"):format(peer and ("PyTorch on " .. pdev) or ("none (" .. tostring(pdev) .. ")")))
+print(("%-34s %12s %12s %8s  %s"):format("workload", "netcl", "pytorch", "ratio", "unit"))
+for _, r in ipairs(rows) do
+  local p = peer and peer[r.w.key .. ":" .. r.w.size]
+  local ratio = p and (r.w.higher and r.v / p or p / r.v)
+  print(("%-34s %12.1f %12s %8s  %s"):format(r.w.name, r.v, p and ("%.1f"):format(p) or "-", ratio and ("%.2fx"):format(ratio) or "-",
+    r.w.unit))
+end
+print("ratio > 1: netcl faster")

@@ -1,0 +1,237 @@
+-- spec/nn_norm_spec.lua — BatchNorm1d/2d (train/eval, running statistics,
+-- momentum, affine, track_running_stats), LayerNorm, GroupNorm and
+-- Embedding (padding_idx, from_pretrained) as modules: forward against
+-- formulas in Lua doubles, Jacobian checks through the module (float64,
+-- cpu), device vs cpu, save/load round trips, clear errors.
+local lu = require("luaunit")
+local H = require("helper")
+local N = require("nn_helper")
+local netcl = H.netcl
+local nn = netcl.nn
+local dev = H.device
+
+-- per-channel (dim 2) mean and biased/unbiased variance of a [N, C, ...] table
+local function channel_stats(t, C)
+  local sums, sq, count = {}, {}, 0
+  for c = 1, C do sums[c], sq[c] = 0, 0 end
+  for n = 1, #t do
+    for c = 1, C do
+      local vals = H.flatten(t[n][c])
+      if c == 1 then count = count + #vals end
+      for _, v in ipairs(vals) do sums[c] = sums[c] + v end
+    end
+  end
+  local mean, var_b, var_u = {}, {}, {}
+  for c = 1, C do mean[c] = sums[c] / count end
+  for n = 1, #t do
+    for c = 1, C do
+      for _, v in ipairs(H.flatten(t[n][c])) do sq[c] = sq[c] + (v - mean[c]) ^ 2 end
+    end
+  end
+  for c = 1, C do var_b[c], var_u[c] = sq[c] / count, sq[c] / (count - 1) end
+  return mean, var_b, var_u
+end
+
+-- (x - mean[c]) / sqrt(var[c] + eps) * w[c] + b[c] over a [N, C, ...] table
+local function normalise(t, mean, var, w, b, eps)
+  local out = {}
+  for n = 1, #t do
+    out[n] = {}
+    for c = 1, #t[n] do
+      local function f(v)
+        if type(v) == "table" then local r = {}; for k = 1, #v do r[k] = f(v[k]) end; return r end
+        return (v - mean[c]) / math.sqrt(var[c] + eps) * (w and w[c] or 1) + (b and b[c] or 0)
+      end
+      out[n][c] = f(t[n][c])
+    end
+  end
+  return out
+end
+
+TestNormLayers = {}
+
+function TestNormLayers:test_batchnorm2d_train_and_eval()
+  netcl.manual_seed(1)
+  local m = nn.BatchNorm2d(3, { momentum = 0.2, device = dev })
+  netcl.no_grad(function()
+    m.weight:copy_(netcl.tensor({ 1, 2, 0.5 })); m.bias:copy_(netcl.tensor({ 0, -1, 3 }))
+  end)
+  local x = netcl.randn(4, 3, 3, 2, { device = dev }) * 2 + 1
+  local xt = x:totable()
+  local mean, var_b, var_u = channel_stats(xt, 3)
+  local w, b = m.weight:totable(), m.bias:totable()
+  H.assert_close(m(x), normalise(xt, mean, var_b, w, b, 1e-5), 1e-4, 1e-5, "train")
+  local rm, rv = {}, {}
+  for c = 1, 3 do rm[c], rv[c] = 0.2 * mean[c], 0.8 + 0.2 * var_u[c] end
+  H.assert_close(m.running_mean, rm, 1e-5, 1e-6, "running_mean")
+  H.assert_close(m.running_var, rv, 1e-5, 1e-6, "running_var (unbiased)")
+  lu.assertEquals(m.num_batches_tracked:item(), 1)
+  m(x)
+  lu.assertEquals(m.num_batches_tracked:item(), 2)
+  rm, rv = m.running_mean:totable(), m.running_var:totable()
+  m:eval()
+  H.assert_close(m(x), normalise(xt, rm, rv, w, b, 1e-5), 1e-4, 1e-5, "eval uses the running statistics")
+  lu.assertEquals(m.num_batches_tracked:item(), 2)
+  H.assert_close(m.running_mean, rm, 0, 0, "eval leaves the statistics alone")
+  lu.assertStrContains(tostring(m), "BatchNorm2d(3, eps=1e-05, momentum=0.2, affine=true, track_running_stats=true)")
+end
+
+function TestNormLayers:test_batchnorm_options_and_1d()
+  netcl.manual_seed(2)
+  local m = nn.BatchNorm1d(4, { affine = false, track_running_stats = false, eps = 1e-3, device = dev })
+  lu.assertEquals(#m:parameters(), 0)
+  lu.assertEquals(#m:buffers(), 0)
+  local x = netcl.randn(6, 4, { device = dev })
+  local mean, var_b = channel_stats(x:totable(), 4)
+  H.assert_close(m(x), normalise(x:totable(), mean, var_b, nil, nil, 1e-3), 1e-4, 1e-5, "[N, C]")
+  m:eval()   -- no running statistics: eval normalises with the batch's too
+  H.assert_close(m(x), normalise(x:totable(), mean, var_b, nil, nil, 1e-3), 1e-4, 1e-5, "eval without running stats")
+  local m3 = nn.BatchNorm1d(4, { device = dev })
+  local x3 = netcl.randn(5, 4, 3, { device = dev })
+  local mean3, var3 = channel_stats(x3:totable(), 4)
+  H.assert_close(m3(x3), normalise(x3:totable(), mean3, var3, nil, nil, 1e-5), 1e-4, 1e-5, "[N, C, L]")
+  local keys = {}
+  for k in pairs(m3:state_dict()) do keys[#keys + 1] = k end
+  table.sort(keys)
+  lu.assertEquals(keys, { "bias", "num_batches_tracked", "running_mean", "running_var", "weight" })
+  lu.assertEquals(m3.num_batches_tracked.dtype, "int64")
+  m3:reset_running_stats()
+  lu.assertEquals(m3.running_var:totable(), { 1, 1, 1, 1 })
+  lu.assertEquals(m3.num_batches_tracked:item(), 0)
+end
+
+function TestNormLayers:test_layer_norm_and_group_norm()
+  netcl.manual_seed(3)
+  local ln = nn.LayerNorm({ 3, 4 }, { device = dev })
+  netcl.no_grad(function() ln.weight:copy_(netcl.rand(3, 4) + 0.5); ln.bias:copy_(netcl.randn(3, 4)) end)
+  local x = netcl.randn(2, 5, 3, 4, { device = dev })
+  local want = {}
+  local xt, w, b = x:totable(), H.flatten(ln.weight:totable()), H.flatten(ln.bias:totable())
+  for n = 1, 2 do
+    want[n] = {}
+    for r = 1, 5 do
+      local v = H.flatten(xt[n][r])
+      local mean, var = 0, 0
+      for _, e in ipairs(v) do mean = mean + e / 12 end
+      for _, e in ipairs(v) do var = var + (e - mean) ^ 2 / 12 end
+      local o = {}
+      for k = 1, 12 do o[k] = (v[k] - mean) / math.sqrt(var + 1e-5) * w[k] + b[k] end
+      want[n][r] = { { o[1], o[2], o[3], o[4] }, { o[5], o[6], o[7], o[8] }, { o[9], o[10], o[11], o[12] } }
+    end
+  end
+  H.assert_close(ln(x), want, 1e-4, 1e-5, "LayerNorm")
+  lu.assertEquals(#nn.LayerNorm(8, { elementwise_affine = false }):parameters(), 0)
+  lu.assertEquals(#nn.LayerNorm(8, { bias = false }):parameters(), 1)
+  -- GroupNorm: per sample over C/G channels at a time, then per-channel affine
+  local gn = nn.GroupNorm(2, 4, { device = dev })
+  netcl.no_grad(function() gn.weight:copy_(netcl.tensor({ 1, 2, 3, 4 })); gn.bias:copy_(netcl.tensor({ 0, 1, 0, 1 })) end)
+  local y = netcl.randn(3, 4, 2, 2, { device = dev })
+  local yt, gw = y:totable(), { 1, 2, 3, 4 }
+  local gwant = {}
+  for n = 1, 3 do
+    gwant[n] = {}
+    for g = 0, 1 do
+      local vals = {}
+      for c = 2 * g + 1, 2 * g + 2 do for _, e in ipairs(H.flatten(yt[n][c])) do vals[#vals + 1] = e end end
+      local mean, var = 0, 0
+      for _, e in ipairs(vals) do mean = mean + e / #vals end
+      for _, e in ipairs(vals) do var = var + (e - mean) ^ 2 / #vals end
+      for c = 2 * g + 1, 2 * g + 2 do
+        local t = yt[n][c]
+        gwant[n][c] = {}
+        for i = 1, 2 do
+          gwant[n][c][i] = {}
+          for j = 1, 2 do gwant[n][c][i][j] = (t[i][j] - mean) / math.sqrt(var + 1e-5) * gw[c] + (c % 2 == 0 and 1 or 0) end
+        end
+      end
+    end
+  end
+  H.assert_close(gn(y), gwant, 1e-4, 1e-5, "GroupNorm")
+end
+
+function TestNormLayers:test_gradcheck_through_modules()
+  lu.skipIf(not H.is_cpu, "gradchecks run on the cpu backend in float64")
+  netcl.manual_seed(4)
+  local function perturbed(m)   -- non-trivial affine parameters
+    for _, p in ipairs(m:parameters()) do netcl.no_grad(function() p:add_(netcl.randn(p:size(), { dtype = p.dtype }) * 0.3) end) end
+    return m
+  end
+  N.gradcheck(perturbed(nn.BatchNorm2d(3):double()), { N.f64(3, 3, 2, 2) })
+  N.gradcheck(perturbed(nn.BatchNorm1d(4):double()), { N.f64(5, 4) })
+  N.gradcheck(nn.BatchNorm1d(2, { affine = false }):double(), { N.f64(3, 2, 3) })
+  local ev = perturbed(nn.BatchNorm2d(2):double())
+  ev(N.f64(4, 2, 2, 2))
+  N.gradcheck(ev:eval(), { N.f64(2, 2, 2, 2) })
+  N.gradcheck(perturbed(nn.LayerNorm({ 2, 3 }):double()), { N.f64(3, 2, 3) })
+  N.gradcheck(perturbed(nn.GroupNorm(2, 4):double()), { N.f64(2, 4, 3) })
+end
+
+function TestNormLayers:test_embedding()
+  netcl.manual_seed(5)
+  local e = nn.Embedding(6, 3, { padding_idx = 2, device = dev })
+  lu.assertEquals(e.weight[2]:totable(), { 0, 0, 0 })
+  local idx = netcl.tensor({ { 1, 2, 6 }, { 2, 4, 1 } }, { dtype = "int64", device = dev })
+  local y = e(idx)
+  lu.assertEquals(y:size(), { 2, 3, 3 })
+  local w = e.weight:totable()
+  H.assert_close(y, { { w[1], w[2], w[6] }, { w[2], w[4], w[1] } }, 0, 0)
+  ;(y * netcl.randn(2, 3, 3, { device = dev })):sum():backward()
+  lu.assertEquals(e.weight.grad[2]:totable(), { 0, 0, 0 })     -- padding row: no gradient
+  lu.assertEquals(e.weight.grad[3]:abs():sum():item(), 0)        -- unused row
+  lu.assertTrue(e.weight.grad[1]:abs():sum():item() > 0)
+  lu.assertEquals(nn.Embedding(5, 2, { padding_idx = -1 }).padding_idx, 5)
+  lu.assertEquals(nn.Embedding(4, 2, { device = dev })(netcl.tensor({ 3 }, { dtype = "int32", device = dev })):size(), { 1, 2 })
+  local pre = nn.Embedding.from_pretrained(netcl.tensor({ { 1, 2 }, { 3, 4 } }, { device = dev }))
+  lu.assertFalse(pre.weight.requires_grad)
+  H.assert_close(pre(netcl.tensor({ 2, 1 }, { dtype = "int64", device = dev })), { { 3, 4 }, { 1, 2 } }, 0, 0)
+  lu.assertTrue(nn.Embedding.from_pretrained(netcl.zeros(2, 2), { freeze = false }).weight.requires_grad)
+  lu.assertStrContains(tostring(e), "Embedding(6, 3, padding_idx=2)")
+  H.assert_error(function() e(netcl.tensor({ 1.5 }, { device = dev })) end, "embedding: the indices must be an integer tensor, got float32")
+  H.assert_error(function() nn.Embedding(4, 2, { padding_idx = 5 }) end, "padding_idx must be an index in 1..4")
+  if H.is_cpu then
+    H.assert_error(function() e(netcl.tensor({ 7 }, { dtype = "int64" })) end, "index 7 out of range")
+    -- the padding row's gradient is zero by design, so the Jacobian check runs without one
+    local ix = netcl.tensor({ { 1, 3 }, { 5, 1 } }, { dtype = "int64" })
+    N.gradcheck(nn.Embedding(5, 2):double(), {}, nil, ix)
+  end
+end
+
+function TestNormLayers:test_device_matches_cpu()
+  H.against_cpu(function(d)
+    netcl.manual_seed(6)
+    local bn = nn.BatchNorm2d(4, { device = d })
+    local gn = nn.GroupNorm(2, 4, { device = d })
+    local ln = nn.LayerNorm(5, { device = d })
+    local emb = nn.Embedding(7, 5, { padding_idx = 1, device = d })
+    netcl.manual_seed(7)
+    local x = netcl.randn(3, 4, 5, 5, { device = d })
+    local idx = netcl.tensor({ 1, 3, 7, 3 }, { dtype = "int64", device = d })
+    local y = ln(gn(bn(x))) + emb(idx):view(1, 4, 1, 5)
+    y:sum():backward()
+    bn:eval()
+    return y, bn(x), bn.running_mean, bn.running_var, bn.weight.grad, gn.weight.grad, ln.bias.grad, emb.weight.grad
+  end, 1e-4, 1e-4)
+end
+
+function TestNormLayers:test_save_load_round_trip()
+  local x = netcl.randn(4, 3, 5, 5, { device = dev })
+  local train = function(m) m(netcl.randn(4, 3, 5, 5, { device = dev }) * 3 + 1) end   -- moves the running statistics
+  local b = N.roundtrip(function() return nn.BatchNorm2d(3, { device = dev }) end, x, nil, train)
+  lu.assertEquals(b.num_batches_tracked:item(), 1)
+  N.roundtrip(function() return nn.LayerNorm({ 5, 5 }, { device = dev }) end, x)
+  N.roundtrip(function() return nn.GroupNorm(3, 3, { device = dev }) end, x)
+  local idx = netcl.tensor({ { 1, 4 }, { 2, 2 } }, { dtype = "int64", device = dev })
+  N.roundtrip(function() return nn.Embedding(4, 3, { device = dev }) end, idx)
+end
+
+function TestNormLayers:test_errors()
+  local bn = nn.BatchNorm2d(3, { device = dev })
+  H.assert_error(function() bn(netcl.zeros(2, 3, 4, { device = dev })) end, "BatchNorm2d: expected a 4-D [N, C, H, W] input", "[2, 3, 4]")
+  H.assert_error(function() bn(netcl.zeros(2, 4, 2, 2, { device = dev })) end, "BatchNorm2d: expected 3 channels in dim 2")
+  H.assert_error(function() nn.BatchNorm1d(3)(netcl.zeros(1, 3)) end, "expected more than 1 value per channel when training")
+  H.assert_error(function() nn.BatchNorm1d(3, { momentun = 0.1 }) end, "unknown option 'momentun'")
+  H.assert_error(function() nn.LayerNorm({ 4 }, { device = dev })(netcl.zeros(2, 3, { device = dev })) end,
+                 "LayerNorm: expected an input whose last dims are [4]")
+  H.assert_error(function() nn.GroupNorm(3, 4) end, "num_channels (4) must be divisible by num_groups (3)")
+  H.assert_error(function() nn.GroupNorm(2, 4, { device = dev })(netcl.zeros(2, 6, 2, { device = dev })) end, "GroupNorm: expected an input [N, 4, ...]")
+end
