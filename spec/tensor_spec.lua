@@ -188,3 +188,25 @@ function TestTensor:test_pinned_memory_uploads()
   lu.assertEquals(d3:numel(), 4096)
   netcl.synchronize(dev)
 end
+
+-- An upload's destination may be a pooled buffer whose last tensor was
+-- freed while a queued kernel still reads it: the upload must not overwrite
+-- it before that kernel ran (the DataLoader's device= path does this every
+-- batch).
+function TestTensor:test_upload_into_reused_buffer_waits_for_readers()
+  if H.is_cpu then return end
+  local slow = netcl.randn(256, 256, { device = dev })
+  local p = netcl.empty_pinned({ 64, 256 }, { device = dev })
+  local results = {}
+  for i = 1, 8 do
+    p:fill_(i)
+    local d = p:to(dev)
+    -- a few dependent products delay the read of d on the main queue
+    local r = d
+    for _ = 1, 3 do r = r:matmul(slow):mul(0):add(d) end
+    results[i] = r:sum()
+    d:free()
+    r = nil
+  end
+  for i = 1, 8 do lu.assertEquals(results[i]:item(), i * 64 * 256) end
+end

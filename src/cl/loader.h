@@ -45,6 +45,7 @@
     X(cl_int, clRetainEvent, (cl_event))                                                                   \
     X(cl_int, clWaitForEvents, (cl_uint, const cl_event *))                                                \
     X(cl_int, clEnqueueBarrierWithWaitList, (cl_command_queue, cl_uint, const cl_event *, cl_event *))    \
+    X(cl_int, clEnqueueMarkerWithWaitList, (cl_command_queue, cl_uint, const cl_event *, cl_event *))     \
     X(void *, clEnqueueMapBuffer, (cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, cl_uint, \
                                    const cl_event *, cl_event *, cl_int *))                                \
     X(cl_int, clEnqueueUnmapMemObject, (cl_command_queue, cl_mem, void *, cl_uint, const cl_event *, cl_event *))

@@ -4,7 +4,9 @@
  * second, copy-only in-order queue, so they overlap the kernels already on
  * the main queue; their event is kept on the destination storage, and the
  * first use of that storage (nc_storage_settle) puts a barrier waiting for
- * it into the main queue, so later kernels see the data. */
+ * it into the main queue, so later kernels see the data. An upload itself
+ * waits for the kernels queued before it (its destination may be a pooled
+ * buffer they still read). */
 #include "cl.h"
 #include <stdlib.h>
 
@@ -58,7 +60,16 @@ netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const v
     NC_TRY(xfer_queue(cd));
     nc_cl_pending *p = malloc(sizeof *p);
     if (!p) return nc_fail(NETCL_ERR_OOM, "out of host memory");
-    cl_int err = nc_cl.clEnqueueWriteBuffer(cd->xfer, (cl_mem)buf, CL_FALSE, off, n, src, 0, NULL, &p->event);
+    /* The destination may be a pooled buffer whose previous tensor was freed
+     * while kernels queued on the main queue still read it: the copy waits
+     * for everything queued there so far (the work queued after this call
+     * is what it overlaps). */
+    cl_event before = NULL;
+    cl_int err = nc_cl.clEnqueueMarkerWithWaitList(cd->queue, 0, NULL, &before);
+    if (err != CL_SUCCESS) { free(p); return nc_cl_fail(err, "clEnqueueMarkerWithWaitList (before a transfer)", __FILE__, __LINE__); }
+    nc_cl.clFlush(cd->queue);
+    err = nc_cl.clEnqueueWriteBuffer(cd->xfer, (cl_mem)buf, CL_FALSE, off, n, src, 1, &before, &p->event);
+    nc_cl.clReleaseEvent(before);
     if (err != CL_SUCCESS) { free(p); return nc_cl_fail(err, "clEnqueueWriteBuffer (transfer queue)", __FILE__, __LINE__); }
     nc_cl.clFlush(cd->xfer);
     /* the host tensor lives until the copy is done; the storage holds its own reference to the event */
