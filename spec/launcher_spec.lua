@@ -69,7 +69,7 @@ end
 function TestLauncher:test_sigint_interrupts_cleanly()
   -- exit status of netcl itself; 137 if it had to be killed after ignoring SIGINT
   -- on the cpu backend: the launcher's interrupt path, independent of any driver's start-up time
-  local out, ok, code = run("NETCL_NO_OPENCL=1 timeout --preserve-status -k 10 -s INT 3 " .. launcher ..
+  local out, ok, code = run("NETCL_NO_OPENCL=1 NETCL_DEVICE=cpu timeout --preserve-status -k 10 -s INT 3 " .. launcher ..
     " -e 'local x = netcl.ones(1000); while true do x = (x + 1) * 0.5 end'")
   lu.assertFalse(ok)
   lu.assertNotEquals(code, 137, "did not stop on SIGINT")

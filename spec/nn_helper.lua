@@ -14,6 +14,8 @@ function N.f64(...) return netcl.randn({ ... }, { dtype = "float64", device = "c
 -- gradcheck of m(inputs..., fixed) with respect to the inputs and m's
 -- parameters (fixed: an optional last argument that is not differentiated)
 function N.gradcheck(m, inputs, opts, fixed)
+  m:to("cpu")   -- built on the default device, which is a GPU where one is present
+  if netcl.is_tensor(fixed) then fixed = fixed:to("cpu") end
   local all = { unpack(inputs) }
   for _, p in ipairs(m:parameters()) do all[#all + 1] = p end
   local n = #inputs

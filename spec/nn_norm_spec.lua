@@ -153,13 +153,13 @@ function TestNormLayers:test_gradcheck_through_modules()
   lu.skipIf(not H.is_cpu, "gradchecks run on the cpu backend in float64")
   netcl.manual_seed(4)
   local function perturbed(m)   -- non-trivial affine parameters
-    for _, p in ipairs(m:parameters()) do netcl.no_grad(function() p:add_(netcl.randn(p:size(), { dtype = p.dtype }) * 0.3) end) end
+    for _, p in ipairs(m:parameters()) do netcl.no_grad(function() p:add_(netcl.randn(p:size(), { dtype = p.dtype, device = p.device }) * 0.3) end) end
     return m
   end
   N.gradcheck(perturbed(nn.BatchNorm2d(3):double()), { N.f64(3, 3, 2, 2) })
   N.gradcheck(perturbed(nn.BatchNorm1d(4):double()), { N.f64(5, 4) })
   N.gradcheck(nn.BatchNorm1d(2, { affine = false }):double(), { N.f64(3, 2, 3) })
-  local ev = perturbed(nn.BatchNorm2d(2):double())
+  local ev = perturbed(nn.BatchNorm2d(2):double()):to("cpu")
   ev(N.f64(4, 2, 2, 2))
   N.gradcheck(ev:eval(), { N.f64(2, 2, 2, 2) })
   N.gradcheck(perturbed(nn.LayerNorm({ 2, 3 }):double()), { N.f64(3, 2, 3) })
@@ -189,7 +189,7 @@ function TestNormLayers:test_embedding()
   H.assert_error(function() e(netcl.tensor({ 1.5 }, { device = dev })) end, "embedding: the indices must be an integer tensor, got float32")
   H.assert_error(function() nn.Embedding(4, 2, { padding_idx = 5 }) end, "padding_idx must be an index in 1..4")
   if H.is_cpu then
-    H.assert_error(function() e(netcl.tensor({ 7 }, { dtype = "int64" })) end, "index 7 out of range")
+    H.assert_error(function() e(netcl.tensor({ 7 }, { dtype = "int64", device = dev })) end, "index 7 out of range")
     -- the padding row's gradient is zero by design, so the Jacobian check runs without one
     local ix = netcl.tensor({ { 1, 3 }, { 5, 1 } }, { dtype = "int64" })
     N.gradcheck(nn.Embedding(5, 2):double(), {}, nil, ix)
