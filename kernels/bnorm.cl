@@ -1,38 +1,72 @@
 /* bnorm.cl — fused batch normalisation over x viewed [N, C, S] (S the
  * spatial size; contiguous; TA = TO a float dtype, statistics in A_CT).
- * bn_stats: one work-group per channel (grid-strided): mean and 1/sqrt(var
- *   + eps) of the channel's N*S values (two passes over them: the variance
- *   of x - mean, no cancellation), and the running statistics updated in
- *   place (momentum; the variance unbiased) when has_running.
+ * The per-channel reductions run in two steps so that a few channels still
+ * fill a GPU: work-group (p, c) reduces samples [p*N/P, (p+1)*N/P) of
+ * channel c into a partial (scratch part[c][p]), and one work item per
+ * channel combines its P partials in order (deterministic for a given P).
+ * bn_stats_part: the partial's count, mean and sum of squared deviations
+ *   (two passes over its own values: no cancellation); bn_stats_final
+ *   merges them (Chan et al.'s pairwise update) into mean and
+ *   1/sqrt(var + eps), and updates the running statistics in place
+ *   (momentum; the variance unbiased) when has_running.
  * bn_apply: y = (x - mean[c]) invstd[c] w[c] + b[c], one work item per
  *   element (w, b optional).
- * bn_grad_reduce: per channel, sg = sum g and sgx = sum g (x - mean).
+ * bn_grad_part / bn_grad_final: per channel, sg = sum g and
+ *   sgx = sum g (x - mean).
  * bn_grad_apply: dx = w invstd (g - sg / M - (x - mean) invstd^2 sgx / M)
- *   (training: M = N*S), or dx = w invstd g (eval: sg, sgx unused). */
+ *   (training: M = N*S), or dx = w invstd g (eval: sg, sgx unused).
+ * IX: index arithmetic in 32 bits when the host passes -DIX32 (every
+ * element index fits): 64-bit division is emulated on GPUs. */
 #define BN_LOCAL 256
+#ifdef IX32
+typedef uint IX;
+#else
+typedef long IX;
+#endif
 
+/* the rows of part p out of P: samples [n0, n1) */
+#define PART_ROWS(n0, n1, N, p, P) IX n0 = (IX)((N) * (p) / (P)), n1 = (IX)((N) * ((p) + 1) / (P))
 
-__kernel void bn_stats(__global const A_T *x, long xo, __global O_T *mean, __global O_T *invstd, long N, long C, long S,
-                       __global O_T *rmean, __global O_T *rvar, int has_running, A_CT momentum, A_CT eps)
+__kernel void bn_stats_part(__global const A_T *x, long xo, __global A_CT *part, long N, long C, long S, int P)
 {
     __local A_CT l[BN_LOCAL];
-    int lid = get_local_id(0), ls = get_local_size(0);
-    long M = N * S;
-    for (long c = get_group_id(0); c < C; c += get_num_groups(0)) {
-        A_CT s = 0;
-        for (long i = lid; i < M; i += ls) s += A_LOAD(x, xo + ((i / S) * C + c) * S + i % S);
-        A_CT m = group_all(l, s, 0) / (A_CT)M;
-        A_CT q = 0;
-        for (long i = lid; i < M; i += ls) { A_CT d = A_LOAD(x, xo + ((i / S) * C + c) * S + i % S) - m; q += d * d; }
-        A_CT var = group_all(l, q, 0) / (A_CT)M;
-        if (lid == 0) {
-            O_STORE(mean, c, m);
-            O_STORE(invstd, c, (A_CT)1 / sqrt(var + eps));
-            if (has_running) {
-                A_CT unbiased = M > 1 ? var * (A_CT)M / (A_CT)(M - 1) : var;
-                O_STORE(rmean, c, ((A_CT)1 - momentum) * A_LOAD(rmean, c) + momentum * m);
-                O_STORE(rvar, c, ((A_CT)1 - momentum) * A_LOAD(rvar, c) + momentum * unbiased);
-            }
+    int lid = get_local_id(0), ls = get_local_size(0), p = get_group_id(0);
+    IX c = get_group_id(1), Sx = (IX)S, Cx = (IX)C;
+    PART_ROWS(n0, n1, N, p, P);
+    IX m = (n1 - n0) * Sx;
+    A_CT s = 0;
+    for (IX j = lid; j < m; j += ls) s += A_LOAD(x, xo + ((n0 + j / Sx) * Cx + c) * Sx + j % Sx);
+    A_CT cnt = (A_CT)m, mean = m > 0 ? group_all(l, s, 0) / cnt : (A_CT)0;
+    A_CT q = 0;
+    for (IX j = lid; j < m; j += ls) { A_CT d = A_LOAD(x, xo + ((n0 + j / Sx) * Cx + c) * Sx + j % Sx) - mean; q += d * d; }
+    q = group_all(l, q, 0);
+    if (lid == 0) {
+        __global A_CT *o = part + 3 * ((long)c * P + p);
+        o[0] = cnt; o[1] = mean; o[2] = q;
+    }
+}
+
+__kernel void bn_stats_final(__global const A_CT *part, int P, __global O_T *mean, __global O_T *invstd, long C,
+                             __global O_T *rmean, __global O_T *rvar, int has_running, A_CT momentum, A_CT eps)
+{
+    for (long c = get_global_id(0); c < C; c += get_global_size(0)) {
+        __global const A_CT *q = part + 3 * c * P;
+        A_CT n = 0, m = 0, m2 = 0;
+        for (int p = 0; p < P; p++) {
+            A_CT nb = q[3 * p], mb = q[3 * p + 1], tot = n + nb;
+            if (nb == 0) continue;
+            A_CT d = mb - m;
+            m += d * nb / tot;
+            m2 += q[3 * p + 2] + d * d * n * nb / tot;
+            n = tot;
+        }
+        A_CT var = m2 / n;
+        O_STORE(mean, c, m);
+        O_STORE(invstd, c, (A_CT)1 / sqrt(var + eps));
+        if (has_running) {
+            A_CT unbiased = n > 1 ? var * n / (n - 1) : var;
+            O_STORE(rmean, c, ((A_CT)1 - momentum) * A_LOAD(rmean, c) + momentum * m);
+            O_STORE(rvar, c, ((A_CT)1 - momentum) * A_LOAD(rvar, c) + momentum * unbiased);
         }
     }
 }
@@ -41,8 +75,9 @@ __kernel void bn_apply(__global O_T *y, __global const A_T *x, long xo, __global
                        __global const A_T *invstd, __global const A_T *w, __global const A_T *b, int has_w, int has_b,
                        long N, long C, long S)
 {
-    GRID_LOOP(i, N * C * S) {
-        long c = (i / S) % C;
+    const IX n_all = (IX)(N * C * S), Sx = (IX)S, Cx = (IX)C;
+    for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
+        IX c = (i / Sx) % Cx;
         A_CT v = (A_LOAD(x, xo + i) - A_LOAD(mean, c)) * A_LOAD(invstd, c);
         if (has_w) v *= A_LOAD(w, c);
         if (has_b) v += A_LOAD(b, c);
@@ -50,23 +85,33 @@ __kernel void bn_apply(__global O_T *y, __global const A_T *x, long xo, __global
     }
 }
 
-__kernel void bn_grad_reduce(__global const A_T *g, long go, __global const A_T *x, long xo, __global const A_T *mean,
-                             __global O_T *sg, __global O_T *sgx, long N, long C, long S)
+__kernel void bn_grad_part(__global const A_T *g, long go, __global const A_T *x, long xo, __global const A_T *mean,
+                           __global A_CT *part, long N, long C, long S, int P)
 {
     __local A_CT l[BN_LOCAL];
-    int lid = get_local_id(0), ls = get_local_size(0);
-    long M = N * S;
-    for (long c = get_group_id(0); c < C; c += get_num_groups(0)) {
-        A_CT m = A_LOAD(mean, c), a = 0, b = 0;
-        for (long i = lid; i < M; i += ls) {
-            long k = ((i / S) * C + c) * S + i % S;
-            A_CT gv = A_LOAD(g, go + k);
-            a += gv;
-            b += gv * (A_LOAD(x, xo + k) - m);
-        }
-        a = group_all(l, a, 0);
-        b = group_all(l, b, 0);
-        if (lid == 0) { O_STORE(sg, c, a); O_STORE(sgx, c, b); }
+    int lid = get_local_id(0), ls = get_local_size(0), p = get_group_id(0);
+    IX c = get_group_id(1), Sx = (IX)S, Cx = (IX)C;
+    PART_ROWS(n0, n1, N, p, P);
+    IX m = (n1 - n0) * Sx;
+    A_CT mu = A_LOAD(mean, c), a = 0, b = 0;
+    for (IX j = lid; j < m; j += ls) {
+        IX k = ((n0 + j / Sx) * Cx + c) * Sx + j % Sx;
+        A_CT gv = A_LOAD(g, go + k);
+        a += gv;
+        b += gv * (A_LOAD(x, xo + k) - mu);
+    }
+    a = group_all(l, a, 0);
+    b = group_all(l, b, 0);
+    if (lid == 0) { part[2 * ((long)c * P + p)] = a; part[2 * ((long)c * P + p) + 1] = b; }
+}
+
+__kernel void bn_grad_final(__global const A_CT *part, int P, __global O_T *sg, __global O_T *sgx, long C)
+{
+    for (long c = get_global_id(0); c < C; c += get_global_size(0)) {
+        A_CT a = 0, b = 0;
+        for (int p = 0; p < P; p++) { a += part[2 * (c * P + p)]; b += part[2 * (c * P + p) + 1]; }
+        O_STORE(sg, c, a);
+        O_STORE(sgx, c, b);
     }
 }
 
@@ -75,8 +120,9 @@ __kernel void bn_grad_apply(__global O_T *dx, __global const A_T *g, long go, __
                             __global const A_T *sg, __global const A_T *sgx, int training, long N, long C, long S)
 {
     A_CT M = (A_CT)(N * S);
-    GRID_LOOP(i, N * C * S) {
-        long c = (i / S) % C;
+    const IX n_all = (IX)(N * C * S), Sx = (IX)S, Cx = (IX)C;
+    for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
+        IX c = (i / Sx) % Cx;
         A_CT is = A_LOAD(invstd, c), k = has_w ? A_LOAD(w, c) * is : is, gv = A_LOAD(g, go + i), v;
         if (training) {
             A_CT xm = A_LOAD(x, xo + i) - A_LOAD(mean, c);

@@ -5,38 +5,51 @@
  *   input (padding); one work item per cols element (coalesced writes).
  * col2im: x [N, C, H, W] <- the sum of every cols entry that read the
  *   pixel; one work item per pixel gathering over the kernel taps, so no
- *   atomics and a fixed summation order. cols and x never alias. */
+ *   atomics and a fixed summation order. cols and x never alias.
+ * Index arithmetic runs in IX: 32-bit (-DIX32, when the host knows every
+ * index fits) or 64-bit; 64-bit division is emulated on GPUs and made
+ * these copies several times slower than memory speed. */
 typedef struct { long N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow; } conv_t;
+#ifdef IX32
+typedef uint IX;
+#else
+typedef long IX;
+#endif
 
 __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo, conv_t g)
 {
-    long L = g.oh * g.ow, K = g.C * g.kh * g.kw;
-    GRID_LOOP(i, g.N * K * L) {
-        long l = i % L, r = i / L, k = r % K, n = r / K;
-        long kj = k % g.kw, ki = (k / g.kw) % g.kh, c = k / (g.kw * g.kh);
-        long h = (l / g.ow) * g.sh - g.ph + ki * g.dh, w = (l % g.ow) * g.sw - g.pw + kj * g.dw;
-        A_CT v = (h >= 0 && h < g.H && w >= 0 && w < g.W) ? A_LOAD(x, xo + ((n * g.C + c) * g.H + h) * g.W + w) : (A_CT)0;
+    const IX C = g.C, H = g.H, W = g.W, kh = g.kh, kw = g.kw, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
+    const int sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
+    const IX n_all = g.N * K * L;
+    for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
+        IX l = i % L, r = i / L, k = r % K, n = r / K;
+        IX kj = k % kw, t = k / kw, ki = t % kh, c = t / kh;
+        int h = (int)(l / ow) * sh - ph + (int)ki * dh, w = (int)(l % ow) * sw - pw + (int)kj * dw;
+        A_CT v = (h >= 0 && h < (int)H && w >= 0 && w < (int)W) ? A_LOAD(x, xo + ((n * C + c) * H + (IX)h) * W + (IX)w) : (A_CT)0;
         O_STORE(cols, co + i, v);
     }
 }
 
 __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co, conv_t g)
 {
-    long L = g.oh * g.ow, K = g.C * g.kh * g.kw;
-    GRID_LOOP(i, g.N * g.C * g.H * g.W) {
-        long w = i % g.W, h = (i / g.W) % g.H, c = (i / (g.W * g.H)) % g.C, n = i / (g.W * g.H * g.C);
+    const IX C = g.C, H = g.H, W = g.W, kh = g.kh, kw = g.kw, oh = g.oh, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
+    const int sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
+    const IX n_all = g.N * C * H * W;
+    for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
+        IX w = i % W, t = i / W, h = t % H, nc = t / H;   /* nc = n * C + c */
         A_CT acc = 0;
-        for (long ki = 0; ki < g.kh; ki++) {
-            long th = h + g.ph - ki * g.dh;
-            if (th < 0 || th % g.sh) continue;
-            long oh_ = th / g.sh;
-            if (oh_ >= g.oh) continue;
-            for (long kj = 0; kj < g.kw; kj++) {
-                long tw = w + g.pw - kj * g.dw;
-                if (tw < 0 || tw % g.sw) continue;
-                long ow_ = tw / g.sw;
-                if (ow_ >= g.ow) continue;
-                acc += A_LOAD(cols, co + (n * K + (c * g.kh + ki) * g.kw + kj) * L + oh_ * g.ow + ow_);
+        for (int ki = 0; ki < (int)kh; ki++) {
+            int th = (int)h + ph - ki * dh;
+            if (th < 0 || th % sh) continue;
+            int oh_ = th / sh;
+            if (oh_ >= (int)oh) continue;
+            for (int kj = 0; kj < (int)kw; kj++) {
+                int tw = (int)w + pw - kj * dw;
+                if (tw < 0 || tw % sw) continue;
+                int ow_ = tw / sw;
+                if (ow_ >= (int)ow) continue;
+                /* cols row (n, c, ki, kj) = nc * kh * kw + ki * kw + kj */
+                acc += A_LOAD(cols, co + ((nc * kh + (IX)ki) * kw + (IX)kj) * L + (IX)oh_ * ow + (IX)ow_);
             }
         }
         O_STORE(x, xo + i, acc);

@@ -4,31 +4,50 @@
  * the first), 1: average (count_pad, divisor as PyTorch's avg_pool2d),
  * 2: adaptive average (window [floor(i H / oh), ceil((i+1) H / oh))).
  * pool_fwd: one work item per output element. pool_bwd: one work item per
- * input pixel gathering from every window that covers it (no atomics). */
+ * input pixel gathering from every window that covers it (no atomics).
+ * Index arithmetic runs in IX: int under -DIX32 (the host's promise that
+ * every element index fits), else long; 64-bit division is emulated on
+ * GPUs and made these kernels several times slower than memory speed.
+ * Buffer offsets stay 64-bit. */
 typedef struct { long N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor; } pool_t;
+#ifdef IX32
+typedef int IX;
+#else
+typedef long IX;
+#endif
+typedef struct { IX N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor; } pool_i;
 
-/* the average's divisor for output (oh_, ow_) */
-inline long avg_div(const pool_t *g, long oh_, long ow_)
+inline pool_i pool_narrow(pool_t g)
 {
-    if (g->divisor > 0) return g->divisor;
-    long hs = oh_ * g->sh - g->ph, ws = ow_ * g->sw - g->pw;
-    long he = min(hs + g->kh, g->H + g->ph), we = min(ws + g->kw, g->W + g->pw);
-    if (g->count_pad) return (he - hs) * (we - ws);
-    return (min(he, g->H) - max(hs, 0L)) * (min(we, g->W) - max(ws, 0L));
+    pool_i r = {(IX)g.N, (IX)g.C, (IX)g.H, (IX)g.W, (IX)g.oh, (IX)g.ow, (IX)g.kh, (IX)g.kw, (IX)g.sh, (IX)g.sw,
+                (IX)g.ph, (IX)g.pw, (IX)g.dh, (IX)g.dw, (IX)g.mode, (IX)g.count_pad, (IX)g.divisor};
+    return r;
 }
 
-__kernel void pool_fwd(__global O_T *out, long oo, __global long *idx, __global const A_T *x, long xo, pool_t g)
+/* the average's divisor for output (oh_, ow_) */
+inline IX avg_div(const pool_i *g, IX oh_, IX ow_)
 {
-    GRID_LOOP(i, g.N * g.C * g.oh * g.ow) {
-        long ow_ = i % g.ow, oh_ = (i / g.ow) % g.oh, base = xo + (i / (g.ow * g.oh)) * g.H * g.W;
+    if (g->divisor > 0) return g->divisor;
+    IX hs = oh_ * g->sh - g->ph, ws = ow_ * g->sw - g->pw;
+    IX he = min(hs + g->kh, g->H + g->ph), we = min(ws + g->kw, g->W + g->pw);
+    if (g->count_pad) return (he - hs) * (we - ws);
+    return (min(he, g->H) - max(hs, (IX)0)) * (min(we, g->W) - max(ws, (IX)0));
+}
+
+__kernel void pool_fwd(__global O_T *out, long oo, __global long *idx, __global const A_T *x, long xo, pool_t gl)
+{
+    pool_i g = pool_narrow(gl);
+    for (IX i = get_global_id(0); i < g.N * g.C * g.oh * g.ow; i += get_global_size(0)) {
+        IX ow_ = i % g.ow, oh_ = (i / g.ow) % g.oh;
+        long base = xo + (long)(i / (g.ow * g.oh)) * g.H * g.W;
         if (g.mode == 0) {
             A_CT best = -INFINITY;
-            long bi = -1;
-            for (long ki = 0; ki < g.kh; ki++) {
-                long h = oh_ * g.sh - g.ph + ki * g.dh;
+            IX bi = -1;
+            for (IX ki = 0; ki < g.kh; ki++) {
+                IX h = oh_ * g.sh - g.ph + ki * g.dh;
                 if (h < 0 || h >= g.H) continue;
-                for (long kj = 0; kj < g.kw; kj++) {
-                    long w = ow_ * g.sw - g.pw + kj * g.dw;
+                for (IX kj = 0; kj < g.kw; kj++) {
+                    IX w = ow_ * g.sw - g.pw + kj * g.dw;
                     if (w < 0 || w >= g.W) continue;
                     A_CT v = A_LOAD(x, base + h * g.W + w);
                     if (bi < 0 || (!isnan(best) && (v > best || isnan(v)))) { best = v; bi = h * g.W + w; }
@@ -37,7 +56,7 @@ __kernel void pool_fwd(__global O_T *out, long oo, __global long *idx, __global 
             O_STORE(out, oo + i, best);
             idx[i] = bi;
         } else {
-            long hs, he, ws, we, div;
+            IX hs, he, ws, we, div;
             if (g.mode == 2) {
                 hs = oh_ * g.H / g.oh; he = ((oh_ + 1) * g.H + g.oh - 1) / g.oh;
                 ws = ow_ * g.W / g.ow; we = ((ow_ + 1) * g.W + g.ow - 1) / g.ow;
@@ -46,45 +65,46 @@ __kernel void pool_fwd(__global O_T *out, long oo, __global long *idx, __global 
                 hs = oh_ * g.sh - g.ph; ws = ow_ * g.sw - g.pw;
                 he = min(hs + g.kh, g.H); we = min(ws + g.kw, g.W);
                 div = avg_div(&g, oh_, ow_);
-                hs = max(hs, 0L); ws = max(ws, 0L);
+                hs = max(hs, (IX)0); ws = max(ws, (IX)0);
             }
             A_CT s = 0;
-            for (long h = hs; h < he; h++)
-                for (long w = ws; w < we; w++) s += A_LOAD(x, base + h * g.W + w);
+            for (IX h = hs; h < he; h++)
+                for (IX w = ws; w < we; w++) s += A_LOAD(x, base + h * g.W + w);
             O_STORE(out, oo + i, s / (A_CT)div);
         }
     }
 }
 
-__kernel void pool_bwd(__global O_T *gin, long io, __global const long *idx, __global const A_T *gout, long go, pool_t g)
+__kernel void pool_bwd(__global O_T *gin, long io, __global const long *idx, __global const A_T *gout, long go, pool_t gl)
 {
-    GRID_LOOP(i, g.N * g.C * g.H * g.W) {
-        long w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H), ob = plane * g.oh * g.ow;
+    pool_i g = pool_narrow(gl);
+    for (IX i = get_global_id(0); i < g.N * g.C * g.H * g.W; i += get_global_size(0)) {
+        IX w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H), ob = plane * g.oh * g.ow;
         A_CT acc = 0;
         if (g.mode == 2) {
-            long i0 = max(h * g.oh / g.H - 1, 0L), i1 = min((h + 1) * g.oh / g.H + 1, g.oh - 1);
-            long j0 = max(w * g.ow / g.W - 1, 0L), j1 = min((w + 1) * g.ow / g.W + 1, g.ow - 1);
-            for (long a = i0; a <= i1; a++) {
-                long hs = a * g.H / g.oh, he = ((a + 1) * g.H + g.oh - 1) / g.oh;
+            IX i0 = max(h * g.oh / g.H - 1, (IX)0), i1 = min((h + 1) * g.oh / g.H + 1, g.oh - 1);
+            IX j0 = max(w * g.ow / g.W - 1, (IX)0), j1 = min((w + 1) * g.ow / g.W + 1, g.ow - 1);
+            for (IX a = i0; a <= i1; a++) {
+                IX hs = a * g.H / g.oh, he = ((a + 1) * g.H + g.oh - 1) / g.oh;
                 if (h < hs || h >= he) continue;
-                for (long b = j0; b <= j1; b++) {
-                    long ws = b * g.W / g.ow, we = ((b + 1) * g.W + g.ow - 1) / g.ow;
+                for (IX b = j0; b <= j1; b++) {
+                    IX ws = b * g.W / g.ow, we = ((b + 1) * g.W + g.ow - 1) / g.ow;
                     if (w < ws || w >= we) continue;
                     acc += A_LOAD(gout, go + ob + a * g.ow + b) / (A_CT)((he - hs) * (we - ws));
                 }
             }
         } else {
-            for (long ki = 0; ki < g.kh; ki++) {
-                long th = h + g.ph - ki * g.dh;
+            for (IX ki = 0; ki < g.kh; ki++) {
+                IX th = h + g.ph - ki * g.dh;
                 if (th < 0 || th % g.sh) continue;
-                long oh_ = th / g.sh;
+                IX oh_ = th / g.sh;
                 if (oh_ >= g.oh) continue;
-                for (long kj = 0; kj < g.kw; kj++) {
-                    long tw = w + g.pw - kj * g.dw;
+                for (IX kj = 0; kj < g.kw; kj++) {
+                    IX tw = w + g.pw - kj * g.dw;
                     if (tw < 0 || tw % g.sw) continue;
-                    long ow_ = tw / g.sw;
+                    IX ow_ = tw / g.sw;
                     if (ow_ >= g.ow) continue;
-                    long o = ob + oh_ * g.ow + ow_;
+                    IX o = ob + oh_ * g.ow + ow_;
                     if (g.mode == 0) { if (idx[o] == h * g.W + w) acc += A_LOAD(gout, go + o); }
                     else acc += A_LOAD(gout, go + o) / (A_CT)avg_div(&g, oh_, ow_);
                 }

@@ -27,6 +27,9 @@ local GEOMS = {
   { 2, 6, 5, 5, 6, 3, 3, { padding = 1, groups = 6 } },
   { 3, 5, 4, 4, 7, 1, 1, {} },
   { 1, 3, 11, 11, 2, 3, 3, { padding = 2 } },
+  -- 256 or more output pixels: im2col's per-sample GEMMs (src/conv2d.c)
+  { 2, 3, 18, 17, 4, 3, 3, { padding = 1 } },
+  { 2, 2, 33, 32, 3, 3, 3, { stride = 2, padding = 1 } },
 }
 
 -- forward value and both gradients for one geometry, seeded

@@ -50,6 +50,19 @@ function TestGemm:test_large_k()
   end
 end
 
+function TestGemm:test_split_k()
+  -- few output tiles and a long K: OpenCL devices split K into slices
+  -- (src/linalg.c split_product) with a tail when K does not divide;
+  -- transposed operands and a [1, K] x [K, 1] product take the same path
+  for _, s in ipairs({ { 8, 5003, 20, false, false }, { 6, 8192, 25, true, false }, { 64, 4099, 9, false, true },
+                       { 1, 6000, 1, true, true } }) do
+    H.against_cpu(function(dev)
+      local a, b = operands(dev, s[1], s[2], s[3], s[4], s[5])
+      return a:matmul(b)
+    end, tol(s[2]))
+  end
+end
+
 function TestGemm:test_no_contiguous_dim()
   -- every other element of a wider tensor in both dims: neither stride is 1
   H.against_cpu(function(dev)

@@ -62,6 +62,50 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
     return st;
 }
 
+/* Split-K. A product with few output tiles and a long K leaves most of a
+ * GPU idle: conv backward-weight is [O, C*KH*KW] summed over K = N*OH*OW
+ * (ResNet's first stage: 5 tiles of 128x128 with K = 131072). It runs as S
+ * products over K slices into [S, M, N] partials (a strided-batch call on
+ * views, no copies), plus one for the tail, summed over the slices. Only
+ * float32 on OpenCL devices: the partials keep the accumulator's precision;
+ * the cpu's BLAS threads split K itself. */
+static int split_count(const netcl_tensor *a3, int64_t M, int64_t N, int64_t K)
+{
+    const netcl_device *dev = nc_dev(a3);
+    if (dev->type == NETCL_DEVICE_CPU || a3->sizes[0] != 1 || a3->dtype != NETCL_DTYPE_FLOAT32) return 1;
+    int64_t tiles = ((M + 127) / 128) * ((N + 127) / 128), want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16);
+    if (2 * tiles >= want || K < 4096) return 1;
+    int64_t s = (want + tiles - 1) / tiles;
+    if (s > K / 1024) s = K / 1024;   /* slices of at least 1024 keep each product efficient */
+    return s < 2 ? 1 : (int)s;
+}
+
+static netcl_status split_product(netcl_tensor **o3, netcl_tensor *a3, netcl_tensor *b3, int S)
+{
+    int64_t M = a3->sizes[1], K = a3->sizes[2], N = b3->sizes[2], ks = K / S / 8 * 8, tail = K - S * ks;
+    int64_t psizes[3] = {S + (tail > 0), M, N};
+    netcl_tensor *part = NULL, *av = NULL, *bv = NULL, *pv = NULL;
+    NC_TRY(nc_tensor_new(&part, nc_dev(a3), a3->dtype, 3, psizes));
+    int64_t as[3] = {ks * a3->strides[2], a3->strides[1], a3->strides[2]}, bs[3] = {ks * b3->strides[1], b3->strides[1], b3->strides[2]};
+    netcl_status st = nc_tensor_view_of(&av, a3, 3, (int64_t[]){S, M, ks}, as, a3->offset);
+    if (st == NETCL_OK) st = nc_tensor_view_of(&bv, b3, 3, (int64_t[]){S, ks, N}, bs, b3->offset);
+    if (st == NETCL_OK) st = nc_tensor_view_of(&pv, part, 3, (int64_t[]){S, M, N}, part->strides, part->offset);
+    if (st == NETCL_OK) st = run_product(pv, av, bv, NULL, 3, pv->sizes);
+    netcl_tensor_release(av); netcl_tensor_release(bv); netcl_tensor_release(pv);
+    av = bv = pv = NULL;
+    if (st == NETCL_OK && tail > 0) {
+        st = nc_tensor_view_of(&av, a3, 3, (int64_t[]){1, M, tail}, a3->strides, a3->offset + S * ks * a3->strides[2]);
+        if (st == NETCL_OK)
+            st = nc_tensor_view_of(&bv, b3, 3, (int64_t[]){1, tail, N}, b3->strides, b3->offset + S * ks * b3->strides[1]);
+        if (st == NETCL_OK) st = nc_tensor_view_of(&pv, part, 3, (int64_t[]){1, M, N}, part->strides, part->offset + S * M * N);
+        if (st == NETCL_OK) st = run_product(pv, av, bv, NULL, 3, pv->sizes);
+        netcl_tensor_release(av); netcl_tensor_release(bv); netcl_tensor_release(pv);
+    }
+    if (st == NETCL_OK) st = nc_fwd_reduce(o3, NETCL_OP_SUM, part, 0, 1);
+    netcl_tensor_release(part);
+    return st;
+}
+
 static netcl_status matmul_nd(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, const gemm_args *ga)
 {
     /* a [..., M, K], b [..., K, N] (both >= 2-D) */
@@ -85,8 +129,13 @@ static netcl_status matmul_nd(netcl_tensor **out, netcl_tensor *a, netcl_tensor 
     memcpy(oshape, bshape, sizeof(int64_t) * (size_t)bndim);
     oshape[bndim] = M;
     oshape[bndim + 1] = N;
-    if (st == NETCL_OK) st = nc_tensor_new(&o3, nc_dev(a), a->dtype, 3, o3shape);
-    if (st == NETCL_OK && nc_numel(3, o3shape) > 0) st = run_product(o3, a3, b3, ga, bndim + 2, oshape);
+    int S = st == NETCL_OK && !ga && nc_numel(3, o3shape) > 0 ? split_count(a3, M, N, K) : 1;
+    if (S > 1) {
+        st = split_product(&o3, a3, b3, S);
+    } else {
+        if (st == NETCL_OK) st = nc_tensor_new(&o3, nc_dev(a), a->dtype, 3, o3shape);
+        if (st == NETCL_OK && nc_numel(3, o3shape) > 0) st = run_product(o3, a3, b3, ga, bndim + 2, oshape);
+    }
     if (st == NETCL_OK) st = nc_fwd_tensor_view(out, o3, bndim + 2, oshape);
     netcl_tensor_release(a3);
     netcl_tensor_release(b3);

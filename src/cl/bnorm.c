@@ -1,37 +1,59 @@
 /* bnorm.c — host side of kernels/bnorm.cl: fused batch normalisation
- * (statistics, normalisation, and the two backward kernels). */
+ * (statistics, normalisation, and the two backward kernels). The channel
+ * reductions run as P partial work-groups per channel (enough to fill the
+ * device when channels are few) and a combining kernel, through scratch. */
 #include "cl.h"
+#include <string.h>
 
-static netcl_status groups_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int64_t channels)
+/* partial work-groups per channel: about 4 groups per compute unit in all,
+ * at most one per sample */
+static int parts_for(nc_cl_device *cd, int64_t N, int64_t C)
 {
-    int64_t cap = (int64_t)(cd->dev->compute_units > 0 ? cd->dev->compute_units : 1) * 64;
-    size_t groups = (size_t)(channels < cap ? channels : cap), global = groups * wg;
-    return nc_cl_launch_nd(cd, k, 1, &global, &wg);
+    int64_t cu = cd->dev->compute_units > 0 ? cd->dev->compute_units : 1, p = (4 * cu + C - 1) / C;
+    if (p > N) p = N;
+    if (p > 1024) p = 1024;
+    return p < 1 ? 1 : (int)p;
+}
+
+static netcl_status part_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int P, int64_t C)
+{
+    size_t global[2] = {(size_t)P * wg, (size_t)C}, local[2] = {wg, 1};
+    return nc_cl_launch_nd(cd, k, 2, global, local);
 }
 
 #define MEM(d) cl_mem d##_m = (a->d) ? (cl_mem)(a->d)->buf : (cl_mem)a->x->buf
 netcl_status nc_cl_bn(netcl_device *dev, nc_bn_kernel kind, const nc_bn_args *a)
 {
-    static const char *names[] = {"bn_stats", "bn_apply", "bn_grad_reduce", "bn_grad_apply"};
+    static const char *names[] = {"bn_stats_part", "bn_apply", "bn_grad_part", "bn_grad_apply"};
+    static const char *finals[] = {"bn_stats_final", NULL, "bn_grad_final", NULL};
     NC_TRY(nc_cl_enter(dev, "batch_norm", a->x->dtype, a->x->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
-    char opts[96];
+    char opts[112];
     nc_cl_dtype_opts(opts, sizeof opts, a->x->dtype, a->x->dtype);
-    cl_kernel k;
-    size_t wg;
+    if (a->N * a->C * a->S < ((int64_t)1 << 31)) strncat(opts, " -DIX32", sizeof opts - strlen(opts) - 1);
+    cl_kernel k, kf = NULL;
+    size_t wg, wgf = 0;
     NC_TRY(nc_cl_kernel(cd, "bnorm", opts, names[kind], &k, &wg));
+    if (finals[kind]) NC_TRY(nc_cl_kernel(cd, "bnorm", opts, finals[kind], &kf, &wgf));
     cl_long N = a->N, C = a->C, S = a->S, xo = a->x->offset, go = a->g ? a->g->offset : 0;
     cl_int has_w = a->w != NULL, has_b = a->b != NULL, training = a->training, has_running = a->rmean != NULL;
+    cl_int P = parts_for(cd, N, C);
+    cl_mem part = NULL;
+    size_t acc = a->x->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;
+    if (kf) NC_TRY(nc_cl_scratch(cd, 0, acc * 3 * (size_t)P * (size_t)C, &part));
     MEM(x); MEM(g); MEM(mean); MEM(invstd); MEM(w); MEM(b); MEM(rmean); MEM(rvar); MEM(sg); MEM(sgx); MEM(out);
     int i = 0;
     switch (kind) {
     case NC_BN_STATS:
-        NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m); NC_ARG(k, i++, invstd_m);
-        NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S); NC_ARG(k, i++, rmean_m); NC_ARG(k, i++, rvar_m);
-        NC_ARG(k, i++, has_running);
-        NC_TRY(nc_cl_set_scalar(k, i++, a->x->dtype, a->momentum));
-        NC_TRY(nc_cl_set_scalar(k, i, a->x->dtype, a->eps));
-        return groups_launch(cd, k, wg, C);
+        NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, part); NC_ARG(k, i++, N); NC_ARG(k, i++, C);
+        NC_ARG(k, i++, S); NC_ARG(k, i++, P);
+        NC_TRY(part_launch(cd, k, wg, P, C));
+        i = 0;
+        NC_ARG(kf, i++, part); NC_ARG(kf, i++, P); NC_ARG(kf, i++, mean_m); NC_ARG(kf, i++, invstd_m); NC_ARG(kf, i++, C);
+        NC_ARG(kf, i++, rmean_m); NC_ARG(kf, i++, rvar_m); NC_ARG(kf, i++, has_running);
+        NC_TRY(nc_cl_set_scalar(kf, i++, a->x->dtype, a->momentum));
+        NC_TRY(nc_cl_set_scalar(kf, i, a->x->dtype, a->eps));
+        return nc_cl_launch(cd, kf, wgf, C);
     case NC_BN_APPLY:
         NC_ARG(k, i++, out_m); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m); NC_ARG(k, i++, invstd_m);
         NC_ARG(k, i++, w_m); NC_ARG(k, i++, b_m); NC_ARG(k, i++, has_w); NC_ARG(k, i++, has_b);
@@ -39,8 +61,11 @@ netcl_status nc_cl_bn(netcl_device *dev, nc_bn_kernel kind, const nc_bn_args *a)
         return nc_cl_launch(cd, k, wg, N * C * S);
     case NC_BN_GRAD_REDUCE:
         NC_ARG(k, i++, g_m); NC_ARG(k, i++, go); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m);
-        NC_ARG(k, i++, sg_m); NC_ARG(k, i++, sgx_m); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
-        return groups_launch(cd, k, wg, C);
+        NC_ARG(k, i++, part); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S); NC_ARG(k, i++, P);
+        NC_TRY(part_launch(cd, k, wg, P, C));
+        i = 0;
+        NC_ARG(kf, i++, part); NC_ARG(kf, i++, P); NC_ARG(kf, i++, sg_m); NC_ARG(kf, i++, sgx_m); NC_ARG(kf, i++, C);
+        return nc_cl_launch(cd, kf, wgf, C);
     default:
         NC_ARG(k, i++, out_m); NC_ARG(k, i++, g_m); NC_ARG(k, i++, go); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo);
         NC_ARG(k, i++, mean_m); NC_ARG(k, i++, invstd_m); NC_ARG(k, i++, w_m); NC_ARG(k, i++, has_w);

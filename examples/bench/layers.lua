@@ -1,0 +1,142 @@
+-- examples/bench/layers.lua — one layer at a time, forward and forward +
+-- backward, at the shapes of the model benchmarks (LeNet-5 at batch 256,
+-- ResNet-18 CIFAR at batch 128): every convolution strategy that applies,
+-- then pooling, batch norm and ReLU, each next to PyTorch's figure for the
+-- same layer (examples/bench/layers_peer.py, same command). Finds which
+-- layer a slow model step loses its time in.
+--   netcl examples/bench/layers.lua [--device NAME] [--only SUBSTRING] [--reps N]
+local netcl = require("netcl")
+local F = netcl.nn.functional
+local ffi = require("ffi")
+
+local opts = { device = nil, only = nil, reps = 10 }
+local i = 1
+while i <= #arg do
+  local key = arg[i]:match("^%-%-(.+)$")
+  if not key or opts[key] == nil and key ~= "device" and key ~= "only" then
+    error("unknown argument " .. arg[i] .. " (try --device NAME, --only SUBSTRING, --reps N)")
+  end
+  opts[key] = key == "reps" and tonumber(arg[i + 1]) or arg[i + 1]
+  i = i + 2
+end
+local dev = opts.device or netcl.default_device()
+
+ffi.cdef [[ int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name); ]]
+pcall(ffi.cdef, [[ struct timespec { long tv_sec; long tv_nsec; }; int clock_gettime(int clk, struct timespec *ts); ]])
+local ts = ffi.new("struct timespec")
+local function now() ffi.C.clock_gettime(1, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
+
+-- median ms of fn over rounds of `reps` calls, synchronised per round
+local function time_ms(fn)
+  fn(); fn()
+  netcl.synchronize(dev)
+  local t = {}
+  for r = 1, 5 do
+    local t0 = now()
+    for _ = 1, opts.reps do fn() end
+    netcl.synchronize(dev)
+    t[r] = (now() - t0) / opts.reps * 1e3
+  end
+  table.sort(t)
+  return t[3]
+end
+
+-- {name, x sizes, w sizes, stride, padding}
+local CONVS = {
+  { "lenet conv1 b256", { 256, 1, 28, 28 }, { 6, 1, 5, 5 }, 1, 2 },
+  { "lenet conv2 b256", { 256, 6, 14, 14 }, { 16, 6, 5, 5 }, 1, 0 },
+  { "resnet 64x32x32 3x3", { 128, 64, 32, 32 }, { 64, 64, 3, 3 }, 1, 1 },
+  { "resnet 64->128 s2 3x3", { 128, 64, 32, 32 }, { 128, 64, 3, 3 }, 2, 1 },
+  { "resnet 64->128 s2 1x1", { 128, 64, 32, 32 }, { 128, 64, 1, 1 }, 2, 0 },
+  { "resnet 128x16x16 3x3", { 128, 128, 16, 16 }, { 128, 128, 3, 3 }, 1, 1 },
+  { "resnet 256x8x8 3x3", { 128, 256, 8, 8 }, { 256, 256, 3, 3 }, 1, 1 },
+  { "resnet 512x4x4 3x3", { 128, 512, 4, 4 }, { 512, 512, 3, 3 }, 1, 1 },
+}
+local ALGOS = { "auto", "direct", "im2col", "gemm1x1", "winograd2", "winograd4" }
+
+local rows = {}
+local function wanted(name) return not opts.only or name:find(opts.only, 1, true) end
+
+for _, c in ipairs(CONVS) do
+  if wanted(c[1]) then
+    netcl.manual_seed(1)
+    local x = netcl.randn(c[2], { device = dev }):requires_grad_()
+    local w = (netcl.randn(c[3], { device = dev }) * 0.1):requires_grad_()
+    local o = { stride = c[4], padding = c[5] }
+    for _, algo in ipairs(ALGOS) do
+      if algo == "auto" then ffi.C.unsetenv("NETCL_CONV_ALGO") else ffi.C.setenv("NETCL_CONV_ALGO", algo, 1) end
+      -- a strategy that does not apply falls back to the planner's: skip it
+      local applies = algo == "auto" or algo == "direct" or algo == "im2col"
+        or (algo == "gemm1x1" and c[3][3] == 1 and c[4] == 1)
+        or (algo:find("winograd") and c[3][3] == 3 and c[4] == 1)
+      if applies then
+        local y = F.conv2d(x, w, nil, o)
+        local g = netcl.randn(y:size(), { device = dev })
+        local fwd = time_ms(function() return netcl.no_grad(function() return F.conv2d(x, w, nil, o) end) end)
+        local both = time_ms(function()
+          x.grad, w.grad = nil, nil
+          F.conv2d(x, w, nil, o):backward(g)
+        end)
+        rows[#rows + 1] = { key = c[1], name = ("%s [%s]"):format(c[1], algo), fwd = fwd, both = both, algo = algo }
+      end
+    end
+    ffi.C.unsetenv("NETCL_CONV_ALGO")
+  end
+end
+
+-- {name, x sizes, op}
+local OTHERS = {
+  { "lenet maxpool b256", { 256, 6, 28, 28 }, function(x) return F.max_pool2d(x, 2) end },
+  { "resnet maxpool 64x32x32", { 128, 64, 32, 32 }, function(x) return F.max_pool2d(x, 2) end },
+  { "resnet batchnorm 64x32x32", { 128, 64, 32, 32 }, "bn" },
+  { "resnet relu 64x32x32", { 128, 64, 32, 32 }, function(x) return x:relu() end },
+}
+for _, c in ipairs(OTHERS) do
+  if wanted(c[1]) then
+    netcl.manual_seed(2)
+    local x = netcl.randn(c[2], { device = dev }):requires_grad_()
+    local fn = c[3]
+    if fn == "bn" then
+      local C = c[2][2]
+      local wt = netcl.ones(C, { device = dev }):requires_grad_()
+      local bs = netcl.zeros(C, { device = dev }):requires_grad_()
+      local rm, rv = netcl.zeros(C, { device = dev }), netcl.ones(C, { device = dev })
+      fn = function(t) return F.batch_norm(t, rm, rv, wt, bs, true, 0.1, 1e-5) end
+    end
+    local y = fn(x)
+    local g = netcl.randn(y:size(), { device = dev })
+    local fwd = time_ms(function() return netcl.no_grad(function() return fn(x) end) end)
+    local both = time_ms(function() x.grad = nil; fn(x):backward(g) end)
+    rows[#rows + 1] = { key = c[1], name = c[1], fwd = fwd, both = both }
+  end
+end
+
+-- the peer: one line "name fwd_ms both_ms" per layer
+local peer = {}
+local here = arg[0]:match("^(.*)/[^/]*$") or "."
+local pdev = "cpu"
+for _, d in ipairs(netcl.devices()) do
+  if d.name == netcl.device(dev).name and d.type == "opencl_gpu" then pdev = "cuda" end
+end
+local p = io.popen(("python3 %s/layers_peer.py %s %d '%s' 2>/dev/null"):format(here, pdev, opts.reps, opts.only or ""))
+local peer_name
+if p then
+  for line in p:lines() do
+    local dname = line:match("^device (.*)$")
+    if dname then peer_name = dname end
+    local key, f, b = line:match("^(.-)\t([%d%.e%-]+)\t([%d%.e%-]+)$")
+    if key then peer[key] = { fwd = tonumber(f), both = tonumber(b) } end
+  end
+  p:close()
+end
+
+print(("netcl %s on %s (%s)"):format(netcl.version or "", dev, netcl.device(dev).name))
+if peer_name then print("peer: PyTorch on " .. peer_name) end
+print(("%-44s %9s %9s %9s %9s %7s"):format("layer (ms)", "fwd", "fwd+bwd", "torch fwd", "torch f+b", "ratio"))
+for _, r in ipairs(rows) do
+  local pr = peer[r.key]
+  local pf, pb = pr and ("%9.3f"):format(pr.fwd) or "        -", pr and ("%9.3f"):format(pr.both) or "        -"
+  local ratio = pr and ("%6.2fx"):format(pr.both / r.both) or "      -"
+  print(("%-44s %9.3f %9.3f %s %s %s"):format(r.name, r.fwd, r.both, pf, pb, ratio))
+end
+print("ratio: PyTorch fwd+bwd time / netcl fwd+bwd time (> 1: netcl faster)")

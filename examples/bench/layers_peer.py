@@ -1,0 +1,73 @@
+# examples/bench/layers_peer.py — the PyTorch side of examples/bench/layers.lua:
+# the same layers at the same shapes, printed as "name<TAB>fwd ms<TAB>fwd+bwd ms".
+# usage: python3 layers_peer.py cuda|cpu REPS [ONLY]
+import sys, time
+import torch
+import torch.nn.functional as F
+
+dev = sys.argv[1] if sys.argv[1] == "cpu" or torch.cuda.is_available() else "cpu"
+reps = int(sys.argv[2])
+only = sys.argv[3] if len(sys.argv) > 3 else ""
+torch.backends.cudnn.benchmark = True
+# float32 as netcl computes it: cuDNN would otherwise run convolutions in TF32
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
+print("device", torch.cuda.get_device_name() if dev == "cuda" else "cpu (%d threads)" % torch.get_num_threads())
+
+def sync():
+    if dev == "cuda":
+        torch.cuda.synchronize()
+
+def time_ms(fn):
+    fn(); fn(); sync()
+    ts = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        sync()
+        ts.append((time.perf_counter() - t0) / reps * 1e3)
+    ts.sort()
+    return ts[2]
+
+CONVS = [
+    ("lenet conv1 b256", (256, 1, 28, 28), (6, 1, 5, 5), 1, 2),
+    ("lenet conv2 b256", (256, 6, 14, 14), (16, 6, 5, 5), 1, 0),
+    ("resnet 64x32x32 3x3", (128, 64, 32, 32), (64, 64, 3, 3), 1, 1),
+    ("resnet 64->128 s2 3x3", (128, 64, 32, 32), (128, 64, 3, 3), 2, 1),
+    ("resnet 64->128 s2 1x1", (128, 64, 32, 32), (128, 64, 1, 1), 2, 0),
+    ("resnet 128x16x16 3x3", (128, 128, 16, 16), (128, 128, 3, 3), 1, 1),
+    ("resnet 256x8x8 3x3", (128, 256, 8, 8), (256, 256, 3, 3), 1, 1),
+    ("resnet 512x4x4 3x3", (128, 512, 4, 4), (512, 512, 3, 3), 1, 1),
+]
+
+def report(name, fn, x):
+    y = fn(x)
+    g = torch.randn_like(y)
+    fwd = time_ms(lambda: torch.no_grad()(fn)(x))
+    def both():
+        x.grad = None
+        fn(x).backward(g)
+    print("%s\t%.4f\t%.4f" % (name, fwd, time_ms(both)), flush=True)
+
+for name, xs, ws, s, p in CONVS:
+    if only and only not in name:
+        continue
+    x = torch.randn(*xs, device=dev, requires_grad=True)
+    w = (torch.randn(*ws, device=dev) * 0.1).requires_grad_()
+    report(name, lambda t, w=w, s=s, p=p: F.conv2d(t, w, None, s, p), x)
+
+C = 64
+wt = torch.ones(C, device=dev, requires_grad=True)
+bs = torch.zeros(C, device=dev, requires_grad=True)
+rm, rv = torch.zeros(C, device=dev), torch.ones(C, device=dev)
+OTHERS = [
+    ("lenet maxpool b256", (256, 6, 28, 28), lambda t: F.max_pool2d(t, 2)),
+    ("resnet maxpool 64x32x32", (128, 64, 32, 32), lambda t: F.max_pool2d(t, 2)),
+    ("resnet batchnorm 64x32x32", (128, 64, 32, 32), lambda t: F.batch_norm(t, rm, rv, wt, bs, True, 0.1, 1e-5)),
+    ("resnet relu 64x32x32", (128, 64, 32, 32), lambda t: t.relu()),
+]
+for name, xs, fn in OTHERS:
+    if only and only not in name:
+        continue
+    report(name, fn, torch.randn(*xs, device=dev, requires_grad=True))
