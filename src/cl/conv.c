@@ -40,7 +40,8 @@ static int fits32(const nc_conv_geom *g)
 
 netcl_status nc_cl_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g)
 {
-    return two_buffer(dev, "conv", "im2col", cols, x, g, sizeof *g, g->N * g->C * g->kh * g->kw * g->oh * g->ow, fits32(g));
+    int64_t chunks = (g->C * g->kh * g->kw + 15) / 16;   /* KCH in kernels/conv.cl */
+    return two_buffer(dev, "conv", "im2col", cols, x, g, sizeof *g, g->N * chunks * g->oh * g->ow, fits32(g));
 }
 
 netcl_status nc_cl_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g)

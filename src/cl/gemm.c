@@ -100,6 +100,12 @@ static int64_t groups(const nc_gemm_call *g, int mwg, int nwg)
     return ((g->M + mwg - 1) / mwg) * ((g->N + nwg - 1) / nwg) * g->B;
 }
 
+/* the share of a t x t tiling's work that lands inside the product */
+static double fill(const nc_gemm_call *g, int t)
+{
+    return (double)g->M * (double)g->N / ((double)((g->M + t - 1) / t * t) * (double)((g->N + t - 1) / t * t));
+}
+
 void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
     memset(c, 0, sizeof *c);
@@ -113,10 +119,12 @@ void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *c)
     }
     /* GPUs: 128x128 tiles of 16x4 per thread (8x32 threads: the tuner's
      * winner on an H100, 41 against 31 TFLOP/s for 16x16 threads at 4096^3)
-     * when they fill the device, smaller tiles when the grid would leave
-     * compute units idle */
+     * when they fill the device and do not waste much more of their work
+     * on padding than 64x64 tiles would (a 64-row product, conv
+     * backward-weight per sample, idles half of a 128-row tile), smaller
+     * tiles when the grid would leave compute units idle */
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
-    if (groups(g, 128, 128) >= cu)
+    if (groups(g, 128, 128) >= cu && fill(g, 128) >= 0.8 * fill(g, 64))
         *c = (nc_gemm_cfg){NC_GEMM_TILED, 128, 128, 16, 8, 32, 4, 4, 4, 4, 0, 0, 0, 0};
     else if (groups(g, 64, 64) >= cu)
         *c = (nc_gemm_cfg){NC_GEMM_TILED, 64, 64, 16, 16, 16, 2, 2, 4, 4, 0, 0, 0, 0};
