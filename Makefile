@@ -47,6 +47,10 @@ $(BUILD)/kernels_embed.c: $(KERNELS) Makefile
 $(BUILD)/obj/cpu/%.o: OPT := -O3
 # sqrt in the fused optimizer loops vectorises only without errno (never read there)
 $(BUILD)/obj/cpu/optim.o: NC_CFLAGS += -fno-math-errno
+# the float32 row loops (src/cpu/rowf32.h) hold selects that GCC if-converts
+# into vector code only when a float compare may not trap; netcl never reads
+# the floating-point exception flags, and no value changes
+$(BUILD)/obj/cpu/select.o $(BUILD)/obj/cpu/loss.o: NC_CFLAGS += -fno-trapping-math
 
 $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 	@mkdir -p $(dir $@)

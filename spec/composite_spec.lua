@@ -51,6 +51,57 @@ function TestSelect:test_softmax_values()
   H.assert_error(function() x:softmax(3) end, "softmax", "dim 3 out of range")
 end
 
+function TestSelect:test_softmax_float32_against_float64()
+  -- float32 rows of odd lengths (vector tails), past 256 (exp scratch
+  -- blocks) and with -inf entries (exactly 0), against a float64 softmax
+  H.skip_without_fp64()
+  netcl.manual_seed(47)
+  for _, n in ipairs({ 1, 3, 17, 257, 1000, 4099 }) do
+    local x = netcl.randn(5, n, { device = dev }) * 4
+    if n > 3 then x:narrow(2, 2, 2):fill_(-math.huge) end
+    local g = netcl.randn(5, n, { device = dev })
+    local x64, g64 = x:double(), g:double()
+    for _, log in ipairs({ false, true }) do
+      local f = log and "log_softmax" or "softmax"
+      local xr, xr64 = x:clone():requires_grad_(), x64:clone():requires_grad_()
+      local y, y64 = xr[f](xr, 2), xr64[f](xr64, 2)
+      H.assert_close(y, y64:float(), 2e-6, 1e-7, f .. " " .. n)
+      y:backward(g)
+      y64:backward(g64)
+      H.assert_close(xr.grad, xr64.grad:float(), 1e-5, 1e-6, f .. " backward " .. n)
+      if n > 3 and not log then lu.assertEquals(y:select(2, 2):totable(), { 0, 0, 0, 0, 0 }) end
+    end
+  end
+end
+
+function TestSelect:test_softmax_float32_special_rows()
+  local inf, nan = math.huge, 0 / 0
+  local x = T({ { -inf, -inf, -inf }, { 1, nan, 2 }, { 1, inf, 2 }, { -inf, 0, -inf } })
+  for _, f in ipairs({ "softmax", "log_softmax" }) do
+    local y = x[f](x, 2):totable()
+    for r = 1, 3 do for j = 1, 3 do lu.assertTrue(y[r][j] ~= y[r][j], f .. " row " .. r) end end
+  end
+  lu.assertEquals(x:softmax(2):totable()[4], { 0, 1, 0 })
+  lu.assertEquals(x:log_softmax(2):totable()[4], { -inf, 0, -inf })
+end
+
+function TestSelect:test_cpu_softmax_row_ignores_position()
+  -- a row's result depends on its values only: alone, in a batch split
+  -- across threads, or reached through a transpose, the bits agree
+  if not H.is_cpu then return end
+  netcl.manual_seed(48)
+  local x = netcl.randn(64, 300, { device = dev }) * 3
+  for _, f in ipairs({ "softmax", "log_softmax" }) do
+    local all = x[f](x, 2)
+    local viat = x:t():contiguous()[f](x:t():contiguous(), 1):t()
+    for _, r in ipairs({ 1, 33, 64 }) do
+      local row = x:select(1, r):clone()
+      lu.assertEquals(row[f](row, 1):totable(), all:select(1, r):totable())
+      lu.assertEquals(viat:select(1, r):totable(), all:select(1, r):totable())
+    end
+  end
+end
+
 TestComposite = {}
 
 function TestComposite:test_var_std_norm_logsumexp()

@@ -96,6 +96,49 @@ function TestConv:test_fold_sums_overlaps()
   lu.assertEquals(netcl.fold(cols, 3, 2):totable(), { { { { 1, 2, 1 }, { 2, 4, 2 }, { 1, 2, 1 } } } })
 end
 
+function TestConv:test_cpu_float32_paths_match_reference()
+  -- float32 unfold/fold and max pooling (forward, backward) take their own
+  -- loops on the cpu; float64 runs the reference loops, whose results
+  -- rounded to float32 must be the same bits
+  if not H.is_cpu then return end
+  netcl.manual_seed(51)
+  local geoms = {
+    { k = 3, o = {} },
+    { k = 3, o = { padding = 1 } },
+    { k = { 2, 3 }, o = { stride = 2, padding = { 1, 0 } } },
+    { k = 3, o = { stride = { 1, 3 }, padding = 2, dilation = 2 } },
+    { k = 5, o = { stride = 2, padding = 2 } },
+  }
+  local x = netcl.randn(2, 3, 9, 11, { device = dev })
+  x:narrow(4, 4, 2):fill_(1.5)                                       -- ties
+  for gi, gm in ipairs(geoms) do
+    local c32, c64 = netcl.unfold(x, gm.k, gm.o), netcl.unfold(x:double(), gm.k, gm.o)
+    lu.assertEquals(c32:totable(), c64:float():totable(), "unfold " .. gi)
+    local r = netcl.randn(unpack(c32:size())):to(dev)
+    lu.assertEquals(netcl.fold(r, { 9, 11 }, gm.k, gm.o):totable(),
+                    netcl.fold(r:double(), { 9, 11 }, gm.k, gm.o):float():totable(), "fold " .. gi)
+  end
+  local pools = { { k = 2, o = {} }, { k = 3, o = { stride = 2, padding = 1 } }, { k = 3, o = { stride = 1, padding = 1 } },
+                  { k = { 3, 2 }, o = { stride = { 2, 1 }, dilation = 2, ceil_mode = true } } }
+  for pi, pm in ipairs(pools) do
+    local opts = { return_indices = true }
+    for k, v in pairs(pm.o) do opts[k] = v end
+    local s = netcl.max_pool2d(x, pm.k, opts):size()
+    local g = netcl.randn(s[1], s[2], s[3], s[4], { device = dev })
+    local function run(dt)
+      local xr = x:to(dt):clone():requires_grad_()
+      local v, i = netcl.max_pool2d(xr, pm.k, opts)
+      v:backward(g:to(dt))
+      return v, i, xr.grad
+    end
+    local v32, i32, g32 = run("float32")
+    local v64, i64, g64 = run("float64")
+    lu.assertEquals(v32:totable(), v64:float():totable(), "max_pool2d " .. pi)
+    lu.assertEquals(i32:totable(), i64:totable(), "max_pool2d indices " .. pi)
+    lu.assertEquals(g32:totable(), g64:float():totable(), "max_pool2d backward " .. pi)
+  end
+end
+
 function TestConv:test_bad_input()
   local x = netcl.randn(2, 3, 5, 5, { device = dev })
   H.assert_error(function() netcl.conv2d(x, netcl.randn(4, 2, 3, 3, { device = dev })) end, "conv2d", "does not match")

@@ -128,6 +128,60 @@ function TestLosses:test_cross_entropy_against_formula()
   H.assert_close(F.cross_entropy(x4, t3), F.cross_entropy(x4:permute(1, 3, 4, 2):reshape(40, 3), t3:reshape(40)), 1e-5, 1e-6)
 end
 
+function TestLosses:test_cross_entropy_float32_against_float64()
+  -- float32 rows (vector tails, exp scratch blocks past 256 classes) with
+  -- weights, label smoothing, ignored rows, and nll, against float64
+  H.skip_without_fp64()
+  netcl.manual_seed(49)
+  for _, C in ipairs({ 1, 7, 33, 1000, 2051 }) do
+    local x = netcl.randn(6, C, { device = dev }) * 3
+    local t = netcl.randint(1, C + 1, { 6 }, { device = dev })
+    t:narrow(1, 3, 1):fill_(-100)
+    local w = netcl.rand(C, { device = dev }) + 0.5
+    for _, o in ipairs({ {}, { weight = true }, { label_smoothing = 0.1 }, { weight = true, label_smoothing = 0.3 } }) do
+      for _, red in ipairs({ "none", "mean" }) do
+        local function run(dt)
+          local xr = x:to(dt):clone():requires_grad_()
+          local opts = { weight = o.weight and w:to(dt) or nil, label_smoothing = o.label_smoothing, reduction = red }
+          local l = F.cross_entropy(xr, t, opts)
+          l:sum():backward()
+          return l, xr.grad
+        end
+        local l32, g32 = run("float32")
+        local l64, g64 = run("float64")
+        local what = ("C=%d %s%s %s"):format(C, o.weight and "weight " or "", o.label_smoothing or 0, red)
+        H.assert_close(l32, l64:float(), 2e-6, 1e-6, "loss " .. what)
+        H.assert_close(g32, g64:float(), 1e-5, 1e-7, "grad " .. what)
+      end
+    end
+    local lp = x:log_softmax(2)
+    local xr = lp:clone():requires_grad_()
+    F.nll_loss(xr, t, { weight = w }):backward()
+    local xr64 = lp:double():requires_grad_()
+    F.nll_loss(xr64, t, { weight = w:double() }):backward()
+    H.assert_close(xr.grad, xr64.grad:float(), 1e-6, 1e-8, "nll grad C=" .. C)
+  end
+end
+
+function TestLosses:test_cpu_cross_entropy_row_ignores_position()
+  if not H.is_cpu then return end
+  netcl.manual_seed(50)
+  local x = netcl.randn(40, 300, { device = dev }) * 2
+  local t = netcl.randint(1, 301, { 40 }, { device = dev })
+  local function per_row(xs, ts)
+    local xr = xs:clone():requires_grad_()
+    local l = F.cross_entropy(xr, ts, { reduction = "none", label_smoothing = 0.1 })
+    l:sum():backward()
+    return l, xr.grad
+  end
+  local l, g = per_row(x, t)
+  for _, r in ipairs({ 1, 21, 40 }) do
+    local l1, g1 = per_row(x:narrow(1, r, 1), t:narrow(1, r, 1))
+    lu.assertEquals(l1:totable()[1], l:totable()[r])
+    lu.assertEquals(g1:totable()[1], g:select(1, r):totable())
+  end
+end
+
 function TestLosses:test_cross_entropy_bad_input()
   local x = netcl.randn(4, 3, { device = dev })
   H.assert_error(function() F.cross_entropy(x, netcl.tensor({ 1, 2, 3 }, { device = dev, dtype = "int64" })) end,

@@ -225,6 +225,29 @@ function TestReduce:test_long_row_sum()
   H.assert_close(t:mean():item(), 0.5, 1e-5)
 end
 
+function TestReduce:test_cpu_float32_sum_ignores_layout()
+  -- the contiguous float32 loop and the gathered/column loops share one
+  -- lane arithmetic (src/cpu/reduce.c): the same values give the same bits
+  if not H.is_cpu then return end
+  netcl.manual_seed(46)
+  for _, n in ipairs({ 1001, 70001, 150007 }) do
+    local base = netcl.rand(2 * n + 3, { device = dev }) - 0.3
+    local v = base:narrow(1, 2, n)
+    local want = v:sum():item()
+    lu.assertEquals(v:view(-1, 1):sum(1):item(), want)                     -- a column
+    lu.assertEquals(base:narrow(1, 2, 2 * n):view(n, 2):select(2, 1):sum():item(),
+                    base:narrow(1, 2, 2 * n):view(n, 2):select(2, 1):contiguous():sum():item())
+    local rows = v:view(1, n):expand(3, n)
+    lu.assertEquals(rows:t():contiguous():t():sum(2):totable(), { want, want, want })
+  end
+  -- 260 columns of 300 rows: two column blocks, the second 4 wide
+  local m = netcl.rand(300, 260, { device = dev }) - 0.5
+  local cols = m:sum(1):totable()
+  for _, j in ipairs({ 1, 200, 256, 257, 260 }) do
+    lu.assertEquals(cols[j], m:select(2, j):contiguous():sum():item())
+  end
+end
+
 TestMatmul = {}
 
 local function lua_matmul(a, b)

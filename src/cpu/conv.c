@@ -1,8 +1,12 @@
 /* conv.c — CPU im2col/col2im and 2-D pooling over contiguous NCHW, the
  * references for kernels/conv.cl and kernels/pool.cl (same loops, same
- * summation order), computed in double. Parallel over planes. */
+ * summation order), computed in double. Parallel over planes. float32 has
+ * row-wise paths for im2col, col2im and max pooling that give the same bits
+ * as the reference loops (copies; sums in double in the same order). */
 #include "cpu.h"
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define ld nc_cpu_ld
 #define st nc_cpu_st
@@ -26,6 +30,81 @@ static void im2col_part(void *v, int64_t s, int64_t e)
                 }
             }
     }
+}
+
+static void col2im_part(void *v, int64_t s, int64_t e);
+static void pool_back_part(void *v, int64_t s, int64_t e);
+
+/* [*lo, *hi): the outputs o < n whose tap o * stride + b lands in [0, size) */
+static void tap_range(int64_t n, int64_t stride, int64_t b, int64_t size, int64_t *lo, int64_t *hi)
+{
+    int64_t l = b >= 0 ? 0 : (-b + stride - 1) / stride;
+    int64_t h = size - b <= 0 ? 0 : (size - b + stride - 1) / stride;
+    *lo = l < n ? l : n;
+    *hi = h < *lo ? *lo : h < n ? h : n;
+}
+
+/* float32 im2col: each cols row is a run of output rows, each a copy of
+ * part of an input row between zeros */
+static void im2col_part_f32(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_geom *g = j->c;
+    int64_t L = g->oh * g->ow, K = g->C * g->kh * g->kw;
+    for (int64_t p = s; p < e; p++) {
+        int64_t n = p / g->C, c = p % g->C;
+        const float *x = (const float *)j->b->buf + j->b->offset + p * g->H * g->W;
+        for (int64_t ki = 0; ki < g->kh; ki++)
+            for (int64_t kj = 0; kj < g->kw; kj++) {
+                float *row = (float *)j->a->buf + j->a->offset + (n * K + (c * g->kh + ki) * g->kw + kj) * L;
+                int64_t bw = kj * g->dw - g->pw, x0, x1;
+                tap_range(g->ow, g->sw, bw, g->W, &x0, &x1);
+                for (int64_t oy = 0; oy < g->oh; oy++) {
+                    float *o = row + oy * g->ow;
+                    int64_t h = oy * g->sh - g->ph + ki * g->dh;
+                    if (h < 0 || h >= g->H) { memset(o, 0, sizeof(float) * (size_t)g->ow); continue; }
+                    const float *xr = x + h * g->W;   /* tap of ox: xr[ox * sw + bw] */
+                    memset(o, 0, sizeof(float) * (size_t)x0);
+                    if (g->sw == 1) memcpy(o + x0, xr + x0 + bw, sizeof(float) * (size_t)(x1 - x0));
+                    else for (int64_t ox = x0; ox < x1; ox++) o[ox] = xr[ox * g->sw + bw];
+                    memset(o + x1, 0, sizeof(float) * (size_t)(g->ow - x1));
+                }
+            }
+    }
+}
+
+/* float32 col2im: a plane of double sums, scattered into tap by tap. Each
+ * pixel receives its terms in (ki, kj) order, as col2im_part adds them. */
+static void col2im_part_f32(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_geom *g = j->c;
+    int64_t L = g->oh * g->ow, K = g->C * g->kh * g->kw, HW = g->H * g->W;
+    double *acc = malloc(sizeof(double) * (size_t)HW);
+    for (int64_t p = s; p < e; p++) {
+        int64_t n = p / g->C, c = p % g->C;
+        float *x = (float *)j->a->buf + j->a->offset + p * HW;
+        if (!acc) { /* no scratch: the reference loops, plane by plane */
+            col2im_part(v, p, p + 1);
+            continue;
+        }
+        memset(acc, 0, sizeof(double) * (size_t)HW);
+        for (int64_t ki = 0; ki < g->kh; ki++)
+            for (int64_t kj = 0; kj < g->kw; kj++) {
+                const float *row = (const float *)j->b->buf + j->b->offset + (n * K + (c * g->kh + ki) * g->kw + kj) * L;
+                int64_t bw = kj * g->dw - g->pw, x0, x1;
+                tap_range(g->ow, g->sw, bw, g->W, &x0, &x1);
+                for (int64_t oy = 0; oy < g->oh; oy++) {
+                    int64_t h = oy * g->sh - g->ph + ki * g->dh;
+                    if (h < 0 || h >= g->H) continue;
+                    double *ar = acc + h * g->W;
+                    const float *cr = row + oy * g->ow;
+                    for (int64_t ox = x0; ox < x1; ox++) ar[ox * g->sw + bw] += cr[ox];
+                }
+            }
+        for (int64_t i = 0; i < HW; i++) x[i] = (float)acc[i];
+    }
+    free(acc);
 }
 
 static void col2im_part(void *v, int64_t s, int64_t e)
@@ -58,7 +137,8 @@ netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc
 {
     (void)dev;
     job j = {cols, x, NULL, g, NULL};
-    nc_parallel_for(g->N * g->C, plane_grain(g->kh * g->kw * g->oh * g->ow), im2col_part, &j);
+    int f32 = cols->dtype == NETCL_DTYPE_FLOAT32 && x->dtype == NETCL_DTYPE_FLOAT32;
+    nc_parallel_for(g->N * g->C, plane_grain(g->kh * g->kw * g->oh * g->ow), f32 ? im2col_part_f32 : im2col_part, &j);
     return NETCL_OK;
 }
 
@@ -66,7 +146,8 @@ netcl_status nc_cpu_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *c
 {
     (void)dev;
     job j = {x, cols, NULL, g, NULL};
-    nc_parallel_for(g->N * g->C, plane_grain(g->kh * g->kw * g->H * g->W), col2im_part, &j);
+    int f32 = cols->dtype == NETCL_DTYPE_FLOAT32 && x->dtype == NETCL_DTYPE_FLOAT32;
+    nc_parallel_for(g->N * g->C, plane_grain(g->kh * g->kw * g->H * g->W), f32 ? col2im_part_f32 : col2im_part, &j);
     return NETCL_OK;
 }
 
@@ -136,6 +217,63 @@ static void pool_part(void *v, int64_t s, int64_t e)
     }
 }
 
+/* float32 max pooling: pool_part's loops and comparisons on the floats
+ * themselves (widening to double changes no comparison). Window rows and
+ * columns outside the input are cut off up front. */
+static void max_pool_part_f32(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_pool_geom *g = j->p;
+    int64_t *idx = (int64_t *)j->idx->buf + j->idx->offset;
+    for (int64_t p = s; p < e; p++) {
+        const float *x = (const float *)j->b->buf + j->b->offset + p * g->H * g->W;
+        int64_t ob = p * g->oh * g->ow;
+        float *out = (float *)j->a->buf + j->a->offset + ob;
+        for (int64_t oh = 0; oh < g->oh; oh++) {
+            int64_t k0, k1;   /* ki whose row oh * sh - ph + ki * dh is inside */
+            tap_range(g->kh, g->dh, oh * g->sh - g->ph, g->H, &k0, &k1);
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t l0, l1, h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw, bi = -1;
+                tap_range(g->kw, g->dw, w0, g->W, &l0, &l1);
+                float best = -INFINITY;
+                for (int64_t ki = k0; ki < k1; ki++) {
+                    int64_t h = h0 + ki * g->dh;
+                    for (int64_t kj = l0; kj < l1; kj++) {
+                        int64_t i = h * g->W + w0 + kj * g->dw;
+                        float xv = x[i];
+                        if (bi < 0 || (best == best && (xv > best || xv != xv))) { best = xv; bi = i; }
+                    }
+                }
+                out[oh * g->ow + ow] = best;
+                idx[ob + oh * g->ow + ow] = bi;
+            }
+        }
+    }
+}
+
+/* float32 max-pool gradient: each output's gradient goes to its winner, in
+ * double sums over the plane. Outputs are taken last to first: the order in
+ * which pool_grad_at meets a pixel's windows (ki, kj ascending), so the bits
+ * are the reference's. */
+static void max_pool_back_part_f32(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_pool_geom *g = j->p;
+    int64_t HW = g->H * g->W, OL = g->oh * g->ow;
+    double *acc = malloc(sizeof(double) * (size_t)HW);
+    for (int64_t p = s; p < e; p++) {
+        if (!acc) { pool_back_part(v, p, p + 1); continue; }   /* no scratch: the reference */
+        const float *go = (const float *)j->b->buf + j->b->offset + p * OL;
+        const int64_t *idx = (const int64_t *)j->idx->buf + j->idx->offset + p * OL;
+        float *gin = (float *)j->a->buf + j->a->offset + p * HW;
+        memset(acc, 0, sizeof(double) * (size_t)HW);
+        for (int64_t o = OL - 1; o >= 0; o--)
+            if (idx[o] >= 0) acc[idx[o]] += go[o];
+        for (int64_t i = 0; i < HW; i++) gin[i] = (float)acc[i];
+    }
+    free(acc);
+}
+
 /* gin for one input pixel: every window covering it (see kernels/pool.cl) */
 static double pool_grad_at(const job *j, int64_t p, int64_t h, int64_t w)
 {
@@ -186,7 +324,8 @@ netcl_status nc_cpu_pool(netcl_device *dev, const nc_desc *out, const nc_desc *i
 {
     (void)dev;
     job j = {out, x, idx, NULL, g};
-    nc_parallel_for(g->N * g->C, plane_grain(g->H * g->W), pool_part, &j);
+    int f32max = g->mode == 0 && out->dtype == NETCL_DTYPE_FLOAT32 && x->dtype == NETCL_DTYPE_FLOAT32;
+    nc_parallel_for(g->N * g->C, plane_grain(g->H * g->W), f32max ? max_pool_part_f32 : pool_part, &j);
     return NETCL_OK;
 }
 
@@ -195,6 +334,8 @@ netcl_status nc_cpu_pool_backward(netcl_device *dev, const nc_desc *gin, const n
 {
     (void)dev;
     job j = {gin, gout, idx, NULL, g};
-    nc_parallel_for(g->N * g->C, plane_grain(g->H * g->W * g->kh * g->kw), pool_back_part, &j);
+    int f32max = g->mode == 0 && gin->dtype == NETCL_DTYPE_FLOAT32 && gout->dtype == NETCL_DTYPE_FLOAT32;
+    nc_parallel_for(g->N * g->C, plane_grain(g->H * g->W * g->kh * g->kw), f32max ? max_pool_back_part_f32 : pool_back_part,
+                    &j);
     return NETCL_OK;
 }

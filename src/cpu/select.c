@@ -1,8 +1,10 @@
 /* select.c — CPU where (out = cond ? a : b) and the row-wise softmax
  * family. where moves raw element bytes (a, b and out share a dtype), so it
- * needs no compute type. softmax rows compute in double, max-subtracted,
- * rows split across the thread pool. */
+ * needs no compute type. softmax rows are max-subtracted and split across
+ * the thread pool; float32 rows compute in float (rowf32.h), the others in
+ * double. A row's result never depends on the thread that ran it. */
 #include "cpu.h"
+#include "rowf32.h"
 #include <math.h>
 #include <string.h>
 
@@ -55,7 +57,6 @@ netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *
 
 typedef struct { const nc_desc *out, *a, *g, *y; int log; int64_t R; } sm_ctx;
 
-/* element i of d as double (the float32 test is predictable per call) */
 /* Three passes over each row (max, sum of exp, write) in double: no row
  * buffer, so any row length works. */
 static void softmax_rows(void *vctx, int64_t r0, int64_t r1)
@@ -94,6 +95,48 @@ static void softmax_back_rows(void *vctx, int64_t r0, int64_t r1)
     }
 }
 
+/* ---- float32 rows: the same three passes in float, each a vector loop ----------
+ * out, a: contiguous (rows, R) float32. softmax keeps e^(x - max) in out and
+ * scales it in place; log_softmax only needs the sum. */
+NC_ROW_CLONES static void softmax_rows_f32(void *vctx, int64_t r0, int64_t r1)
+{
+    const sm_ctx *c = vctx;
+    int64_t R = c->R;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = (const float *)c->a->buf + c->a->offset + r * R;
+        float *o = (float *)c->out->buf + c->out->offset + r * R;
+        float mx = nc_row_max_f32(x, R);
+        if (mx == -INFINITY) mx = 0;   /* an all -inf row gives nan (0/0), as in PyTorch */
+        if (c->log) {
+            float lse = (float)log((double)nc_row_expsum_f32(x, mx, R));
+            for (int64_t j = 0; j < R; j++) o[j] = (x[j] - mx) - lse;
+        } else {
+            nc_row_exp_f32(o, x, mx, R);
+            float sum = nc_row_sum_f32(o, R);
+            for (int64_t j = 0; j < R; j++) o[j] /= sum;
+        }
+    }
+}
+
+/* gin = y (g - sum(g y)); for log_softmax gin = g - e^y sum(g) */
+NC_ROW_CLONES static void softmax_back_rows_f32(void *vctx, int64_t r0, int64_t r1)
+{
+    const sm_ctx *c = vctx;
+    int64_t R = c->R;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *g = (const float *)c->g->buf + c->g->offset + r * R;
+        const float *y = (const float *)c->y->buf + c->y->offset + r * R;
+        float *o = (float *)c->out->buf + c->out->offset + r * R;
+        if (c->log) {
+            float s = nc_row_sum_f32(g, R);
+            for (int64_t j = 0; j < R; j++) o[j] = g[j] - nc_expf(y[j]) * s;
+        } else {
+            float s = nc_row_dot_f32(g, y, R);
+            for (int64_t j = 0; j < R; j++) o[j] = y[j] * (g[j] - s);
+        }
+    }
+}
+
 static int64_t grain_rows(int64_t R) { return R >= 16384 ? 1 : 16384 / R; }
 
 netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log)
@@ -101,7 +144,8 @@ netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc
     (void)dev;
     int64_t R = a->sizes[a->ndim - 1], rows = nc_numel(a->ndim, a->sizes) / R;
     sm_ctx c = {out, a, NULL, NULL, log, R};
-    nc_parallel_for(rows, grain_rows(R), softmax_rows, &c);
+    int f32 = a->dtype == NETCL_DTYPE_FLOAT32 && out->dtype == NETCL_DTYPE_FLOAT32;
+    nc_parallel_for(rows, grain_rows(R), f32 ? softmax_rows_f32 : softmax_rows, &c);
     return NETCL_OK;
 }
 
@@ -110,6 +154,7 @@ netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, cons
     (void)dev;
     int64_t R = y->sizes[y->ndim - 1], rows = nc_numel(y->ndim, y->sizes) / R;
     sm_ctx c = {gin, NULL, g, y, log, R};
-    nc_parallel_for(rows, grain_rows(R), softmax_back_rows, &c);
+    int f32 = gin->dtype == NETCL_DTYPE_FLOAT32 && g->dtype == NETCL_DTYPE_FLOAT32 && y->dtype == NETCL_DTYPE_FLOAT32;
+    nc_parallel_for(rows, grain_rows(R), f32 ? softmax_back_rows_f32 : softmax_back_rows, &c);
     return NETCL_OK;
 }
