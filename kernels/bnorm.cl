@@ -15,14 +15,8 @@
  *   sgx = sum g (x - mean).
  * bn_grad_apply: dx = w invstd (g - sg / M - (x - mean) invstd^2 sgx / M)
  *   (training: M = N*S), or dx = w invstd g (eval: sg, sgx unused).
- * IX: index arithmetic in 32 bits when the host passes -DIX32 (every
- * element index fits): 64-bit division is emulated on GPUs. */
+ * Index arithmetic runs in IX (common.cl). */
 #define BN_LOCAL 256
-#ifdef IX32
-typedef uint IX;
-#else
-typedef long IX;
-#endif
 
 /* the rows of part p out of P: samples [n0, n1) */
 #define PART_ROWS(n0, n1, N, p, P) IX n0 = (IX)((N) * (p) / (P)), n1 = (IX)((N) * ((p) + 1) / (P))

@@ -127,6 +127,17 @@ inline long meta_offset(const meta_t *m, int k, long i)
 
 #define GRID_LOOP(i, n) for (long i = get_global_id(0); i < (n); i += get_global_size(0))
 
+/* IX: the index type of kernels whose per-element index arithmetic
+ * (division, modulo) dominates them. 64-bit division is emulated on GPUs;
+ * the host passes -DIX32 (nc_cl_index_opts) when every element index, and
+ * a grid-stride step past the last, fits in an int. Buffer offsets stay
+ * long. */
+#ifdef IX32
+typedef int IX;
+#else
+typedef long IX;
+#endif
+
 /* Records the first out-of-range index of a launch in the device error word
  * (8 ints: flag, value lo/hi, size lo/hi, op, dim, base; src/cl/index.c
  * reports it at the next blocking read). */

@@ -6,16 +6,10 @@
  * col2im: x [N, C, H, W] <- the sum of every cols entry that read the
  *   pixel; one work item per pixel gathering over the kernel taps, so no
  *   atomics and a fixed summation order. cols and x never alias.
- * Index arithmetic runs in IX: 32-bit (-DIX32, when the host knows every
- * index fits) or 64-bit; 64-bit division is emulated on GPUs and made
- * these copies several times slower than memory speed. */
+ * Index arithmetic runs in IX (common.cl): 64-bit division made these
+ * copies several times slower than memory speed. */
 typedef struct { long N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow; } conv_t;
 #define KCH 16   /* cols rows per im2col work item */
-#ifdef IX32
-typedef uint IX;
-#else
-typedef long IX;
-#endif
 
 /* one work item per (n, chunk of KCH cols rows, l): the (c, ki, kj) of
  * successive rows advance by increments, so a chunk costs two divisions

@@ -5,16 +5,10 @@
  * 2: adaptive average (window [floor(i H / oh), ceil((i+1) H / oh))).
  * pool_fwd: one work item per output element. pool_bwd: one work item per
  * input pixel gathering from every window that covers it (no atomics).
- * Index arithmetic runs in IX: int under -DIX32 (the host's promise that
- * every element index fits), else long; 64-bit division is emulated on
- * GPUs and made these kernels several times slower than memory speed.
- * Buffer offsets stay 64-bit. */
+ * Index arithmetic runs in IX (common.cl), the geometry narrowed to it
+ * once per item (pool_i): 64-bit division made these kernels several
+ * times slower than memory speed. */
 typedef struct { long N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor; } pool_t;
-#ifdef IX32
-typedef int IX;
-#else
-typedef long IX;
-#endif
 typedef struct { IX N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor; } pool_i;
 
 inline pool_i pool_narrow(pool_t g)

@@ -3,7 +3,6 @@
  * reductions run as P partial work-groups per channel (enough to fill the
  * device when channels are few) and a combining kernel, through scratch. */
 #include "cl.h"
-#include <string.h>
 
 /* partial work-groups per channel: about 4 groups per compute unit in all,
  * at most one per sample */
@@ -30,7 +29,7 @@ netcl_status nc_cl_bn(netcl_device *dev, nc_bn_kernel kind, const nc_bn_args *a)
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[112];
     nc_cl_dtype_opts(opts, sizeof opts, a->x->dtype, a->x->dtype);
-    if (a->N * a->C * a->S < ((int64_t)1 << 31)) strncat(opts, " -DIX32", sizeof opts - strlen(opts) - 1);
+    nc_cl_index_opts(opts, sizeof opts, a->N * a->C * a->S);
     cl_kernel k, kf = NULL;
     size_t wg, wgf = 0;
     NC_TRY(nc_cl_kernel(cd, "bnorm", opts, names[kind], &k, &wg));

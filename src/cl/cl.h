@@ -75,6 +75,10 @@ netcl_status nc_cl_launch_nd(nc_cl_device *cd, cl_kernel k, int dims, const size
 netcl_status nc_cl_enter(netcl_device *dev, const char *op, netcl_dtype a, netcl_dtype b);
 /* -DTA=<code> style dtype options for a slot */
 void nc_cl_dtype_opts(char *buf, size_t len, netcl_dtype a, netcl_dtype o);
+/* Appends -DIX32 to buf when a launch over `count` elements may do its
+ * index arithmetic in int (common.cl's IX): below 2^30, so a grid-stride
+ * step past the last index cannot overflow either. */
+void nc_cl_index_opts(char *buf, size_t len, int64_t count);
 /* Collapsed geometry of nops descriptors. */
 void nc_cl_meta_of(nc_cl_meta *m, int nops, const nc_desc *const *ops);
 int nc_cl_meta_contiguous(const nc_cl_meta *m, int nops);

@@ -1,9 +1,8 @@
 /* conv.c — host side of kernels/conv.cl (im2col, col2im) and
  * kernels/pool.cl (pooling forward and backward): geometry structs passed
  * by value, one work item per output element, 32-bit index arithmetic
- * (-DIX32) whenever every element index fits. */
+ * whenever the element counts allow it (nc_cl_index_opts). */
 #include "cl.h"
-#include <string.h>
 
 /* the kernels' conv_t / pool_t: the geometry as 64-bit fields */
 typedef struct { cl_long v[14]; } cl_conv_t;
@@ -11,16 +10,15 @@ typedef struct { cl_long v[17]; } cl_pool_t;
 _Static_assert(sizeof(nc_conv_geom) == sizeof(cl_conv_t), "conv_t mirrors nc_conv_geom");
 _Static_assert(sizeof(nc_pool_geom) == sizeof(cl_pool_t), "pool_t mirrors nc_pool_geom");
 
-/* ix32: every index of the launch (element counts, not offsets: those stay
- * 64-bit) fits the kernels' 32-bit arithmetic */
+/* count: the largest element count the kernel indexes (nc_cl_index_opts) */
 static netcl_status two_buffer(netcl_device *dev, const char *family, const char *kname, const nc_desc *out,
-                               const nc_desc *in, const void *geom, size_t gsize, int64_t n, int ix32)
+                               const nc_desc *in, const void *geom, size_t gsize, int64_t n, int64_t count)
 {
     NC_TRY(nc_cl_enter(dev, kname, in->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[96];
     nc_cl_dtype_opts(opts, sizeof opts, in->dtype, out->dtype);
-    if (ix32) strncat(opts, " -DIX32", sizeof opts - strlen(opts) - 1);
+    nc_cl_index_opts(opts, sizeof opts, count);
     cl_kernel k;
     size_t wg;
     NC_TRY(nc_cl_kernel(cd, family, opts, kname, &k, &wg));
@@ -31,22 +29,22 @@ static netcl_status two_buffer(netcl_device *dev, const char *family, const char
     return nc_cl_launch(cd, k, wg, n);
 }
 
-/* the larger of the cols and image element counts, plus the grid's reach */
-static int fits32(const nc_conv_geom *g)
+/* the larger of the cols and image element counts */
+static int64_t largest(const nc_conv_geom *g)
 {
     int64_t cols = g->N * g->C * g->kh * g->kw * g->oh * g->ow, img = g->N * g->C * g->H * g->W;
-    return (cols > img ? cols : img) < ((int64_t)1 << 31);
+    return cols > img ? cols : img;
 }
 
 netcl_status nc_cl_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g)
 {
     int64_t chunks = (g->C * g->kh * g->kw + 15) / 16;   /* KCH in kernels/conv.cl */
-    return two_buffer(dev, "conv", "im2col", cols, x, g, sizeof *g, g->N * chunks * g->oh * g->ow, fits32(g));
+    return two_buffer(dev, "conv", "im2col", cols, x, g, sizeof *g, g->N * chunks * g->oh * g->ow, largest(g));
 }
 
 netcl_status nc_cl_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g)
 {
-    return two_buffer(dev, "conv", "col2im", x, cols, g, sizeof *g, g->N * g->C * g->H * g->W, fits32(g));
+    return two_buffer(dev, "conv", "col2im", x, cols, g, sizeof *g, g->N * g->C * g->H * g->W, largest(g));
 }
 
 /* pool_fwd(out, oo, idx, x, xo, g) / pool_bwd(gin, io, idx, gout, go, g) */
@@ -58,7 +56,7 @@ static netcl_status pool_launch(netcl_device *dev, const char *kname, const nc_d
     char opts[96];
     nc_cl_dtype_opts(opts, sizeof opts, in->dtype, out->dtype);
     int64_t img = g->N * g->C * g->H * g->W, outs = g->N * g->C * g->oh * g->ow;
-    if ((img > outs ? img : outs) < ((int64_t)1 << 31)) strncat(opts, " -DIX32", sizeof opts - strlen(opts) - 1);
+    nc_cl_index_opts(opts, sizeof opts, img > outs ? img : outs);
     cl_kernel k;
     size_t wg;
     NC_TRY(nc_cl_kernel(cd, "pool", opts, kname, &k, &wg));

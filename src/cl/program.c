@@ -316,6 +316,12 @@ void nc_cl_dtype_opts(char *buf, size_t len, netcl_dtype a, netcl_dtype o)
              (a == NETCL_DTYPE_FLOAT64 || o == NETCL_DTYPE_FLOAT64) ? " -DNEED_FP64" : "");
 }
 
+void nc_cl_index_opts(char *buf, size_t len, int64_t count)
+{
+    size_t n = strlen(buf);
+    if (count < ((int64_t)1 << 30) && n < len) snprintf(buf + n, len - n, " -DIX32");
+}
+
 void nc_cl_meta_of(nc_cl_meta *m, int nops, const nc_desc *const *ops)
 {
     nc_iter it;
