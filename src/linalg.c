@@ -80,27 +80,34 @@ static int split_count(const netcl_tensor *a3, int64_t M, int64_t N, int64_t K)
     return s < 2 ? 1 : (int)s;
 }
 
+/* count products of K slices of length len, the first at k0, into the
+ * part slots [slot, slot + count): views only */
+static netcl_status slice_products(netcl_tensor *part, int64_t slot, int64_t count, netcl_tensor *a3, netcl_tensor *b3,
+                                   int64_t k0, int64_t len)
+{
+    int64_t M = a3->sizes[1], N = b3->sizes[2];
+    int64_t as[3] = {len * a3->strides[2], a3->strides[1], a3->strides[2]};
+    int64_t bs[3] = {len * b3->strides[1], b3->strides[1], b3->strides[2]};
+    netcl_tensor *av = NULL, *bv = NULL, *pv = NULL;
+    netcl_status st = nc_tensor_view_of(&av, a3, 3, (int64_t[]){count, M, len}, as, a3->offset + k0 * a3->strides[2]);
+    if (st == NETCL_OK) st = nc_tensor_view_of(&bv, b3, 3, (int64_t[]){count, len, N}, bs, b3->offset + k0 * b3->strides[1]);
+    if (st == NETCL_OK)
+        st = nc_tensor_view_of(&pv, part, 3, (int64_t[]){count, M, N}, part->strides, part->offset + slot * M * N);
+    if (st == NETCL_OK) st = run_product(pv, av, bv, NULL, 3, pv->sizes);
+    netcl_tensor_release(av);
+    netcl_tensor_release(bv);
+    netcl_tensor_release(pv);
+    return st;
+}
+
 static netcl_status split_product(netcl_tensor **o3, netcl_tensor *a3, netcl_tensor *b3, int S)
 {
-    int64_t M = a3->sizes[1], K = a3->sizes[2], N = b3->sizes[2], ks = K / S / 8 * 8, tail = K - S * ks;
-    int64_t psizes[3] = {S + (tail > 0), M, N};
-    netcl_tensor *part = NULL, *av = NULL, *bv = NULL, *pv = NULL;
+    int64_t K = a3->sizes[2], ks = K / S / 8 * 8, tail = K - S * ks;
+    int64_t psizes[3] = {S + (tail > 0), a3->sizes[1], b3->sizes[2]};
+    netcl_tensor *part = NULL;
     NC_TRY(nc_tensor_new(&part, nc_dev(a3), a3->dtype, 3, psizes));
-    int64_t as[3] = {ks * a3->strides[2], a3->strides[1], a3->strides[2]}, bs[3] = {ks * b3->strides[1], b3->strides[1], b3->strides[2]};
-    netcl_status st = nc_tensor_view_of(&av, a3, 3, (int64_t[]){S, M, ks}, as, a3->offset);
-    if (st == NETCL_OK) st = nc_tensor_view_of(&bv, b3, 3, (int64_t[]){S, ks, N}, bs, b3->offset);
-    if (st == NETCL_OK) st = nc_tensor_view_of(&pv, part, 3, (int64_t[]){S, M, N}, part->strides, part->offset);
-    if (st == NETCL_OK) st = run_product(pv, av, bv, NULL, 3, pv->sizes);
-    netcl_tensor_release(av); netcl_tensor_release(bv); netcl_tensor_release(pv);
-    av = bv = pv = NULL;
-    if (st == NETCL_OK && tail > 0) {
-        st = nc_tensor_view_of(&av, a3, 3, (int64_t[]){1, M, tail}, a3->strides, a3->offset + S * ks * a3->strides[2]);
-        if (st == NETCL_OK)
-            st = nc_tensor_view_of(&bv, b3, 3, (int64_t[]){1, tail, N}, b3->strides, b3->offset + S * ks * b3->strides[1]);
-        if (st == NETCL_OK) st = nc_tensor_view_of(&pv, part, 3, (int64_t[]){1, M, N}, part->strides, part->offset + S * M * N);
-        if (st == NETCL_OK) st = run_product(pv, av, bv, NULL, 3, pv->sizes);
-        netcl_tensor_release(av); netcl_tensor_release(bv); netcl_tensor_release(pv);
-    }
+    netcl_status st = slice_products(part, 0, S, a3, b3, 0, ks);
+    if (st == NETCL_OK && tail > 0) st = slice_products(part, S, 1, a3, b3, S * ks, tail);
     if (st == NETCL_OK) st = nc_fwd_reduce(o3, NETCL_OP_SUM, part, 0, 1);
     netcl_tensor_release(part);
     return st;
