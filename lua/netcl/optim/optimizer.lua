@@ -279,25 +279,21 @@ function Optimizer:zero_grad()
   end
 end
 
--- The flat gradient buffers (current), for clipping and all-reduce.
-function Optimizer:flat_grads()
+-- field `key` of every bucket, after syncing each group
+local function bucket_buffers(self, key)
   local out = {}
   for gi in ipairs(self.param_groups) do
     sync(self, gi, true)
-    for _, b in ipairs(self._groups[gi].buckets) do out[#out + 1] = b.grad end
+    for _, b in ipairs(self._groups[gi].buckets) do out[#out + 1] = b[key] end
   end
   return out
 end
 
+-- The flat gradient buffers (current), for clipping and all-reduce.
+function Optimizer:flat_grads() return bucket_buffers(self, "grad") end
+
 -- The flat parameter buffers (current).
-function Optimizer:flat_params()
-  local out = {}
-  for gi in ipairs(self.param_groups) do
-    sync(self, gi, true)
-    for _, b in ipairs(self._groups[gi].buckets) do out[#out + 1] = b.flat end
-  end
-  return out
-end
+function Optimizer:flat_params() return bucket_buffers(self, "flat") end
 
 -- The state buffer `name` of bucket b, set to `fill` the first time a step
 -- uses it (and after a load that did not provide it).
