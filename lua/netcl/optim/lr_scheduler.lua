@@ -50,11 +50,15 @@ local function lrs_of(opt)
   return out
 end
 
+local function check_optimizer(who, optimizer)
+  if type(optimizer) ~= "table" or type(optimizer.param_groups) ~= "table" then
+    throw(who .. ": the first argument must be an optimizer, got " .. type(optimizer))
+  end
+end
+
 -- Common set-up; ends with the initial step (last_epoch -1 -> 0).
 function LRScheduler:setup(optimizer, last_epoch)
-  if type(optimizer) ~= "table" or type(optimizer.param_groups) ~= "table" then
-    throw(self.__name .. ": the first argument must be an optimizer, got " .. type(optimizer))
-  end
+  check_optimizer(self.__name, optimizer)
   self.optimizer = optimizer
   last_epoch = last_epoch or -1
   for i, g in ipairs(optimizer.param_groups) do
@@ -308,7 +312,7 @@ M.OneCycleLR = OneCycleLR
 function OneCycleLR:init(optimizer, opts)
   local who = "OneCycleLR"
   opts = opts_of(who, opts)
-  if type(optimizer) ~= "table" or type(optimizer.param_groups) ~= "table" then throw(who .. ": the first argument must be an optimizer") end
+  check_optimizer(who, optimizer)
   local total = opts.total_steps
   if total == nil and opts.epochs and opts.steps_per_epoch then total = opts.epochs * opts.steps_per_epoch end
   if type(total) ~= "number" or total < 1 then throw(who .. ": give total_steps, or epochs and steps_per_epoch (positive numbers)") end
@@ -372,7 +376,7 @@ M.ReduceLROnPlateau = ReduceLROnPlateau
 function ReduceLROnPlateau:init(optimizer, opts)
   local who = "ReduceLROnPlateau"
   opts = opts_of(who, opts)
-  if type(optimizer) ~= "table" or type(optimizer.param_groups) ~= "table" then throw(who .. ": the first argument must be an optimizer") end
+  check_optimizer(who, optimizer)
   self.optimizer = optimizer
   self.mode = opts.mode or "min"
   self.threshold_mode = opts.threshold_mode or "rel"
