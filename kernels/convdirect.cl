@@ -11,7 +11,11 @@
  *   4, tile WA = WM + 2) for stride 1, dilation 1, groups 1: V [WA*WA, C, P],
  *   U [WA*WA, O, C] (FLIP: the flipped, transposed weights that turn a
  *   backward-data pass into a forward one), Y from M [WA*WA, O, P], P =
- *   N * tiles_h * tiles_w. Outputs never alias inputs. */
+ *   N * tiles_h * tiles_w; V may be laid out in blocks of ps tiles
+ *   [WA*WA, S, C, ps] so the backward-weight GEMM can split its long K.
+ * wino_output_grad/weight_grad: the adjoints of wino_output and
+ *   wino_weight, for backward-weight: dM [WA*WA, S, O, ps] from dy, and dw
+ *   from dU [WA*WA, O, C]. Outputs never alias inputs. */
 typedef struct { long N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW; } conv_t;
 
 __kernel void conv_fwd(__global O_T *y_, long yo, __global const A_T *x_, long xo, __global const A_T *w_, long wo, conv_t g)
@@ -112,19 +116,21 @@ __constant float GM[6][3] = {{0.25f, 0, 0}, {-1.0f / 6, -1.0f / 6, -1.0f / 6}, {
 __constant float AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 #endif
 
-/* V[t, c, p] = (B^T d B)[t] for the input tile of (c, p); th/tw tile counts */
-__kernel void wino_input(__global O_T *v_, long vo, __global const A_T *x_, long xo, conv_t g, long th, long tw)
+/* V[t, s, c, k] = (B^T d B)[t] for the input tile (c, p = s*ps + k), zeros
+ * for p >= P (th/tw tile counts; ps = P: one block, V[t, c, p]) */
+__kernel void wino_input(__global O_T *v_, long vo, __global const A_T *x_, long xo, conv_t g, long th, long tw, long ps)
 {
     __global O_T *v = v_ + vo;
     __global const A_T *x = x_ + xo;
-    long P = g.N * th * tw;
-    GRID_LOOP(i, g.C * P) {
-        long p = i % P, c = i / P, n = p / (th * tw), ty = (p / tw) % th, tx = p % tw;
+    long P = g.N * th * tw, S = (P + ps - 1) / ps, Q = S * ps;
+    GRID_LOOP(i, g.C * Q) {
+        long p = i % Q, c = i / Q, n = p / (th * tw), ty = (p / tw) % th, tx = p % tw;
         A_CT d[WA][WA], t[WA][WA];
         for (int a = 0; a < WA; a++)
             for (int b = 0; b < WA; b++) {
                 long h = ty * WM - g.PH + a, w = tx * WM - g.PW + b;
-                d[a][b] = (h >= 0 && h < g.H && w >= 0 && w < g.W) ? A_LOAD(x, ((n * g.C + c) * g.H + h) * g.W + w) : (A_CT)0;
+                d[a][b] = (p < P && h >= 0 && h < g.H && w >= 0 && w < g.W) ? A_LOAD(x, ((n * g.C + c) * g.H + h) * g.W + w)
+                                                                            : (A_CT)0;
             }
         for (int a = 0; a < WA; a++)
             for (int b = 0; b < WA; b++) {
@@ -132,11 +138,12 @@ __kernel void wino_input(__global O_T *v_, long vo, __global const A_T *x_, long
                 for (int k = 0; k < WA; k++) s += (A_CT)BT[a][k] * d[k][b];
                 t[a][b] = s;
             }
+        long at = ((p / ps) * g.C + c) * ps + p % ps;
         for (int a = 0; a < WA; a++)
             for (int b = 0; b < WA; b++) {
                 A_CT s = 0;
                 for (int k = 0; k < WA; k++) s += t[a][k] * (A_CT)BT[b][k];
-                O_STORE(v, ((long)(a * WA + b) * g.C + c) * P + p, s);
+                O_STORE(v, (long)(a * WA + b) * S * g.C * ps + at, s);
             }
     }
 }
@@ -183,6 +190,62 @@ __kernel void wino_output(__global O_T *y_, long yo, __global const A_T *m_, lon
                 A_CT s = 0;
                 for (int k = 0; k < WA; k++) s += t[a][k] * (A_CT)AT[b][k];
                 O_STORE(y, ((n * g.O + o) * g.OH + oy) * g.OW + ox, s);
+            }
+    }
+}
+
+/* dM[t, s, o, k] = (A dy A^T)[t] for the output tile (o, p = s*ps + k): the
+ * adjoint of wino_output, dy zero past the output and for p >= P */
+__kernel void wino_output_grad(__global O_T *m_, long mo, __global const A_T *dy_, long yo, conv_t g, long th, long tw,
+                               long ps)
+{
+    __global O_T *m = m_ + mo;
+    __global const A_T *dy = dy_ + yo;
+    long P = g.N * th * tw, S = (P + ps - 1) / ps, Q = S * ps;
+    GRID_LOOP(i, g.O * Q) {
+        long p = i % Q, o = i / Q, n = p / (th * tw), ty = (p / tw) % th, tx = p % tw;
+        A_CT d[WM][WM], t[WA][WM];
+        for (int a = 0; a < WM; a++)
+            for (int b = 0; b < WM; b++) {
+                long oy = ty * WM + a, ox = tx * WM + b;
+                d[a][b] = (p < P && oy < g.OH && ox < g.OW) ? A_LOAD(dy, ((n * g.O + o) * g.OH + oy) * g.OW + ox) : (A_CT)0;
+            }
+        for (int a = 0; a < WA; a++)
+            for (int b = 0; b < WM; b++) {
+                A_CT s = 0;
+                for (int k = 0; k < WM; k++) s += (A_CT)AT[k][a] * d[k][b];
+                t[a][b] = s;
+            }
+        long at = ((p / ps) * g.O + o) * ps + p % ps;
+        for (int a = 0; a < WA; a++)
+            for (int b = 0; b < WA; b++) {
+                A_CT s = 0;
+                for (int k = 0; k < WM; k++) s += t[a][k] * (A_CT)AT[k][b];
+                O_STORE(m, (long)(a * WA + b) * S * g.O * ps + at, s);
+            }
+    }
+}
+
+/* dw[o, c] = (G^T dU G) over dU[t, o, c]: the adjoint of wino_weight */
+__kernel void wino_weight_grad(__global O_T *dw_, long wo, __global const A_T *du_, long uo, long O, long C)
+{
+    __global O_T *dw = dw_ + wo;
+    __global const A_T *du = du_ + uo;
+    GRID_LOOP(i, O * C) {
+        long c = i % C, o = i / C;
+        A_CT t[3][WA];
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < WA; b++) t[a][b] = 0;
+        for (int k = 0; k < WA; k++)
+            for (int b = 0; b < WA; b++) {
+                A_CT u = A_LOAD(du, ((long)(k * WA + b) * O + o) * C + c);
+                for (int a = 0; a < 3; a++) t[a][b] += (A_CT)GM[k][a] * u;
+            }
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                A_CT s = 0;
+                for (int k = 0; k < WA; k++) s += t[a][k] * (A_CT)GM[k][b];
+                O_STORE(dw, ((o * C + c) * 3 + a) * 3 + b, s);
             }
     }
 }

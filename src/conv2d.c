@@ -4,7 +4,8 @@
  *   im2col     unfold + one GEMM per group for the whole batch (+ fold)
  *   gemm1x1    1x1 stride-1 unpadded: the GEMM on the input as it is
  *   winograd2  F(2x2, 3x3) and winograd4 F(4x4, 3x3): 3x3, stride 1,
- *              dilation 1, groups 1 (forward and backward-data)
+ *              dilation 1, groups 1 (all three passes; backward-weight
+ *              through the transforms' adjoints)
  * NETCL_CONV_ALGO=<name> forces one wherever it applies (the planner's
  * choice elsewhere). Every pass returns a new contiguous tensor. */
 #include "ops.h"
@@ -35,7 +36,7 @@ int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
         return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PH == 0 && g->PW == 0 && g->G == 1;
     case NC_CONV_WINOGRAD2: case NC_CONV_WINOGRAD4:
         return g->KH == 3 && g->KW == 3 && g->SH == 1 && g->SW == 1 && g->DH == 1 && g->DW == 1 && g->G == 1 &&
-               pass != NC_CONV_PASS_WEIGHT && (pass != NC_CONV_PASS_DATA || (g->PH <= 2 && g->PW <= 2));
+               (pass != NC_CONV_PASS_DATA || (g->PH <= 2 && g->PW <= 2));
     default: return 0;
     }
 }
@@ -43,7 +44,7 @@ int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
 /* The planner: a forced choice (NETCL_CONV_ALGO) where it applies, else the
  * tuner's measured winner once it has one, else a rule: depthwise, gemm1x1,
  * direct for small convolutions on GPUs, Winograd for 3x3 stride-1 ones on
- * GPUs (forward and backward-data), im2col otherwise. */
+ * GPUs, im2col otherwise. */
 nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
     (void)dt;
@@ -59,10 +60,10 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     double macs = (double)g->N * (double)g->O * (double)g->OH * (double)g->OW * (double)(g->C / g->G) * (double)g->KH *
                   (double)g->KW;
     if (dev->type == NETCL_DEVICE_OPENCL_GPU && macs <= 16e6) return NC_CONV_DIRECT;
-    /* on a GPU, Winograd does 3x3 stride-1 forward and backward-data in
-     * 2.25x (F(2x2)) or 4x (F(4x4)) fewer multiplies; F(4x4) wins from 8x8
-     * outputs up (examples/bench/layers.lua on an H100: 64x32x32 at batch
-     * 128, forward 0.36 ms against im2col's 0.93); few channels leave its
+    /* on a GPU, Winograd does 3x3 stride-1 passes in 2.25x (F(2x2)) or 4x
+     * (F(4x4)) fewer multiplies; F(4x4) wins from 8x8 outputs up
+     * (examples/bench/layers.lua on an H100: 64x32x32 at batch 128,
+     * forward 0.36 ms against im2col's 0.93); few channels leave its
      * batched GEMMs too thin to pay for the transforms */
     if (dev->type == NETCL_DEVICE_OPENCL_GPU && g->C >= 16 && g->O >= 16 &&
         nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass))
@@ -135,13 +136,15 @@ static netcl_tensor *fold(scratch *s, netcl_tensor *c, const int64_t *size, cons
     netcl_status r = nc_fwd_fold(&o, c, size, k, d, p, st);
     return keep(s, r, o);
 }
-static netcl_tensor *sum0(scratch *s, netcl_tensor *t)
+static netcl_tensor *sum_dim(scratch *s, netcl_tensor *t, int dim)
 {
     netcl_tensor *o = NULL;
     if (s->st != NETCL_OK) return NULL;
-    netcl_status r = nc_fwd_reduce(&o, NETCL_OP_SUM, t, 0, 0);
+    netcl_status r = nc_fwd_reduce(&o, NETCL_OP_SUM, t, dim, 0);
     return keep(s, r, o);
 }
+static netcl_tensor *sum0(scratch *s, netcl_tensor *t) { return sum_dim(s, t, 0); }
+static netcl_tensor *sum1(scratch *s, netcl_tensor *t) { return sum_dim(s, t, 1); }
 static netcl_tensor *empty(scratch *s, netcl_tensor *like, int nd, const int64_t *sizes)
 {
     netcl_tensor *o = NULL;
@@ -260,10 +263,44 @@ static netcl_tensor *winograd_fwd(scratch *s, const nc_conv_args *g, int64_t m, 
     return y;
 }
 
+/* Tiles per block of the backward-weight layouts: the [T, O, C] products'
+ * K (the P tiles) is cut into blocks so that the batched GEMM has about two
+ * output tiles per compute unit (as linalg.c's split-K), blocks of at
+ * least 1024 tiles and at most 4096, a multiple of 8 (aligned operands for
+ * the tensor-core path). */
+static int64_t wino_block(const netcl_device *dev, const nc_conv_args *g, int64_t T, int64_t P)
+{
+    int64_t tiles = T * ((g->O + 127) / 128) * ((g->C + 127) / 128), S = (P + 4095) / 4096;
+    if (dev->type != NETCL_DEVICE_CPU) {
+        int64_t want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16), s2 = (want + tiles - 1) / tiles;
+        if (s2 > P / 1024) s2 = P / 1024;
+        if (s2 > S) S = s2;
+    }
+    return ((P + S - 1) / S + 7) / 8 * 8;
+}
+
+/* backward-weight: dU[t] = dM[t] V[t]^T with dM the output transform's
+ * adjoint applied to dy and V the input transform of x, summed over the
+ * blocks of tiles; dw = the weight transform's adjoint of dU */
+static netcl_tensor *winograd_weight(scratch *s, const nc_conv_args *g, int64_t m, netcl_tensor *x, netcl_tensor *dy)
+{
+    int64_t th = (g->OH + m - 1) / m, tw = (g->OW + m - 1) / m, P = g->N * th * tw, T = (m + 2) * (m + 2);
+    int64_t ps = wino_block(nc_dev(x), g, T, P), S = (P + ps - 1) / ps, O = g->O, C = g->C;
+    netcl_tensor *V = empty(s, x, 3, (int64_t[]){T * S, C, ps}), *D = empty(s, x, 3, (int64_t[]){T * S, O, ps});
+    kernel(s, NC_WINO_INPUT, g, V, x, NULL, m, ps);
+    kernel(s, NC_WINO_OUTPUT_GRAD, g, D, dy, NULL, m, ps);
+    netcl_tensor *dU = mm(s, D, transpose(s, V, 1, 2));                               /* [T*S, O, C] */
+    if (S > 1) dU = sum1(s, view(s, dU, 3, (int64_t[]){T, S, O * C}));
+    netcl_tensor *dw = empty(s, x, 4, (int64_t[]){O, C, 3, 3});
+    kernel(s, NC_WINO_WEIGHT_GRAD, g, dw, dU, NULL, m, 0);
+    return dw;
+}
+
 static netcl_tensor *winograd_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, int64_t m, netcl_tensor *a,
                                    netcl_tensor *b)
 {
     if (pass == NC_CONV_PASS_FWD) return winograd_fwd(s, g, m, a, b, 0);
+    if (pass == NC_CONV_PASS_WEIGHT) return winograd_weight(s, g, m, a, b);
     /* backward-data of a stride-1 3x3 conv: a forward conv of dy with the
      * flipped, transposed weights and padding 2 - p */
     nc_conv_args t = {g->N, g->O, g->OH, g->OW, g->C, 1, 3, 3, 1, 1, 2 - g->PH, 2 - g->PW, 1, 1, g->H, g->W};

@@ -111,9 +111,12 @@ typedef enum nc_conv_kernel {
     NC_CONV_FWD,          /* out y <- a x, b w */
     NC_CONV_BWD_DATA,     /* out dx <- a dy, b w */
     NC_CONV_BWD_WEIGHT,   /* out dw <- a x, b dy */
-    NC_WINO_INPUT,        /* out V [T, C, P] <- a x (m = p0) */
+    NC_WINO_INPUT,        /* out V [T, S, C, ps] <- a x (m = p0; tiles p = s*ps + k in blocks of ps = p1,
+                             zeros past P; p1 = 0: one block of P) */
     NC_WINO_WEIGHT,       /* out U [T, O, C] <- a w (m = p0; p1: flipped, transposed w [C, O, 3, 3]) */
-    NC_WINO_OUTPUT        /* out y <- a M [T, O, P] (m = p0) */
+    NC_WINO_OUTPUT,       /* out y <- a M [T, O, P] (m = p0) */
+    NC_WINO_OUTPUT_GRAD,  /* out dM [T, S, O, ps] <- a dy: the output transform's adjoint (m = p0, ps = p1 > 0) */
+    NC_WINO_WEIGHT_GRAD   /* out dw [O, C, 3, 3] <- a dU [T, O, C]: the weight transform's adjoint (m = p0) */
 } nc_conv_kernel;
 
 /* The kernels of fused batch normalisation over x viewed [N, C, S] (all

@@ -9,7 +9,9 @@
 #define ld(d, i) nc_cpu_ld((d), (d)->offset + (i))
 #define st(d, i, v) nc_cpu_st((d), (d)->offset + (i), (v))
 
-typedef struct { const nc_conv_args *g; const nc_desc *out, *a, *b; int64_t m, flip, th, tw; } job;
+/* m: Winograd tile; flip: wino_weight's flipped weight; ps: tiles per block
+ * of the blocked layouts (see nc_conv_kernel) */
+typedef struct { const nc_conv_args *g; const nc_desc *out, *a, *b; int64_t m, flip, th, tw, ps; } job;
 
 static void fwd(void *v, int64_t s, int64_t e)
 {
@@ -97,18 +99,26 @@ static const double AT4[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1
 #define GMM(m, a, b) ((m) == 2 ? G2[a][b] : G4[a][b])
 #define ATM(m, a, b) ((m) == 2 ? AT2[a][b] : AT4[a][b])
 
+/* the tile count P and its blocks: S blocks of ps tiles (ps = 0: one of P) */
+static int64_t blocks(const job *j, int64_t *ps)
+{
+    int64_t P = j->g->N * j->th * j->tw;
+    *ps = j->ps > 0 ? j->ps : P;
+    return (P + *ps - 1) / *ps;
+}
+
 static void wino_input(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_args *g = j->g;
-    int64_t m = j->m, A = m + 2, P = g->N * j->th * j->tw;
+    int64_t m = j->m, A = m + 2, P = g->N * j->th * j->tw, ps, S = blocks(j, &ps), Q = S * ps;
     double d[6][6], t[6][6];
     for (int64_t i = s; i < e; i++) {
-        int64_t p = i % P, c = i / P, n = p / (j->th * j->tw), ty = (p / j->tw) % j->th, tx = p % j->tw;
+        int64_t p = i % Q, c = i / Q, n = p / (j->th * j->tw), ty = (p / j->tw) % j->th, tx = p % j->tw;
         for (int64_t a = 0; a < A; a++)
             for (int64_t b = 0; b < A; b++) {
                 int64_t h = ty * m - g->PH + a, w = tx * m - g->PW + b;
-                d[a][b] = h >= 0 && h < g->H && w >= 0 && w < g->W ? ld(j->a, ((n * g->C + c) * g->H + h) * g->W + w) : 0;
+                d[a][b] = p < P && h >= 0 && h < g->H && w >= 0 && w < g->W ? ld(j->a, ((n * g->C + c) * g->H + h) * g->W + w) : 0;
             }
         for (int64_t a = 0; a < A; a++)
             for (int64_t b = 0; b < A; b++) {
@@ -120,7 +130,7 @@ static void wino_input(void *v, int64_t s, int64_t e)
             for (int64_t b = 0; b < A; b++) {
                 double acc = 0;
                 for (int64_t k = 0; k < A; k++) acc += t[a][k] * BTM(m, b, k);
-                st(j->out, ((a * A + b) * g->C + c) * P + p, acc);
+                st(j->out, (((a * A + b) * S + p / ps) * g->C + c) * ps + p % ps, acc);
             }
     }
 }
@@ -169,20 +179,77 @@ static void wino_output(void *v, int64_t s, int64_t e)
     }
 }
 
+/* dM = A dy A^T per output tile (the adjoint of wino_output; rows and
+ * columns past the output are zero), in wino_input's blocked layout */
+static void wino_output_grad(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t m = j->m, A = m + 2, P = g->N * j->th * j->tw, ps, S = blocks(j, &ps), Q = S * ps;
+    double d[4][4], t[6][4];
+    for (int64_t i = s; i < e; i++) {
+        int64_t p = i % Q, o = i / Q, n = p / (j->th * j->tw), ty = (p / j->tw) % j->th, tx = p % j->tw;
+        for (int64_t a = 0; a < m; a++)
+            for (int64_t b = 0; b < m; b++) {
+                int64_t oy = ty * m + a, ox = tx * m + b;
+                d[a][b] = p < P && oy < g->OH && ox < g->OW ? ld(j->a, ((n * g->O + o) * g->OH + oy) * g->OW + ox) : 0;
+            }
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t b = 0; b < m; b++) {
+                double acc = 0;
+                for (int64_t k = 0; k < m; k++) acc += ATM(m, k, a) * d[k][b];
+                t[a][b] = acc;
+            }
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t b = 0; b < A; b++) {
+                double acc = 0;
+                for (int64_t k = 0; k < m; k++) acc += t[a][k] * ATM(m, k, b);
+                st(j->out, (((a * A + b) * S + p / ps) * g->O + o) * ps + p % ps, acc);
+            }
+    }
+}
+
+/* dw = G^T dU G per (o, c): the adjoint of wino_weight (unflipped) */
+static void wino_weight_grad(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t m = j->m, A = m + 2, O = g->O, C = g->C;
+    double t[3][6];
+    for (int64_t i = s; i < e; i++) {
+        int64_t c = i % C, o = i / C;
+        for (int a = 0; a < 3; a++)
+            for (int64_t b = 0; b < A; b++) {
+                double acc = 0;
+                for (int64_t k = 0; k < A; k++) acc += GMM(m, k, a) * ld(j->a, ((k * A + b) * O + o) * C + c);
+                t[a][b] = acc;
+            }
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                double acc = 0;
+                for (int64_t k = 0; k < A; k++) acc += t[a][k] * GMM(m, k, b);
+                st(j->out, ((o * C + c) * 3 + a) * 3 + b, acc);
+            }
+    }
+}
+
 netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out,
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1)
 {
     (void)dev;
     int64_t m = p0 > 0 ? p0 : 1;
-    job j = {g, out, a, b, p0, p1, (g->OH + m - 1) / m, (g->OW + m - 1) / m};
-    int64_t per, n;
+    job j = {g, out, a, b, p0, p1, (g->OH + m - 1) / m, (g->OW + m - 1) / m, kind == NC_WINO_WEIGHT ? 0 : p1};
+    int64_t per, n, ps = 0, S = 1;
+    if (kind == NC_WINO_INPUT || kind == NC_WINO_OUTPUT_GRAD) S = blocks(&j, &ps);
     nc_range_fn fn;
     switch (kind) {
     case NC_CONV_FWD: fn = fwd; n = g->N * g->O * g->OH * g->OW; per = (g->C / g->G) * g->KH * g->KW; break;
     case NC_CONV_BWD_DATA: fn = bwd_data; n = g->N * g->C * g->H * g->W; per = (g->O / g->G) * g->KH * g->KW; break;
     case NC_CONV_BWD_WEIGHT: fn = bwd_weight; n = g->O * (g->C / g->G) * g->KH * g->KW; per = g->N * g->OH * g->OW; break;
-    case NC_WINO_INPUT: fn = wino_input; n = g->C * g->N * j.th * j.tw; per = 100; break;
+    case NC_WINO_INPUT: fn = wino_input; n = g->C * S * ps; per = 100; break;
     case NC_WINO_WEIGHT: fn = wino_weight; n = g->O * g->C; per = 100; break;
+    case NC_WINO_OUTPUT_GRAD: fn = wino_output_grad; n = g->O * S * ps; per = 100; break;
+    case NC_WINO_WEIGHT_GRAD: fn = wino_weight_grad; n = g->O * g->C; per = 400; break;
     default: fn = wino_output; n = g->O * g->N * j.th * j.tw; per = 100; break;
     }
     nc_parallel_for(n, per >= 16384 ? 1 : 16384 / (per + 1) + 1, fn, &j);
