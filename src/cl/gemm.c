@@ -95,13 +95,13 @@ void nc_gemm_class_key(const nc_gemm_call *g, char *buf, size_t len)
 }
 
 /* ---- defaults ----------------------------------------------------------------- */
-static int64_t groups(const nc_gemm_call *g, int mwg, int nwg)
+int64_t nc_gemm_groups(const nc_gemm_call *g, int mwg, int nwg)
 {
     return ((g->M + mwg - 1) / mwg) * ((g->N + nwg - 1) / nwg) * g->B;
 }
 
 /* the share of a t x t tiling's work that lands inside the product */
-static double fill(const nc_gemm_call *g, int t)
+double nc_gemm_fill(const nc_gemm_call *g, int t)
 {
     return (double)g->M * (double)g->N / ((double)((g->M + t - 1) / t * t) * (double)((g->N + t - 1) / t * t));
 }
@@ -124,9 +124,9 @@ void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *c)
      * backward-weight per sample, idles half of a 128-row tile), smaller
      * tiles when the grid would leave compute units idle */
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
-    if (groups(g, 128, 128) >= cu && fill(g, 128) >= 0.8 * fill(g, 64))
+    if (nc_gemm_groups(g, 128, 128) >= cu && nc_gemm_fill(g, 128) >= 0.8 * nc_gemm_fill(g, 64))
         *c = (nc_gemm_cfg){NC_GEMM_TILED, 128, 128, 16, 8, 32, 4, 4, 4, 4, 0, 0, 0, 0};
-    else if (groups(g, 64, 64) >= cu)
+    else if (nc_gemm_groups(g, 64, 64) >= cu)
         *c = (nc_gemm_cfg){NC_GEMM_TILED, 64, 64, 16, 16, 16, 2, 2, 4, 4, 0, 0, 0, 0};
     else
         *c = (nc_gemm_cfg){NC_GEMM_TILED, 32, 32, 16, 8, 8, 2, 2, 4, 2, 0, 0, 0, 0};

@@ -66,6 +66,10 @@ netcl_status nc_gemm_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg);
 void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why);
 /* The configuration used without a tuned entry. */
 void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
+/* Work-groups of an mwg x nwg tiling of g (all batches), and the share of
+ * a t x t tiling's work that lands inside the product (not on padding). */
+int64_t nc_gemm_groups(const nc_gemm_call *g, int mwg, int nwg);
+double nc_gemm_fill(const nc_gemm_call *g, int t);
 
 /* tune.c: the tuned configuration for g's class, if the cache has one. */
 int nc_gemm_tuned(const nc_gemm_call *g, nc_gemm_cfg *cfg);

@@ -71,10 +71,12 @@ void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
     /* 128 x 128 blocks of four 64 x 64 warp tiles, two stages (the 48 KiB
      * of local memory OpenCL gets on NVIDIA); 64 x 64 blocks with three
-     * stages when the large ones would leave multiprocessors idle */
+     * stages when the large ones would leave multiprocessors idle or
+     * spend much more of their work on padding (a 64-row product, as
+     * Winograd's per-position GEMMs at 64 channels, idles half a block) */
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     int kbk = g->out->dtype == NETCL_DTYPE_FLOAT32 ? 16 : 32;
-    int64_t big = ((g->M + 127) / 128) * ((g->N + 127) / 128) * g->B;
+    int64_t big = nc_gemm_fill(g, 128) >= 0.8 * nc_gemm_fill(g, 64) ? nc_gemm_groups(g, 128, 128) : 0;
     /* 16-bit: 4 x 2 warps of 32 x 64 (the tuner's winner on an H100: 238
      * against 196 TFLOP/s for 2 x 2 at 8192^3 bfloat16) */
     int wm = g->out->dtype == NETCL_DTYPE_FLOAT32 ? 2 : 4;
