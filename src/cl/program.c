@@ -121,6 +121,18 @@ static void save_binary(nc_cl_device *cd, cl_program prog, const char *path)
     free(bin);
 }
 
+static void print_build_log(nc_cl_device *cd, cl_program prog, const char *family)
+{
+    size_t len = 0;
+    nc_cl.clGetProgramBuildInfo(prog, cd->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
+    char *log = len > 1 ? malloc(len + 1) : NULL;
+    if (!log) return;
+    nc_cl.clGetProgramBuildInfo(prog, cd->id, CL_PROGRAM_BUILD_LOG, len, log, NULL);
+    log[len] = 0;
+    fprintf(stderr, "netcl: build log of %s:\n%s\n", family, log);
+    free(log);
+}
+
 static netcl_status build(nc_cl_device *cd, const char *family, const char *options, cl_program *out)
 {
     char *common = kernel_source("common"), *ops = kernel_source("ops"), *body = kernel_source(family);
@@ -132,7 +144,11 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
     }
     char opts[600];
     /* -DNC_FP64: the host's view of fp64 support, which picks WIDE_T (common.cl) */
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2%s %s", cd->dev->has_fp64 ? " -DNC_FP64" : "", options);
+    /* NETCL_CL_OPTIONS: extra compiler options for experiments (e.g.
+     * NVIDIA's -cl-nv-verbose, whose ptxas report NETCL_DEBUG=2 prints) */
+    const char *extra = getenv("NETCL_CL_OPTIONS");
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2%s %s%s%s", cd->dev->has_fp64 ? " -DNC_FP64" : "", options,
+             extra && *extra ? " " : "", extra ? extra : "");
     const char *srcs[3] = {common, ops, body};
     uint64_t h = 0xcbf29ce484222325ULL;
     h = fnv1a(h, common); h = fnv1a(h, ops); h = fnv1a(h, body); h = fnv1a(h, opts);
@@ -161,6 +177,7 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
             prog = NULL;
         } else {
             __atomic_fetch_add(&compiled, 1, __ATOMIC_RELAXED);
+            if (debug_level() >= 2) print_build_log(cd, prog, family);
             if (have_dir) save_binary(cd, prog, path);
         }
     } else {
