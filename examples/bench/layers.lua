@@ -4,21 +4,26 @@
 -- then pooling, batch norm and ReLU, each next to PyTorch's figure for the
 -- same layer (examples/bench/layers_peer.py, same command). Finds which
 -- layer a slow model step loses its time in.
---   netcl examples/bench/layers.lua [--device NAME] [--only SUBSTRING] [--reps N]
+-- --tf32: both sides may use TF32 tensor cores (netcl.backends.allow_tf32;
+-- cuDNN's allow_tf32, PyTorch's default for convolutions).
+--   netcl examples/bench/layers.lua [--device NAME] [--only SUBSTRING] [--reps N] [--tf32]
 local netcl = require("netcl")
 local F = netcl.nn.functional
 local ffi = require("ffi")
 
-local opts = { device = nil, only = nil, reps = 10 }
+local opts = { device = nil, only = nil, reps = 10, tf32 = false }
 local i = 1
 while i <= #arg do
   local key = arg[i]:match("^%-%-(.+)$")
+  if key == "tf32" then opts.tf32 = true; i = i + 1; goto continue end
   if not key or opts[key] == nil and key ~= "device" and key ~= "only" then
     error("unknown argument " .. arg[i] .. " (try --device NAME, --only SUBSTRING, --reps N)")
   end
   opts[key] = key == "reps" and tonumber(arg[i + 1]) or arg[i + 1]
   i = i + 2
+  ::continue::
 end
+netcl.backends.allow_tf32 = opts.tf32
 local dev = opts.device or netcl.default_device()
 
 ffi.cdef [[ int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name); ]]
@@ -118,7 +123,8 @@ local pdev = "cpu"
 for _, d in ipairs(netcl.devices()) do
   if d.name == netcl.device(dev).name and d.type == "opencl_gpu" then pdev = "cuda" end
 end
-local p = io.popen(("python3 %s/layers_peer.py %s %d '%s' 2>/dev/null"):format(here, pdev, opts.reps, opts.only or ""))
+local p = io.popen(("python3 %s/layers_peer.py %s %d '%s' %s 2>/dev/null"):format(here, pdev, opts.reps, opts.only or "",
+  opts.tf32 and "tf32" or "fp32"))
 local peer_name
 if p then
   for line in p:lines() do

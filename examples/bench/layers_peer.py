@@ -1,6 +1,6 @@
 # examples/bench/layers_peer.py — the PyTorch side of examples/bench/layers.lua:
 # the same layers at the same shapes, printed as "name<TAB>fwd ms<TAB>fwd+bwd ms".
-# usage: python3 layers_peer.py cuda|cpu REPS [ONLY]
+# usage: python3 layers_peer.py cuda|cpu REPS [ONLY] [fp32|tf32]
 import sys, time
 import torch
 import torch.nn.functional as F
@@ -9,9 +9,11 @@ dev = sys.argv[1] if sys.argv[1] == "cpu" or torch.cuda.is_available() else "cpu
 reps = int(sys.argv[2])
 only = sys.argv[3] if len(sys.argv) > 3 else ""
 torch.backends.cudnn.benchmark = True
-# float32 as netcl computes it: cuDNN would otherwise run convolutions in TF32
-torch.backends.cudnn.allow_tf32 = False
-torch.backends.cuda.matmul.allow_tf32 = False
+# float32 as netcl computes it (cuDNN would otherwise run convolutions in
+# TF32), unless the caller asked for TF32 on both sides
+tf32 = len(sys.argv) > 4 and sys.argv[4] == "tf32"
+torch.backends.cudnn.allow_tf32 = tf32
+torch.backends.cuda.matmul.allow_tf32 = tf32
 print("device", torch.cuda.get_device_name() if dev == "cuda" else "cpu (%d threads)" % torch.get_num_threads())
 
 def sync():

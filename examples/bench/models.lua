@@ -5,21 +5,24 @@
 -- images per second after warm-up steps). models_peer.py runs the same
 -- workloads in PyTorch (CUDA when present, else CPU; TF32 off) when
 -- `python3 -c 'import torch'` works, and the table prints the ratio
--- (> 1: netcl faster).
---   netcl examples/bench/models.lua [--device NAME] [--only lenet|resnet] [--quick]
+-- (> 1: netcl faster). --tf32 lets both sides use TF32 tensor cores for
+-- float32 products and convolutions (netcl.backends.allow_tf32; PyTorch's
+-- own default for cuDNN convolutions).
+--   netcl examples/bench/models.lua [--device NAME] [--only lenet|resnet] [--quick] [--tf32]
 --       [--lenet-steps N] [--resnet-steps N] [--resnet-warmup N] [--resnet-batch N]
 local netcl = require("netcl")
 local nn, optim = netcl.nn, netcl.optim
 
-local opts = { device = nil, only = nil, quick = false, ["lenet-steps"] = 50, ["resnet-steps"] = 20, ["resnet-warmup"] = 3,
+local opts = { device = nil, only = nil, quick = false, tf32 = false, ["lenet-steps"] = 50, ["resnet-steps"] = 20, ["resnet-warmup"] = 3,
                ["resnet-batch"] = 128 }
 local i = 1
 while arg and arg[i] do
   local key = arg[i]:match("^%-%-(.+)$")
-  if key == "quick" then opts.quick = true; i = i + 1
+  if key == "quick" or key == "tf32" then opts[key] = true; i = i + 1
   elseif key and opts[key] ~= nil or key == "device" or key == "only" then opts[key] = tonumber(arg[i + 1]) or arg[i + 1]; i = i + 2
   else error("unknown argument " .. tostring(arg[i])) end
 end
+netcl.backends.allow_tf32 = opts.tf32
 if opts.quick then opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"] = 10, 2, 1 end
 
 local dev = netcl.device(opts.device).name
@@ -103,8 +106,8 @@ local function torch_results(list)
   -- active); on a small shared VM that costs it 10-30x on these steps, so the
   -- peer waits passively unless the caller chose a policy
   local env = (not is_gpu and not os.getenv("OMP_WAIT_POLICY")) and "OMP_WAIT_POLICY=PASSIVE " or ""
-  local cmd = ("%spython3 %s/models_peer.py %s %s %d %d %d 2>&1"):format(env, here, is_gpu and "cuda" or "cpu", table.concat(specs, ","),
-    opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"])
+  local cmd = ("%spython3 %s/models_peer.py %s %s %d %d %d %s 2>&1"):format(env, here, is_gpu and "cuda" or "cpu", table.concat(specs, ","),
+    opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"], opts.tf32 and "tf32" or "fp32")
   local p = io.popen(cmd)
   local res, pdev, other = {}, nil, {}
   for line in p:lines() do

@@ -1,15 +1,16 @@
 # examples/bench/models_peer.py — the PyTorch side of examples/bench/models.lua:
 # the LeNet-5 Adam step (us/step) and ResNet-18 CIFAR training throughput
 # (img/s) with the same models, optimizers and timing, eager mode, float32
-# (TF32 off), printed as "key size value".
-# usage: python3 models_peer.py cuda|cpu key:size,... lenet_steps resnet_steps resnet_warmup
+# (TF32 off unless the last argument is tf32), printed as "key size value".
+# usage: python3 models_peer.py cuda|cpu key:size,... lenet_steps resnet_steps resnet_warmup [fp32|tf32]
 import sys, time
 import torch
 import torch.nn as nn
 
 dev = sys.argv[1] if sys.argv[1] == "cpu" or torch.cuda.is_available() else "cpu"
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
+tf32 = len(sys.argv) > 6 and sys.argv[6] == "tf32"
+torch.backends.cuda.matmul.allow_tf32 = tf32
+torch.backends.cudnn.allow_tf32 = tf32
 lenet_steps, resnet_steps, resnet_warmup = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 print("device", torch.cuda.get_device_name() if dev == "cuda" else "cpu (%d threads)" % torch.get_num_threads(), flush=True)
 
