@@ -95,9 +95,32 @@ static const double G4[6][3] = {{0.25, 0, 0}, {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-
                                 {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
 static const double AT4[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 
-#define BTM(m, a, b) ((m) == 2 ? BT2[a][b] : BT4[a][b])
-#define GMM(m, a, b) ((m) == 2 ? G2[a][b] : G4[a][b])
-#define ATM(m, a, b) ((m) == 2 ? AT2[a][b] : AT4[a][b])
+/* The transform matrix of F(m x m, 3 x 3) and its row length. */
+static const double *mat(int which, int64_t m, int *ls)
+{
+    *ls = which == 1 ? 3 : (int)m + 2;   /* 0 B^T, 1 G, 2 A^T */
+    if (which == 0) return m == 2 ? BT2[0] : BT4[0];
+    return which == 1 ? (m == 2 ? G2[0] : G4[0]) : (m == 2 ? AT2[0] : AT4[0]);
+}
+
+/* out (r x r) = L X L^T for X (c x c) and L (r x c) = M, or M^T when tr:
+ * every transform and adjoint below is one of these */
+static void sandwich(const double *M, int ls, int tr, int r, int c, const double *X, double *out)
+{
+    double t[6 * 6];
+    for (int i = 0; i < r; i++)
+        for (int b = 0; b < c; b++) {
+            double acc = 0;
+            for (int k = 0; k < c; k++) acc += (tr ? M[k * ls + i] : M[i * ls + k]) * X[k * c + b];
+            t[i * c + b] = acc;
+        }
+    for (int i = 0; i < r; i++)
+        for (int b = 0; b < r; b++) {
+            double acc = 0;
+            for (int k = 0; k < c; k++) acc += t[i * c + k] * (tr ? M[k * ls + b] : M[b * ls + k]);
+            out[i * r + b] = acc;
+        }
+}
 
 /* the tile count P and its blocks: S blocks of ps tiles (ps = 0: one of P) */
 static int64_t blocks(const job *j, int64_t *ps)
@@ -107,74 +130,63 @@ static int64_t blocks(const job *j, int64_t *ps)
     return (P + *ps - 1) / *ps;
 }
 
+/* V = B^T d B per input tile, in the blocked layout */
 static void wino_input(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_args *g = j->g;
+    int ls;
+    const double *BT = mat(0, j->m, &ls);
     int64_t m = j->m, A = m + 2, P = g->N * j->th * j->tw, ps, S = blocks(j, &ps), Q = S * ps;
-    double d[6][6], t[6][6];
+    double d[36], u[36];
     for (int64_t i = s; i < e; i++) {
         int64_t p = i % Q, c = i / Q, n = p / (j->th * j->tw), ty = (p / j->tw) % j->th, tx = p % j->tw;
         for (int64_t a = 0; a < A; a++)
             for (int64_t b = 0; b < A; b++) {
                 int64_t h = ty * m - g->PH + a, w = tx * m - g->PW + b;
-                d[a][b] = p < P && h >= 0 && h < g->H && w >= 0 && w < g->W ? ld(j->a, ((n * g->C + c) * g->H + h) * g->W + w) : 0;
+                d[a * A + b] = p < P && h >= 0 && h < g->H && w >= 0 && w < g->W ? ld(j->a, ((n * g->C + c) * g->H + h) * g->W + w) : 0;
             }
-        for (int64_t a = 0; a < A; a++)
-            for (int64_t b = 0; b < A; b++) {
-                double acc = 0;
-                for (int64_t k = 0; k < A; k++) acc += BTM(m, a, k) * d[k][b];
-                t[a][b] = acc;
-            }
-        for (int64_t a = 0; a < A; a++)
-            for (int64_t b = 0; b < A; b++) {
-                double acc = 0;
-                for (int64_t k = 0; k < A; k++) acc += t[a][k] * BTM(m, b, k);
-                st(j->out, (((a * A + b) * S + p / ps) * g->C + c) * ps + p % ps, acc);
-            }
+        sandwich(BT, ls, 0, (int)A, (int)A, d, u);
+        for (int64_t t = 0; t < A * A; t++) st(j->out, ((t * S + p / ps) * g->C + c) * ps + p % ps, u[t]);
     }
 }
 
+/* U = G k G^T per (o, c); flip: k from the flipped, transposed w [C, O, 3, 3] */
 static void wino_weight(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_args *g = j->g;
-    int64_t m = j->m, A = m + 2, O = g->O, C = g->C;
-    double k[3][3], t[6][3];
+    int ls;
+    const double *G = mat(1, j->m, &ls);
+    int64_t A = j->m + 2, O = g->O, C = g->C;
+    double k[9], u[36];
     for (int64_t i = s; i < e; i++) {
         int64_t c = i % C, o = i / C;
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++)
-                k[a][b] = j->flip ? ld(j->a, ((c * O + o) * 3 + 2 - a) * 3 + 2 - b) : ld(j->a, ((o * C + c) * 3 + a) * 3 + b);
-        for (int64_t a = 0; a < A; a++)
-            for (int b = 0; b < 3; b++) t[a][b] = GMM(m, a, 0) * k[0][b] + GMM(m, a, 1) * k[1][b] + GMM(m, a, 2) * k[2][b];
-        for (int64_t a = 0; a < A; a++)
-            for (int64_t b = 0; b < A; b++)
-                st(j->out, ((a * A + b) * O + o) * C + c, t[a][0] * GMM(m, b, 0) + t[a][1] * GMM(m, b, 1) + t[a][2] * GMM(m, b, 2));
+                k[a * 3 + b] = j->flip ? ld(j->a, ((c * O + o) * 3 + 2 - a) * 3 + 2 - b) : ld(j->a, ((o * C + c) * 3 + a) * 3 + b);
+        sandwich(G, ls, 0, (int)A, 3, k, u);
+        for (int64_t t = 0; t < A * A; t++) st(j->out, (t * O + o) * C + c, u[t]);
     }
 }
 
+/* y = A^T M A per output tile, the part inside the output */
 static void wino_output(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_args *g = j->g;
+    int ls;
+    const double *AT = mat(2, j->m, &ls);
     int64_t m = j->m, A = m + 2, P = g->N * j->th * j->tw;
-    double t[4][6];
+    double x[36], y[16];
     for (int64_t i = s; i < e; i++) {
         int64_t p = i % P, o = i / P, n = p / (j->th * j->tw), ty = (p / j->tw) % j->th, tx = p % j->tw;
-        for (int64_t a = 0; a < m; a++)
-            for (int64_t b = 0; b < A; b++) {
-                double acc = 0;
-                for (int64_t k = 0; k < A; k++) acc += ATM(m, a, k) * ld(j->a, ((k * A + b) * g->O + o) * P + p);
-                t[a][b] = acc;
-            }
+        for (int64_t t = 0; t < A * A; t++) x[t] = ld(j->a, (t * g->O + o) * P + p);
+        sandwich(AT, ls, 0, (int)m, (int)A, x, y);
         for (int64_t a = 0; a < m; a++)
             for (int64_t b = 0; b < m; b++) {
                 int64_t oy = ty * m + a, ox = tx * m + b;
-                if (oy >= g->OH || ox >= g->OW) continue;
-                double acc = 0;
-                for (int64_t k = 0; k < A; k++) acc += t[a][k] * ATM(m, b, k);
-                st(j->out, ((n * g->O + o) * g->OH + oy) * g->OW + ox, acc);
+                if (oy < g->OH && ox < g->OW) st(j->out, ((n * g->O + o) * g->OH + oy) * g->OW + ox, y[a * m + b]);
             }
     }
 }
@@ -185,27 +197,19 @@ static void wino_output_grad(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_args *g = j->g;
+    int ls;
+    const double *AT = mat(2, j->m, &ls);
     int64_t m = j->m, A = m + 2, P = g->N * j->th * j->tw, ps, S = blocks(j, &ps), Q = S * ps;
-    double d[4][4], t[6][4];
+    double d[16], u[36];
     for (int64_t i = s; i < e; i++) {
         int64_t p = i % Q, o = i / Q, n = p / (j->th * j->tw), ty = (p / j->tw) % j->th, tx = p % j->tw;
         for (int64_t a = 0; a < m; a++)
             for (int64_t b = 0; b < m; b++) {
                 int64_t oy = ty * m + a, ox = tx * m + b;
-                d[a][b] = p < P && oy < g->OH && ox < g->OW ? ld(j->a, ((n * g->O + o) * g->OH + oy) * g->OW + ox) : 0;
+                d[a * m + b] = p < P && oy < g->OH && ox < g->OW ? ld(j->a, ((n * g->O + o) * g->OH + oy) * g->OW + ox) : 0;
             }
-        for (int64_t a = 0; a < A; a++)
-            for (int64_t b = 0; b < m; b++) {
-                double acc = 0;
-                for (int64_t k = 0; k < m; k++) acc += ATM(m, k, a) * d[k][b];
-                t[a][b] = acc;
-            }
-        for (int64_t a = 0; a < A; a++)
-            for (int64_t b = 0; b < A; b++) {
-                double acc = 0;
-                for (int64_t k = 0; k < m; k++) acc += t[a][k] * ATM(m, k, b);
-                st(j->out, (((a * A + b) * S + p / ps) * g->O + o) * ps + p % ps, acc);
-            }
+        sandwich(AT, ls, 1, (int)A, (int)m, d, u);
+        for (int64_t t = 0; t < A * A; t++) st(j->out, ((t * S + p / ps) * g->O + o) * ps + p % ps, u[t]);
     }
 }
 
@@ -214,22 +218,15 @@ static void wino_weight_grad(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_args *g = j->g;
-    int64_t m = j->m, A = m + 2, O = g->O, C = g->C;
-    double t[3][6];
+    int ls;
+    const double *G = mat(1, j->m, &ls);
+    int64_t A = j->m + 2, O = g->O, C = g->C;
+    double x[36], k[9];
     for (int64_t i = s; i < e; i++) {
         int64_t c = i % C, o = i / C;
-        for (int a = 0; a < 3; a++)
-            for (int64_t b = 0; b < A; b++) {
-                double acc = 0;
-                for (int64_t k = 0; k < A; k++) acc += GMM(m, k, a) * ld(j->a, ((k * A + b) * O + o) * C + c);
-                t[a][b] = acc;
-            }
-        for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 3; b++) {
-                double acc = 0;
-                for (int64_t k = 0; k < A; k++) acc += t[a][k] * GMM(m, k, b);
-                st(j->out, ((o * C + c) * 3 + a) * 3 + b, acc);
-            }
+        for (int64_t t = 0; t < A * A; t++) x[t] = ld(j->a, (t * O + o) * C + c);
+        sandwich(G, ls, 1, 3, (int)A, x, k);
+        for (int t = 0; t < 9; t++) st(j->out, (o * C + c) * 9 + t, k[t]);
     }
 }
 
