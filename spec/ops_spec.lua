@@ -343,6 +343,63 @@ function TestMatmul:test_blas_and_builtin_kernel_agree()
   H.assert_close(x, y, 1e-4, 1e-4, "BLAS vs built-in")
 end
 
+-- The cpu products of a child process run with the environment `env`,
+-- as the bytes of the checkpoint it saves and as tensors.
+local function cpu_products_in_child(env)
+  local code = [[
+    local netcl = require("netcl")
+    local o = { device = "cpu" }
+    netcl.manual_seed(11)
+    local r = {}
+    r.f32 = netcl.randn(300, 1000, o):matmul(netcl.randn(1000, 257, o))
+    r.f32_trans = netcl.randn(517, 131, o):t():matmul(netcl.randn(93, 517, o):t())
+    r.f64 = netcl.randn(129, 300, o):double():matmul(netcl.randn(300, 200, o):double())
+    r.row = netcl.randn(1, 2048, o):matmul(netcl.randn(2048, 1000, o))
+    r.bmm = netcl.randn(16, 33, 200, o):matmul(netcl.randn(16, 200, 47, o))
+    r.broadcast = netcl.randn(4, 65, 300, o):matmul(netcl.randn(300, 129, o))
+    netcl.save(r, PATH)
+  ]]
+  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
+  local path = os.tmpname()
+  code = code:gsub("PATH", ("%q"):format(path))
+  local cmd = ("%s LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
+    :format(env, root, root, root, code)
+  local out, rc = H.run(cmd)
+  lu.assertEquals(rc, 0, out)
+  local f = assert(io.open(path, "rb"))
+  local bytes = f:read("*a")
+  f:close()
+  local tensors = netcl.load(path)
+  os.remove(path)
+  return bytes, tensors
+end
+
+function TestMatmul:test_cpu_matmul_bits_ignore_thread_count()
+  -- OpenBLAS (or the built-in kernel) on 1, 2 or 3 threads: the same bits,
+  -- odd sizes, transposed operands, float64, batches and broadcasts included
+  -- (and the same for the built-in kernel, NETCL_BLAS=0)
+  lu.skipIf(not H.is_cpu, "the cpu backend's thread pool")
+  for _, env in ipairs({ "", "NETCL_BLAS=0 " }) do
+    local one = cpu_products_in_child(env .. "NETCL_NUM_THREADS=1")
+    lu.assertTrue(#one > 500000)
+    for _, n in ipairs({ 2, 3 }) do
+      lu.assertTrue(cpu_products_in_child(env .. "NETCL_NUM_THREADS=" .. n) == one, env .. n .. " threads change the bits")
+    end
+  end
+end
+
+function TestMatmul:test_cpu_blas_threaded_mode_agrees()
+  -- NETCL_BLAS_THREADED=1 hands large products to OpenBLAS's own threads:
+  -- the same products within rounding, though not bit for bit
+  lu.skipIf(not H.is_cpu, "the cpu backend's BLAS modes")
+  local _, tiled = cpu_products_in_child("NETCL_NUM_THREADS=2")
+  local _, threaded = cpu_products_in_child("NETCL_NUM_THREADS=2 NETCL_BLAS_THREADED=1")
+  for name, t in pairs(tiled) do
+    local d = (t - threaded[name]):abs():max():item()
+    lu.assertTrue(d < 1e-3 * (1 + t:abs():max():item()), name .. " differs by " .. d)
+  end
+end
+
 function TestElementwise:test_contiguous_tails_and_offsets()
   -- the contiguous kernels take 4 elements per work item plus a tail
   H.against_cpu(function(d)

@@ -2,9 +2,24 @@
  * dlopen'ed at first use (like the OpenCL loader, so the library builds and
  * runs without it) and its cblas_sgemm/dgemm take float32/float64 products
  * whose operands are row- or column-major per batch. NETCL_BLAS=0 turns it
- * off (the built-in blocked kernel then runs). OpenBLAS runs
- * single-threaded inside the parts of the netcl thread pool (rows split,
- * never K), so a result does not depend on the thread count. */
+ * off (the built-in blocked kernel then runs).
+ *
+ * Threads. OpenBLAS's result bits depend on how a product is cut: its edge
+ * micro-kernels sum k in another order than the full ones (the Haswell/Zen
+ * sgemm n=4 kernel keeps even and odd k apart), its threaded driver cuts K
+ * differently from the serial one, and its threads split both M and N by
+ * the thread count. So a result that must not depend on the thread count
+ * cannot come from OpenBLAS's threads, nor from splitting rows by threads.
+ * Instead each product is cut into output tiles whose sizes depend on the
+ * shape alone; each tile is one single-threaded BLAS call over all of K,
+ * and the netcl pool deals the tiles (of every batch item) to its threads.
+ * The same calls run on the same data whatever the thread count, nested or
+ * not, so the bits agree (spec/ops_spec.lua checks 1, 2 and 3 threads).
+ *
+ * NETCL_BLAS_THREADED=1 trades that for OpenBLAS's own threads: a large
+ * product is one call per batch item with OpenBLAS at netcl's thread count
+ * (outside the pool, which waits), faster where tiles balance badly, with
+ * bits that change with the thread count. */
 #include "cpu.h"
 #include <dlfcn.h>
 #include <stdio.h>
@@ -20,24 +35,55 @@ typedef void (*set_threads_fn)(int);
 
 static sgemm_fn sgemm;
 static dgemm_fn dgemm;
+static set_threads_fn set_threads;
+static int threaded;               /* NETCL_BLAS_THREADED=1 */
 static char blas_name[64] = "none";
+
+/* Sets an OpenBLAS variable for its initialisation (it reads them once, in
+ * dlopen) unless the user did; undone after, so child processes do not
+ * inherit netcl's choice. */
+static void env_for_load(const char *name, const char *value, int *set)
+{
+    *set = getenv(name) == NULL && setenv(name, value, 0) == 0;
+}
+
+static void env_after_load(const char *name, int set)
+{
+    if (set) unsetenv(name);
+}
+
+static void *open_blas(const char *name)
+{
+    /* In tile mode OpenBLAS's threads never get work: do not start them.
+     * Threaded mode: a thread that finds no work sleeps after 2^16 cycles
+     * (~25 us) instead of 2^28 (~0.1 s), which it spends in a sched_yield
+     * loop that takes a core from the pool's next job. */
+    int set_n, set_t;
+    env_for_load("OPENBLAS_NUM_THREADS", "1", &set_n);
+    env_for_load("OPENBLAS_THREAD_TIMEOUT", "16", &set_t);
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    env_after_load("OPENBLAS_NUM_THREADS", set_n);
+    env_after_load("OPENBLAS_THREAD_TIMEOUT", set_t);
+    return h;
+}
 
 static void load(void)
 {
     const char *env = getenv("NETCL_BLAS");
     if (env && strcmp(env, "0") == 0) return;
+    env = getenv("NETCL_BLAS_THREADED");
+    threaded = env && strcmp(env, "1") == 0;
     const char *names[] = {"libopenblas.so.0", "libopenblas.so", NULL};
     for (int i = 0; names[i]; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        void *h = open_blas(names[i]);
         if (!h) continue;
         sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
         dgemm = (dgemm_fn)dlsym(h, "cblas_dgemm");
+        set_threads = (set_threads_fn)dlsym(h, "openblas_set_num_threads");
         if (sgemm && dgemm) {
-            /* one threading system: OpenBLAS runs single-threaded inside the
-             * netcl thread pool's parts (its own spinning threads would fight
-             * the pool for the cores) */
-            set_threads_fn set = (set_threads_fn)dlsym(h, "openblas_set_num_threads");
-            if (set) set(1);
+            /* single-threaded except inside threaded mode's exclusive calls */
+            if (set_threads) set_threads(1);
+            else threaded = 0;
             snprintf(blas_name, sizeof blas_name, "%s", names[i]);
             return;
         }
@@ -72,27 +118,76 @@ static int layout(const nc_desc *d, int *trans, int *ld)
 typedef struct {
     const nc_desc *out, *a, *w;
     int64_t M, K, N;
+    int64_t tm, tn, mt, nt;        /* tile sizes; tiles along M and N per batch item */
     int ta, tw, lda, ldw, es;
 } blas_job;
 
-/* rows [r0, r1) of the flattened [B*M] output: one GEMM per batch segment */
-static void blas_rows(void *v, int64_t r0, int64_t r1)
+/* One BLAS call: rows [m0, m0+m) x cols [n0, n0+n) of batch item b. */
+static void gemm_block(const blas_job *j, int64_t b, int64_t m0, int64_t m, int64_t n0, int64_t n)
+{
+    int64_t aoff = j->ta == NO_TRANS ? m0 * j->lda : m0;     /* row m0 of op(A) */
+    int64_t woff = j->tw == NO_TRANS ? n0 : n0 * j->ldw;     /* col n0 of op(W) */
+    const char *pa = (const char *)j->a->buf + (j->a->offset + b * j->a->strides[0] + aoff) * j->es;
+    const char *pw = (const char *)j->w->buf + (j->w->offset + b * j->w->strides[0] + woff) * j->es;
+    char *po = (char *)j->out->buf + (j->out->offset + (b * j->M + m0) * j->N + n0) * j->es;
+    int k = (int)j->K, ldc = (int)j->N;
+    if (j->out->dtype == NETCL_DTYPE_FLOAT32)
+        sgemm(ROW_MAJOR, j->ta, j->tw, (int)m, (int)n, k, 1.0f, (const float *)pa, j->lda, (const float *)pw, j->ldw,
+              0.0f, (float *)po, ldc);
+    else
+        dgemm(ROW_MAJOR, j->ta, j->tw, (int)m, (int)n, k, 1.0, (const double *)pa, j->lda, (const double *)pw, j->ldw,
+              0.0, (double *)po, ldc);
+}
+
+/* tiles [t0, t1) of all batch items, batch-major */
+static void run_tiles(void *v, int64_t t0, int64_t t1)
 {
     const blas_job *j = v;
-    while (r0 < r1) {
-        int64_t b = r0 / j->M, m0 = r0 % j->M, m1 = j->M;
-        if (b * j->M + m1 > r1) m1 = r1 - b * j->M;
-        int64_t arow = j->ta == NO_TRANS ? m0 * j->lda : m0;   /* row m0 of op(A) */
-        const char *pa = (const char *)j->a->buf + (j->a->offset + b * j->a->strides[0] + arow) * j->es;
-        const char *pw = (const char *)j->w->buf + (j->w->offset + b * j->w->strides[0]) * j->es;
-        char *po = (char *)j->out->buf + (j->out->offset + (b * j->M + m0) * j->N) * j->es;
-        int m = (int)(m1 - m0), n = (int)j->N, k = (int)j->K;
-        if (j->out->dtype == NETCL_DTYPE_FLOAT32)
-            sgemm(ROW_MAJOR, j->ta, j->tw, m, n, k, 1.0f, (const float *)pa, j->lda, (const float *)pw, j->ldw, 0.0f, (float *)po, n);
-        else
-            dgemm(ROW_MAJOR, j->ta, j->tw, m, n, k, 1.0, (const double *)pa, j->lda, (const double *)pw, j->ldw, 0.0, (double *)po, n);
-        r0 = b * j->M + m1;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t per = j->mt * j->nt, b = t / per, mi = t % per / j->nt, ni = t % j->nt;
+        int64_t m0 = mi * j->tm, n0 = ni * j->tn;
+        gemm_block(j, b, m0, j->M - m0 < j->tm ? j->M - m0 : j->tm, n0, j->N - n0 < j->tn ? j->N - n0 : j->tn);
     }
+}
+
+#define MIN_WORK 1048576.0    /* multiply-adds below which a part is not worth a thread */
+#define TILE_WORK 4194304.0   /* and below which a tile is not cut further */
+enum { TILE_MIN = 64,         /* tiles are not cut below this many rows or columns */
+       TASKS = 32 };          /* tiles wanted per product: two each for 16 threads */
+
+/* Halves a tile side, keeping it a multiple of 16 (OpenBLAS's widest
+ * micro-tile) so that cut tiles run full micro-kernels. */
+static int64_t halve(int64_t s) { return ((s + 1) / 2 + 15) / 16 * 16; }
+
+/* The tile sizes for a [B, M, N] output: from the shape alone, never the
+ * thread count. Each item is cut until it has ~TASKS/B tiles, but no tile
+ * below TILE_WORK or TILE_MIN a side. Rows are cut first until a tile is
+ * twice as wide as tall: a small square tile runs OpenBLAS worst (64x64
+ * tiles of 256^3 ran ~20% below 64x256 panels). */
+static void pick_tiles(blas_job *j, int64_t B)
+{
+    double item = (double)j->M * (double)j->N * (double)j->K;
+    double per = TASKS / B > 1 ? TASKS / B : 1, target = item / per;
+    if (target < TILE_WORK) target = TILE_WORK;
+    j->tm = j->M;
+    j->tn = j->N;
+    while ((double)j->tm * (double)j->tn * (double)j->K > target) {
+        int64_t *s = 2 * j->tm >= j->tn ? &j->tm : &j->tn;
+        if (*s <= TILE_MIN) s = s == &j->tm ? &j->tn : &j->tm;
+        if (*s <= TILE_MIN) break;
+        *s = halve(*s);
+    }
+    j->mt = (j->M + j->tm - 1) / j->tm;
+    j->nt = (j->N + j->tn - 1) / j->tn;
+}
+
+/* Threaded mode: one call per item with OpenBLAS's threads, the pool idle. */
+static void run_threaded(void *v)
+{
+    const blas_job *j = v;
+    set_threads(nc_cpu_threads());
+    for (int64_t b = 0; b < j->out->sizes[0]; b++) gemm_block(j, b, 0, j->M, 0, j->N);
+    set_threads(1);
 }
 
 int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w)
@@ -105,11 +200,16 @@ int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w)
     if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || K == 0) return 0;
     int ta, tw, lda, ldw;
     if (!layout(a, &ta, &lda) || !layout(w, &tw, &ldw)) return 0;
-    blas_job j = {out, a, w, M, K, N, ta, tw, lda, ldw, netcl_dtype_size(dt)};
-    /* parts of at least ~1M multiply-adds; each row keeps its k order, so
-     * results do not depend on how the rows are split */
-    int64_t per_row = K * N;
-    nc_parallel_for(B * M, (1 << 20) / (per_row + 1) + 1, blas_rows, &j);
+    blas_job j = {out, a, w, M, K, N, 0, 0, 0, 0, ta, tw, lda, ldw, netcl_dtype_size(dt)};
+    double item = (double)M * (double)N * (double)K;
+    if (threaded && item >= MIN_WORK && nc_cpu_threads() > 1 && !nc_cpu_nested()) {
+        nc_parallel_exclusive(run_threaded, &j);
+        return 1;
+    }
+    pick_tiles(&j, B);
+    /* tasks per part: at least MIN_WORK multiply-adds, so tiny products stay serial */
+    double tile = (double)j.tm * (double)j.tn * (double)K;
+    nc_parallel_for(B * j.mt * j.nt, (int64_t)(MIN_WORK / tile) + 1, run_tiles, &j);
     return 1;
 }
 

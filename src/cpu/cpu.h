@@ -12,6 +12,13 @@
 typedef void (*nc_range_fn)(void *ctx, int64_t start, int64_t end);
 void nc_parallel_for(int64_t n, int64_t grain, nc_range_fn fn, void *ctx);
 int nc_cpu_threads(void);
+/* 1 on a pool worker and while the caller runs its own part (or an
+ * exclusive section): work started there runs serially. */
+int nc_cpu_nested(void);
+/* Runs fn(ctx) on the calling thread while no pool job runs, for a library
+ * that brings threads of its own (OpenBLAS) and must not share the cores
+ * with a job; nested parallel work inside runs serially. */
+void nc_parallel_exclusive(void (*fn)(void *ctx), void *ctx);
 
 /* ---- strided iteration (iter.c; nc_iter_init is in the core) ---------------- */
 /* Calls row(ctx, off, step, count) for each row piece of the linear index

@@ -78,6 +78,8 @@ static void start_pool(void)
     pthread_once(&once, pool_init);
 }
 
+int nc_cpu_nested(void) { return in_parallel; }
+
 int nc_cpu_threads(void)
 {
     start_pool();
@@ -108,5 +110,16 @@ void nc_parallel_for(int64_t n, int64_t grain, nc_range_fn fn, void *ctx)
     pthread_mutex_lock(&pool.lock);
     while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&pool.job_lock);
+}
+
+void nc_parallel_exclusive(void (*fn)(void *ctx), void *ctx)
+{
+    if (in_parallel) { fn(ctx); return; }
+    start_pool();
+    pthread_mutex_lock(&pool.job_lock);
+    in_parallel = 1;
+    fn(ctx);
+    in_parallel = 0;
     pthread_mutex_unlock(&pool.job_lock);
 }
