@@ -19,6 +19,14 @@
 #define WIDE_T float
 #endif
 
+/* Loops over register arrays are unrolled so the arrays are indexed by
+ * constants only (a run-time index would move them to slow memory). The
+ * host rebuilds with -DNC_NO_UNROLL_PRAGMA if a compiler rejects it. */
+#ifdef NC_NO_UNROLL_PRAGMA
+#define UNROLL
+#else
+#define UNROLL _Pragma("unroll")
+#endif
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 

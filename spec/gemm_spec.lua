@@ -311,8 +311,6 @@ function TestGemm:test_mma_emulated()
       for _, tb in ipairs({ false, true }) do
         local cfg = netcl.gemm_config(100, 24, 48, { device = H.device, dtype = dt, trans_b = tb })
         lu.assertStrContains(cfg, "mma ")
-        -- 16-bit types read fragments with ldmatrix once its own probe passed
-        if dt ~= "float32" then lu.assertStrContains(cfg, "ldsm=1") end
         H.against_cpu(function(dev) local a, b = operands(dev, 100, 48, 24, false, tb, dt); return a:matmul(b) end,
           1e-2, 1e-2 * 7)
       end

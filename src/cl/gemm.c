@@ -17,8 +17,8 @@ static const char *const kernel_names[] = {"tiled", "direct", "mma"};
 void nc_gemm_cfg_format(const nc_gemm_cfg *c, char *buf, size_t len)
 {
     if (c->kernel == NC_GEMM_MMA)
-        snprintf(buf, len, "mma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d stages=%d ldsm=%d", c->mwg, c->nwg, c->kwg,
-                 c->mdimc, c->ndimc, c->stages, c->ldsm);
+        snprintf(buf, len, "mma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d stages=%d gm=%d", c->mwg, c->nwg, c->kwg,
+                 c->mdimc, c->ndimc, c->stages, c->gm);
     else if (c->kernel == NC_GEMM_DIRECT)
         snprintf(buf, len, "direct cmr=%d cnr=%d vw=%d kwg=%d mdimc=%d ndimc=%d", c->cmr, c->cnr, c->vw, c->kwg, c->mdimc,
                  c->ndimc);
@@ -46,11 +46,14 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
         }
         *eq = 0;
         int v = atoi(eq + 1);
-        static const char *const keys[] = {"mwg", "nwg", "kwg", "mdimc", "ndimc", "vwm", "vwn", "vw", "pad", "cmr", "cnr", "stages", "ldsm"};
-        int *slots[] = {&c->mwg, &c->nwg, &c->kwg, &c->mdimc, &c->ndimc, &c->vwm,
-                        &c->vwn, &c->vw,  &c->pad, &c->cmr,   &c->cnr,   &c->stages, &c->ldsm};
+        /* "ldsm" is accepted from older tuning caches and ignored (every
+         * mma configuration reads fragments with ldmatrix where it can) */
+        int ldsm = 0;
+        static const char *const keys[] = {"mwg", "nwg", "kwg", "mdimc", "ndimc", "vwm", "vwn", "vw", "pad", "cmr", "cnr", "stages", "gm", "ldsm"};
+        int *slots[] = {&c->mwg, &c->nwg, &c->kwg, &c->mdimc, &c->ndimc, &c->vwm, &c->vwn,
+                        &c->vw,  &c->pad, &c->cmr, &c->cnr,   &c->stages, &c->gm, &ldsm};
         int found = 0;
-        for (int k = 0; k < 13; k++)
+        for (int k = 0; k < 14; k++)
             if (strcmp(word, keys[k]) == 0) { *slots[k] = v; found = 1; }
         if (!found) return 0;
     }
@@ -60,9 +63,9 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
                (c->kwg == 0 || c->mdimc > 0);
     if (c->kernel != NC_GEMM_TILED && c->kernel != NC_GEMM_MMA) return 0;
     if (c->mwg <= 0 || c->nwg <= 0 || c->kwg <= 0 || c->mdimc <= 0 || c->ndimc <= 0 || c->pad < 0 || c->pad > 64) return 0;
-    if (c->kernel == NC_GEMM_MMA) /* 16 x 8 mma tiles per warp; mma.c checks the rest */
-        return c->mdimc * c->ndimc <= 16 && c->mwg % (16 * c->mdimc) == 0 && c->nwg % (8 * c->ndimc) == 0 &&
-               c->kwg % 16 == 0 && c->stages >= 2 && c->stages <= 4 && (c->ldsm == 0 || c->ldsm == 1);
+    if (c->kernel == NC_GEMM_MMA) /* 16 x 16 mma tile pairs per warp; mma.c checks the rest */
+        return c->mdimc * c->ndimc <= 16 && c->mwg % (16 * c->mdimc) == 0 && c->nwg % (16 * c->ndimc) == 0 &&
+               c->kwg % 8 == 0 && c->stages >= 2 && c->stages <= 4 && c->gm >= 0 && c->gm <= 64;
     return c->mwg % c->mdimc == 0 && c->nwg % c->ndimc == 0 && pow2(c->vwm) && pow2(c->vwn) && pow2(c->vw) &&
            c->vwm <= 8 && c->vwn <= 8 && c->vw <= 8 && (c->mwg / c->mdimc) % c->vwm == 0 &&
            (c->nwg / c->ndimc) % c->vwn == 0 && c->mdimc * c->ndimc <= 1024;
@@ -207,45 +210,60 @@ netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k)
 /* Kernel `name` built with opts; when the build fails, once more without
  * `#pragma unroll` (a compiler that rejects the pragma still unrolls
  * constant loops), remembered per device. */
-static netcl_status gemm_kernel(nc_cl_device *cd, char *opts, size_t len, const char *name, cl_kernel *k, size_t *wg)
+static netcl_status gemm_kernel(nc_cl_device *cd, const char *family, char *opts, size_t len, const char *name,
+                                cl_kernel *k, size_t *wg)
 {
     nc_gemm_state *s = nc_gemm_state_of(cd);
     if (s && s->no_pragma) snprintf(opts + strlen(opts), len - strlen(opts), " -DNC_NO_UNROLL_PRAGMA");
-    netcl_status st = nc_cl_kernel(cd, "gemm", opts, name, k, wg);
+    netcl_status st = nc_cl_kernel(cd, family, opts, name, k, wg);
     if (st == NETCL_ERR_BACKEND && s && !s->no_pragma) {
         s->no_pragma = 1;
         snprintf(opts + strlen(opts), len - strlen(opts), " -DNC_NO_UNROLL_PRAGMA");
-        if (nc_cl_kernel(cd, "gemm", opts, name, k, wg) == NETCL_OK) return NETCL_OK;
+        if (nc_cl_kernel(cd, family, opts, name, k, wg) == NETCL_OK) return NETCL_OK;
         s->no_pragma = 0;
     }
     return st;
 }
 
-static netcl_status launch_tiled(const nc_gemm_call *g, const nc_gemm_cfg *c)
+/* Builds gemm_tiled of program `family` for cfg and g's operands; an
+ * operand with kfast >= 0 is gathered element by element (convgemm.cl:
+ * vector width 1, loaded along k when kfast). *global gets the grid. */
+netcl_status nc_gemm_tiled_kernel(const nc_gemm_call *g, const nc_gemm_cfg *c, const char *family, const char *extra,
+                                  int kfast_a, int kfast_b, cl_kernel *k, size_t global[3], size_t local[3])
 {
     tiled_fit f;
     if (!fit_tiled(g, c, &f)) return NETCL_ERR_UNSUPPORTED;
+    if (kfast_a >= 0) f.kfast_a = kfast_a, f.vwa = 1;
+    if (kfast_b >= 0) f.kfast_b = kfast_b, f.vwb = 1;
     nc_cl_device *cd = nc_cl_dev(g->dev);
-    char opts[400];
+    char opts[500];
     nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n,
-                          " -DGEMM_TILED -DMWG=%d -DNWG=%d -DKWG=%d -DMDIMC=%d -DNDIMC=%d -DVWM=%d -DVWN=%d -DVWA=%d"
-                          " -DVWB=%d -DA_KFAST=%d -DB_KFAST=%d -DPADA=%d -DPADB=%d",
-                          c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, c->vwm, c->vwn, f.vwa, f.vwb, f.kfast_a,
-                          f.kfast_b, f.pada, f.padb);
-    cl_kernel k;
+             " -DGEMM_TILED -DMWG=%d -DNWG=%d -DKWG=%d -DMDIMC=%d -DNDIMC=%d -DVWM=%d -DVWN=%d -DVWA=%d"
+             " -DVWB=%d -DA_KFAST=%d -DB_KFAST=%d -DPADA=%d -DPADB=%d%s",
+             c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, c->vwm, c->vwn, f.vwa, f.vwb, f.kfast_a, f.kfast_b, f.pada,
+             f.padb, extra ? extra : "");
     size_t wg, threads = (size_t)(c->mdimc * c->ndimc);
-    NC_TRY(gemm_kernel(cd, opts, sizeof opts, "gemm_tiled", &k, &wg));
+    NC_TRY(gemm_kernel(cd, family, opts, sizeof opts, "gemm_tiled", k, &wg));
     size_t kmax = 0;   /* registers may limit the group below the device's maximum */
-    nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
+    nc_cl.clGetKernelWorkGroupInfo(*k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
     if (kmax && kmax < threads) return NETCL_ERR_UNSUPPORTED;
-    NC_TRY(nc_gemm_set_args(g, k));
     int64_t mt = (g->M + c->mwg - 1) / c->mwg, nt = (g->N + c->nwg - 1) / c->nwg;
     /* dims 1 and 2 are capped (the kernel loops over the rest) */
-    size_t global[3] = {(size_t)nt * threads, (size_t)(mt < 65535 ? mt : 65535), (size_t)(g->B < 65535 ? g->B : 65535)};
-    size_t local[3] = {threads, 1, 1};
-    return nc_cl_launch_nd(cd, k, 3, global, local);
+    global[0] = (size_t)nt * threads, global[1] = (size_t)(mt < 65535 ? mt : 65535);
+    global[2] = (size_t)(g->B < 65535 ? g->B : 65535);
+    local[0] = threads, local[1] = local[2] = 1;
+    return NETCL_OK;
+}
+
+static netcl_status launch_tiled(const nc_gemm_call *g, const nc_gemm_cfg *c)
+{
+    cl_kernel k;
+    size_t global[3], local[3];
+    NC_TRY(nc_gemm_tiled_kernel(g, c, "gemm", NULL, -1, -1, &k, global, local));
+    NC_TRY(nc_gemm_set_args(g, k));
+    return nc_cl_launch_nd(nc_cl_dev(g->dev), k, 3, global, local);
 }
 
 static netcl_status launch_direct(const nc_gemm_call *g, const nc_gemm_cfg *c)
@@ -260,7 +278,7 @@ static netcl_status launch_direct(const nc_gemm_call *g, const nc_gemm_cfg *c)
                           vwb, c->kwg);
     cl_kernel k;
     size_t wg;
-    NC_TRY(gemm_kernel(cd, opts, sizeof opts, "gemm_direct", &k, &wg));
+    NC_TRY(gemm_kernel(cd, "gemm", opts, sizeof opts, "gemm_direct", &k, &wg));
     NC_TRY(nc_gemm_set_args(g, k));
     int64_t nb = (g->N + c->cnr - 1) / c->cnr, mb = (g->M + c->cmr - 1) / c->cmr;
     if (c->mdimc > 0) { /* whole work-groups (the extra items clamp and store nothing) */

@@ -18,7 +18,7 @@ typedef struct nc_gemm_cfg {
     int mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, vw, pad;
     int cmr, cnr;                                /* direct: rows x cols per work item */
     int stages;                                  /* mma: cp.async pipeline depth */
-    int ldsm;                                    /* mma, 16-bit types: fragments through ldmatrix */
+    int gm;                                      /* mma: raster group (m-tiles walking the n-tiles together; 0 = 8) */
 } nc_gemm_cfg;
 
 /* One GEMM as the kernels see it: out [B,M,N] = epi(a [B,M,K] @ w [B,K,N]). */
@@ -45,7 +45,6 @@ typedef struct nc_gemm_state {
     char cache_note[1400];         /* why the cache file was ignored, or "" */
     int tc_probed;                 /* tensor-core probe ran (mma.c) */
     int tc_ok[3];                  /* tf32, f16, bf16 passed */
-    int tc_ldsm[3];                /* ... and with ldmatrix too */
     char tc_status[256];
 } nc_gemm_state;
 /* The device's state, created on first use (NULL only when out of memory). */
@@ -74,6 +73,12 @@ double nc_gemm_fill(const nc_gemm_call *g, int t);
 /* tune.c: the tuned configuration for g's class, if the cache has one. */
 int nc_gemm_tuned(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 
+/* gemm_tiled of program `family` ("gemm", or "convgemm+gemm" with its
+ * extra -D options) built for cfg and g; an operand with kfast >= 0 is
+ * gathered (vector width 1, loaded along k when kfast). Fills the grid;
+ * NETCL_ERR_UNSUPPORTED when cfg cannot serve g. */
+netcl_status nc_gemm_tiled_kernel(const nc_gemm_call *g, const nc_gemm_cfg *c, const char *family, const char *extra,
+                                  int kfast_a, int kfast_b, cl_kernel *k, size_t global[3], size_t local[3]);
 /* Kernel arguments shared by every GEMM kernel (gemm.c). */
 netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k);
 

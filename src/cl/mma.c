@@ -1,15 +1,13 @@
 /* mma.c — the tensor-core GEMM path (gemm_mma in kernels/gemm.cl) on
  * NVIDIA OpenCL devices of compute capability 8.0 or newer: inline PTX
  * mma.sync (tf32 m16n8k8, f16/bf16 m16n8k16, f32 accumulators) fed by
- * cp.async. Nothing here runs on other devices: the PTX would not compile.
+ * cp.async through swizzled local tiles and read with ldmatrix. Nothing here runs on other devices: the PTX would not compile.
  *
  * The probe: before a dtype first uses the path, the real kernel (default
  * configuration) runs on a small problem with edges in two layouts and its
  * result is compared with the reference kernel's; a build failure, a run
  * failure or a wrong result disables that dtype, and the reason is kept for
- * netcl_device_tensor_cores() (and printed with NETCL_DEBUG=1). For the
- * 16-bit types the ldmatrix variant is probed the same way and becomes the
- * default only if it passes too.
+ * netcl_device_tensor_cores() (and printed with NETCL_DEBUG=1).
  * NETCL_MMA_EMULATE=1 compiles the kernel with plain-OpenCL stand-ins for
  * the PTX (same fragment layouts) on any device, so the kernel's indexing
  * is tested on PoCL too. */
@@ -69,43 +67,35 @@ int nc_mma_usable(const nc_gemm_call *g)
 
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
-    /* 128 x 128 blocks of four 64 x 64 warp tiles, two stages (the 48 KiB
-     * of local memory OpenCL gets on NVIDIA); 64 x 64 blocks with three
-     * stages when the large ones would leave multiprocessors idle or
-     * spend much more of their work on padding (a 64-row product, as
-     * Winograd's per-position GEMMs at 64 channels, idles half a block) */
+    /* 128 x 128 blocks of four 64 x 64 warp tiles, three stages of
+     * 16-byte-swizzled tiles (no padding: 48 KiB, what OpenCL gets on
+     * NVIDIA); 64 x 64 blocks with four stages when the large ones would
+     * leave multiprocessors idle or spend much more of their work on
+     * padding (a 64-row product, as Winograd's per-position GEMMs at 64
+     * channels, idles half a block) */
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     int kbk = g->out->dtype == NETCL_DTYPE_FLOAT32 ? 16 : 32;
     int64_t big = nc_gemm_fill(g, 128) >= 0.8 * nc_gemm_fill(g, 64) ? nc_gemm_groups(g, 128, 128) : 0;
-    /* 16-bit: 4 x 2 warps of 32 x 64 (the tuner's winner on an H100: 238
-     * against 196 TFLOP/s for 2 x 2 at 8192^3 bfloat16) */
-    int wm = g->out->dtype == NETCL_DTYPE_FLOAT32 ? 2 : 4;
-    if (big >= cu) *c = (nc_gemm_cfg){.kernel = NC_GEMM_MMA, 128, 128, kbk, wm, 2, 1, 1, 1, 0, 0, 0, 2, 0};
-    else *c = (nc_gemm_cfg){.kernel = NC_GEMM_MMA, 64, 64, kbk, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0};
-    int kind = mma_kind(g->out->dtype);
-    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
-    if (kind > 0 && s && s->tc_ldsm[kind] == 1) c->ldsm = 1;   /* ldmatrix passed its own probe */
+    if (big >= cu) *c = (nc_gemm_cfg){.kernel = NC_GEMM_MMA, 128, 128, kbk, 2, 2, 1, 1, 1, 0, 0, 0, 3, 8};
+    else *c = (nc_gemm_cfg){.kernel = NC_GEMM_MMA, 64, 64, kbk, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8};
 }
 
-/* {kernel, BM, BN, BK, WM, WN, -, -, -, -, -, -, stages} */
+/* {kernel, BM, BN, BK, WM, WN, -, -, -, -, -, -, stages, raster group} */
 static const nc_gemm_cfg candidates_f32[] = {
-    {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 64, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},
-    {NC_GEMM_MMA, 64, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},  {NC_GEMM_MMA, 128, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 2, 0},
-    {NC_GEMM_MMA, 128, 128, 16, 2, 4, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 64, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 2, 0},
-    {NC_GEMM_MMA, 64, 64, 16, 2, 2, 1, 1, 1, 0, 0, 0, 4, 0},   {NC_GEMM_MMA, 128, 256, 16, 2, 4, 1, 1, 1, 0, 0, 0, 2, 0},
-    {NC_GEMM_MMA, 256, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 2, 0},
+    {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 8},  {NC_GEMM_MMA, 128, 128, 8, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},
+    {NC_GEMM_MMA, 128, 256, 8, 2, 4, 1, 1, 1, 0, 0, 0, 4, 8},   {NC_GEMM_MMA, 256, 128, 8, 4, 2, 1, 1, 1, 0, 0, 0, 4, 8},
+    {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 2, 8},  {NC_GEMM_MMA, 128, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 3, 8},
+    {NC_GEMM_MMA, 64, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},   {NC_GEMM_MMA, 128, 64, 16, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},
+    {NC_GEMM_MMA, 64, 64, 16, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},    {NC_GEMM_MMA, 64, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 8},
+    {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 16},
 };
 static const nc_gemm_cfg candidates_f16[] = {
-    {NC_GEMM_MMA, 128, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},
-    {NC_GEMM_MMA, 128, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},  {NC_GEMM_MMA, 64, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 0},
-    {NC_GEMM_MMA, 128, 128, 32, 4, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 256, 16, 2, 4, 1, 1, 1, 0, 0, 0, 2, 0},
-    {NC_GEMM_MMA, 256, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 2, 0}, {NC_GEMM_MMA, 128, 256, 32, 2, 4, 1, 1, 1, 0, 0, 0, 2, 0},
-    {NC_GEMM_MMA, 64, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 4, 0},   {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 4, 0},
-    /* the same shapes reading fragments with ldmatrix */
-    {NC_GEMM_MMA, 128, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 2, 1}, {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 3, 1},
-    {NC_GEMM_MMA, 128, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 1},  {NC_GEMM_MMA, 64, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 1},
-    {NC_GEMM_MMA, 128, 128, 32, 4, 2, 1, 1, 1, 0, 0, 0, 2, 1}, {NC_GEMM_MMA, 128, 256, 16, 2, 4, 1, 1, 1, 0, 0, 0, 2, 1},
-    {NC_GEMM_MMA, 256, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 2, 1}, {NC_GEMM_MMA, 128, 256, 32, 2, 4, 1, 1, 1, 0, 0, 0, 2, 1},
+    {NC_GEMM_MMA, 128, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 8},  {NC_GEMM_MMA, 128, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 2, 8},
+    {NC_GEMM_MMA, 128, 256, 32, 2, 4, 1, 1, 1, 0, 0, 0, 2, 8},  {NC_GEMM_MMA, 256, 128, 32, 4, 2, 1, 1, 1, 0, 0, 0, 2, 8},
+    {NC_GEMM_MMA, 128, 256, 16, 2, 4, 1, 1, 1, 0, 0, 0, 4, 8},  {NC_GEMM_MMA, 256, 128, 16, 4, 2, 1, 1, 1, 0, 0, 0, 4, 8},
+    {NC_GEMM_MMA, 128, 128, 16, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},  {NC_GEMM_MMA, 128, 128, 32, 4, 2, 1, 1, 1, 0, 0, 0, 3, 8},
+    {NC_GEMM_MMA, 64, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},   {NC_GEMM_MMA, 128, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},
+    {NC_GEMM_MMA, 64, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},    {NC_GEMM_MMA, 128, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 16},
 };
 
 int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
@@ -121,50 +111,78 @@ int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
     return n;
 }
 
-/* Local memory of cfg in bytes (the kernel's padded tiles, as gemm.cl). */
-static int64_t local_bytes(const nc_gemm_cfg *c, int esize, int a_kc, int b_kc)
+/* Local memory of one pipeline stage in bytes, as gemm.cl lays it out:
+ * swizzled tiles carry no padding; tf32 tiles whose k dim is not the
+ * contiguous one are rows padded by 8 elements. */
+static int64_t stage_bytes(const nc_gemm_cfg *c, int kind, int a_kc, int b_kc)
 {
-    int64_t lda = a_kc ? c->kwg + 16 / esize : c->mwg + 8, ta = a_kc ? c->mwg * lda : c->kwg * lda;
-    int64_t ldb = b_kc ? c->kwg + 16 / esize : c->nwg + 8, tb = b_kc ? c->nwg * ldb : c->kwg * ldb;
-    int64_t bytes = c->stages * (ta + tb) * esize;
-    if (emulated()) bytes += (int64_t)c->mdimc * c->ndimc * ((16 + 8) * 16 * 4 + 32 * 4);
-    return bytes;
+    int esize = kind == 0 ? 4 : 2;
+    int64_t a = a_kc || kind ? (int64_t)c->mwg * c->kwg * esize : (int64_t)c->kwg * (c->mwg + 8) * esize;
+    int64_t b = b_kc || kind ? (int64_t)c->nwg * c->kwg * esize : (int64_t)c->kwg * (c->nwg + 8) * esize;
+    return a + b;
+}
+
+/* The deepest pipeline up to cfg's that fits the device's local memory
+ * (0: not even two stages). */
+static int fit_stages(const nc_gemm_cfg *c, const netcl_device *dev, int kind, int a_kc, int b_kc)
+{
+    int64_t extra = emulated() ? (int64_t)c->mdimc * c->ndimc * ((16 + 8) * 16 * 4 + 32 * 4) : 0;
+    for (int st = c->stages; st >= 2; st--)
+        if (st * stage_bytes(c, kind, a_kc, b_kc) + extra <= dev->local_mem) return st;
+    return 0;
+}
+
+/* The epilogue as build options: a fixed one compiles to only its own
+ * code (the plain product: none at all). */
+static void epilogue_opts(const nc_gemm_epi *e, char *buf, size_t len)
+{
+    int flags = (e->c ? 1 : 0) | (e->bias ? e->bias_dim == 1 ? 4 : 2 : 0);
+    snprintf(buf, len, " -DEPI_FLAGS=%d -DEPI_ACT=%d", flags, nc_gemm_act_ok(e->act) ? e->act : -1);
 }
 
 netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
 {
     int kind = mma_kind(g->out->dtype);
-    int threads = c->mdimc * c->ndimc * 32, esize = kind == 0 ? 4 : 2;
-    int ldsm = c->ldsm && kind > 0 && (c->nwg / c->ndimc) % 16 == 0;   /* B fragments come in pairs */
-    if (kind < 0 || c->kernel != NC_GEMM_MMA || c->mwg % (16 * c->mdimc) || c->nwg % (8 * c->ndimc) || c->kwg % 16 ||
-        c->stages < 2 || !operand_ok(g->a, kind == 0 ? 4 : 8, g->B) || !operand_ok(g->w, kind == 0 ? 4 : 8, g->B))
+    int threads = c->mdimc * c->ndimc * 32, chunk = kind == 0 ? 4 : 8;
+    int kstep = kind == 0 ? 8 : 16;
+    /* whole k-steps per tile, whole ldmatrix pairs of B fragments per warp,
+     * at least two 16-byte chunks along every tile row */
+    if (kind < 0 || c->kernel != NC_GEMM_MMA || c->mwg % (16 * c->mdimc) || c->nwg % (16 * c->ndimc) ||
+        c->kwg % kstep || c->kwg < 2 * chunk || c->stages < 2 || c->stages > 4 ||
+        !operand_ok(g->a, chunk, g->B) || !operand_ok(g->w, chunk, g->B))
         return NETCL_ERR_UNSUPPORTED;
     int a_kc = k_contig(g->a, 2), b_kc = k_contig(g->w, 1);
-    if (local_bytes(c, esize, a_kc, b_kc) > g->dev->local_mem || threads > g->dev->max_work_group) return NETCL_ERR_UNSUPPORTED;
+    int stages = fit_stages(c, g->dev, kind, a_kc, b_kc);
+    if (!stages || threads > g->dev->max_work_group) return NETCL_ERR_UNSUPPORTED;
+    /* a tile row's chunks are copied by distinct threads (threads >= chunks per row) */
+    int64_t a_cpr = (a_kc ? c->kwg : c->mwg) / chunk, b_cpr = (b_kc ? c->kwg : c->nwg) / chunk;
+    if (a_cpr > threads || b_cpr > threads) return NETCL_ERR_UNSUPPORTED;
     nc_cl_device *cd = nc_cl_dev(g->dev);
-    char opts[300];
+    char opts[400], epi[64];
     nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
+    epilogue_opts(g->epi, epi, sizeof epi);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n,
-             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DLDSM=%d%s", c->mwg,
-             c->nwg, c->kwg, c->mdimc, c->ndimc, c->stages, a_kc, b_kc, ldsm, emulated() ? " -DMMA_EMULATE" : "");
+             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s",
+             c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi,
+             emulated() ? " -DMMA_EMULATE" : "");
     cl_kernel k;
     size_t wg, kmax = 0;
     NC_TRY(nc_cl_kernel(cd, "gemm", opts, "gemm_mma", &k, &wg));
     nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
     if (kmax && kmax < (size_t)threads) return NETCL_ERR_UNSUPPORTED;
     NC_TRY(nc_gemm_set_args(g, k));
-    int64_t mt = (g->M + c->mwg - 1) / c->mwg, nt = (g->N + c->nwg - 1) / c->nwg;
-    size_t global[3] = {(size_t)nt * (size_t)threads, (size_t)(mt < 65535 ? mt : 65535), (size_t)(g->B < 65535 ? g->B : 65535)};
-    size_t local[3] = {(size_t)threads, 1, 1};
-    return nc_cl_launch_nd(cd, k, 3, global, local);
+    /* one block per output tile, capped (the blocks loop over the rest) */
+    int64_t tiles = ((g->M + c->mwg - 1) / c->mwg) * ((g->N + c->nwg - 1) / c->nwg) * g->B;
+    size_t global = (size_t)(tiles < (1 << 20) ? tiles : (1 << 20)) * (size_t)threads, local = (size_t)threads;
+    return nc_cl_launch_nd(cd, k, 1, &global, &local);
 }
 
 /* ---- the probe ------------------------------------------------------------------- */
-/* Runs the kernel (default configuration; ldmatrix or not) on a problem with
+/* Runs the kernel (default configuration, 64 x 64 blocks) on a problem with
  * edges in m and n, two k-tiles and a half, row-major then both operands
  * transposed; "" when both results are right, else why not. */
-static void probe_cfg(netcl_device *dev, int kind, int ldsm, char *why, size_t len)
+static void probe_cfg(netcl_device *dev, int kind, char *why, size_t len)
 {
     static const netcl_dtype dts[3] = {NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT16, NETCL_DTYPE_BFLOAT16};
     const int64_t M = 72, N = 40, K = 56;
@@ -182,11 +200,10 @@ static void probe_cfg(netcl_device *dev, int kind, int ldsm, char *why, size_t l
         nc_gemm_call g = {dev, &dout, &da, &dw, &e, 1, M, N, K};
         nc_gemm_cfg cfg;
         nc_mma_default(&g, &cfg);
-        cfg.mwg = cfg.nwg = 64, cfg.stages = 3, cfg.ldsm = ldsm;   /* several blocks and pipeline stages */
+        cfg.mwg = cfg.nwg = 64, cfg.stages = 3;   /* several blocks and pipeline stages */
         double err = nc_gemm_check_cfg(dev, dts[kind], M, N, K, layout, layout, &cfg);
-        if (err < 0) snprintf(why, len, "%s%s: %.150s", dt_names[kind], ldsm ? " ldmatrix" : "", netcl_last_error());
-        else if (!(err <= 1e-2))
-            snprintf(why, len, "%s%s: wrong result (relative error %.2g)", dt_names[kind], ldsm ? " ldmatrix" : "", err);
+        if (err < 0) snprintf(why, len, "%s: %.150s", dt_names[kind], netcl_last_error());
+        else if (!(err <= 1e-2)) snprintf(why, len, "%s: wrong result (relative error %.2g)", dt_names[kind], err);
     }
 }
 
@@ -194,12 +211,8 @@ static void probe(netcl_device *dev, nc_gemm_state *s, int kind)
 {
     if (s->tc_ok[kind] != 0) return;   /* 1 passed, -1 failed */
     char why[200];
-    probe_cfg(dev, kind, 0, why, sizeof why);
+    probe_cfg(dev, kind, why, sizeof why);
     s->tc_ok[kind] = why[0] ? -1 : 1;
-    if (!why[0] && kind > 0) { /* ldmatrix only where it is right too */
-        probe_cfg(dev, kind, 1, why, sizeof why);
-        s->tc_ldsm[kind] = why[0] ? -1 : 1;
-    }
     if (why[0]) {
         size_t n = strlen(s->tc_status);
         snprintf(s->tc_status + n, sizeof s->tc_status - n, "%s%s", n ? "; " : "", why);

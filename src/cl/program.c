@@ -52,6 +52,21 @@ static char *kernel_source(const char *name)
     return NULL;
 }
 
+/* The source of a family: kernels/<family>.cl, or for "a+b" a.cl followed
+ * by b.cl (a prelude that configures b, as convgemm.cl does gemm.cl). */
+static char *family_source(const char *family)
+{
+    const char *plus = strchr(family, '+');
+    if (!plus) return kernel_source(family);
+    char first[64];
+    snprintf(first, sizeof first, "%.*s", (int)(plus - family), family);
+    char *a = kernel_source(first), *b = kernel_source(plus + 1), *s = NULL;
+    if (a && b && (s = malloc(strlen(a) + strlen(b) + 2))) sprintf(s, "%s\n%s", a, b);
+    free(a);
+    free(b);
+    return s;
+}
+
 static uint64_t fnv1a(uint64_t h, const char *s)
 {
     for (; *s; s++) { h ^= (unsigned char)*s; h *= 0x100000001b3ULL; }
@@ -135,7 +150,7 @@ static void print_build_log(nc_cl_device *cd, cl_program prog, const char *famil
 
 static netcl_status build(nc_cl_device *cd, const char *family, const char *options, cl_program *out)
 {
-    char *common = kernel_source("common"), *ops = kernel_source("ops"), *body = kernel_source(family);
+    char *common = kernel_source("common"), *ops = kernel_source("ops"), *body = family_source(family);
     if (!common || !ops || !body) {
         free(common);
         free(ops);
