@@ -32,6 +32,11 @@ local GEOMS = {
   { 2, 2, 33, 32, 3, 3, 3, { stride = 2, padding = 1 } },
   -- more than 4096 Winograd tiles: backward-weight splits them into blocks
   { 4, 3, 130, 129, 4, 3, 3, { padding = 1 } },
+  -- 5x5 dilated, more output channels than one tiled block (8), odd sizes
+  { 2, 3, 12, 13, 10, 5, 5, { padding = 2, dilation = 2 } },
+  -- size-1 image and kernel covering the input
+  { 1, 2, 1, 1, 3, 1, 1, {} },
+  { 2, 3, 5, 5, 2, 5, 5, {} },
 }
 
 -- forward value and both gradients for one geometry, seeded
@@ -47,7 +52,7 @@ local function run(gm, dtype, d)
   return y:detach(), x.grad, w.grad
 end
 
-local ALGOS = { "direct", "im2col", "gemm1x1", "winograd2", "winograd4", "depthwise" }
+local ALGOS = { "direct", "im2col", "gemm1x1", "winograd2", "winograd4", "depthwise", "implicit_gemm", "tiled" }
 
 TestConvAlgos = {}
 
@@ -87,10 +92,59 @@ function TestConvAlgos:test_transposed_strategies()
   netcl.manual_seed(23)
   local x = netcl.randn(2, 4, 5, 5, { device = dev })
   local w = netcl.randn(4, 3, 3, 3, { device = dev })
-  local want = with_algo("direct", function() return F.conv_transpose2d(x, w, nil, { padding = 1 }) end)
-  for _, algo in ipairs({ "im2col", "winograd2", "winograd4" }) do
-    local got = with_algo(algo, function() return F.conv_transpose2d(x, w, nil, { padding = 1 }) end)
-    H.assert_close(got, want, 2e-3, 2e-3, algo)
+  local b = netcl.randn(3, { device = dev })
+  for _, o in ipairs({ { padding = 1 }, { stride = 2, padding = 1, output_padding = 1 }, { padding = 0, dilation = 2 } }) do
+    local want = with_algo("direct", function() return F.conv_transpose2d(x, w, b, o) end)
+    for _, algo in ipairs({ "im2col", "winograd2", "winograd4", "implicit_gemm", "tiled" }) do
+      local got = with_algo(algo, function() return F.conv_transpose2d(x, w, b, o) end)
+      H.assert_close(got, want, 2e-3, 2e-3, algo)
+    end
+  end
+end
+
+-- bias and activation fused into the strategies' kernels (no gradient
+-- recorded), or applied after those that cannot: the same values as the
+-- unfused sequence, forward and transposed
+function TestConvAlgos:test_fused_epilogue_matches_unfused()
+  netcl.manual_seed(24)
+  local x = netcl.randn(2, 4, 9, 8, { device = dev })
+  local w = netcl.randn(6, 4, 3, 3, { device = dev })
+  local wt = netcl.randn(4, 6, 3, 3, { device = dev })
+  local b, bt = netcl.randn(6, { device = dev }), netcl.randn(6, { device = dev })
+  local o = { padding = 1 }
+  for _, act in ipairs({ "relu", "sigmoid", "leaky_relu", "gelu" }) do
+    local plain = with_algo("direct", function() return F.conv2d(x, w, b, o) end)
+    local want = act == "leaky_relu" and F.leaky_relu(plain, 0.2) or plain[act](plain)
+    local plain_t = with_algo("direct", function() return F.conv_transpose2d(x, wt, bt, o) end)
+    for _, algo in ipairs(ALGOS) do
+      local got = with_algo(algo, function() return F.conv2d(x, w, b, { padding = 1, act = act, slope = 0.2 }) end)
+      H.assert_close(got, want, 1e-4, 1e-4, algo .. " " .. act)
+      local got_t = with_algo(algo, function() return F.conv_transpose2d(x, wt, bt, { padding = 1, act = "relu" }) end)
+      H.assert_close(got_t, plain_t:relu(), 1e-4, 1e-4, algo .. " transposed relu")
+    end
+  end
+  -- with a gradient recorded the activation is its own op: gradients flow through it
+  local xr = x:clone():requires_grad_()
+  local y = F.conv2d(xr, w, b, { padding = 1, act = "relu" })
+  y:sum():backward()
+  local xr2 = x:clone():requires_grad_()
+  F.conv2d(xr2, w, b, { padding = 1 }):relu():sum():backward()
+  H.assert_close(xr.grad, xr2.grad, 1e-5, 1e-5)
+  lu.assertErrorMsgContains("unknown or unfusable activation", function() F.conv2d(x, w, b, { act = "softmax" }) end)
+end
+
+-- the lower-precision storage types through the GEMM-based strategies
+function TestConvAlgos:test_half_types()
+  for _, dt in ipairs({ "float16", "bfloat16", "float64" }) do
+    netcl.manual_seed(25)
+    local x = netcl.randn(2, 3, 8, 8, { device = dev }):to(dt)
+    local w = netcl.randn(5, 3, 3, 3, { device = dev }):to(dt)
+    local want = with_algo("direct", function() return F.conv2d(x, w, nil, { padding = 1 }):to("float32") end)
+    local tol = dt == "float64" and 1e-10 or dt == "float16" and 1e-2 or 5e-2
+    for _, algo in ipairs({ "implicit_gemm", "tiled", "im2col" }) do
+      local got = with_algo(algo, function() return F.conv2d(x, w, nil, { padding = 1 }):to("float32") end)
+      H.assert_close(got, want, tol, tol * 4, dt .. " " .. algo)
+    end
   end
 end
 

@@ -6,8 +6,15 @@
  *   winograd2  F(2x2, 3x3) and winograd4 F(4x4, 3x3): 3x3, stride 1,
  *              dilation 1, groups 1 (all three passes; backward-weight
  *              through the transforms' adjoints)
+ *   implicit_gemm  the GEMM with the input gathered tile by tile, never
+ *              unfolded (any geometry, all three passes)
+ *   tiled      direct convolution through local-memory tiles of input and
+ *              weights (forward; backward-data at stride 1, groups 1)
  * NETCL_CONV_ALGO=<name> forces one wherever it applies (the planner's
- * choice elsewhere). Every pass returns a new contiguous tensor. */
+ * choice elsewhere). Every pass returns a new contiguous tensor. Forward
+ * and backward-data passes take an epilogue (bias, activation), fused into
+ * the kernels by implicit_gemm, tiled, im2col and gemm1x1 (one group) and
+ * applied after the others. */
 #include "ops.h"
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +22,7 @@
 static const char *const algo_names[NC_CONV_ALGO_COUNT] = {
     [NC_CONV_AUTO] = "auto", [NC_CONV_DIRECT] = "direct", [NC_CONV_DEPTHWISE] = "depthwise",
     [NC_CONV_IM2COL] = "im2col", [NC_CONV_GEMM1X1] = "gemm1x1", [NC_CONV_WINOGRAD2] = "winograd2",
-    [NC_CONV_WINOGRAD4] = "winograd4",
+    [NC_CONV_WINOGRAD4] = "winograd4", [NC_CONV_IGEMM] = "implicit_gemm", [NC_CONV_TILED] = "tiled",
 };
 
 const char *nc_conv_algo_name(nc_conv_algo a) { return (unsigned)a < NC_CONV_ALGO_COUNT ? algo_names[a] : "?"; }
@@ -27,10 +34,27 @@ nc_conv_algo nc_conv_algo_from_name(const char *name)
     return NC_CONV_ALGO_COUNT;
 }
 
+/* The tiled kernels compile the taps in and stage a tile's whole input
+ * patch: small kernels, strides and dilations; its grid's third dim holds
+ * images x groups x blocks of 8 channels. Backward-data runs as the
+ * forward convolution of dy with the flipped weights (stride 1, groups 1,
+ * padding d (k - 1) - p >= 0). */
+static int tiled_applicable(const nc_conv_args *g, nc_conv_pass pass)
+{
+    if (g->KH > 11 || g->KW > 11 || g->SH > 4 || g->SW > 4 || g->DH * (g->KH - 1) > 20 || g->DW * (g->KW - 1) > 20)
+        return 0;
+    if (pass == NC_CONV_PASS_FWD) return g->N * g->G * ((g->O / g->G + 7) / 8) <= 65535;
+    if (pass == NC_CONV_PASS_DATA)
+        return g->SH == 1 && g->SW == 1 && g->G == 1 && g->DH * (g->KH - 1) >= g->PH && g->DW * (g->KW - 1) >= g->PW &&
+               g->N * ((g->C + 7) / 8) <= 65535;
+    return 0;
+}
+
 int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
 {
     switch (a) {
-    case NC_CONV_DIRECT: case NC_CONV_IM2COL: return 1;
+    case NC_CONV_DIRECT: case NC_CONV_IM2COL: case NC_CONV_IGEMM: return 1;
+    case NC_CONV_TILED: return tiled_applicable(g, pass);
     case NC_CONV_DEPTHWISE: return g->G == g->C && g->G > 1;
     case NC_CONV_GEMM1X1:
         return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PH == 0 && g->PW == 0 && g->G == 1;
@@ -41,13 +65,28 @@ int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
     }
 }
 
+/* Tiled wins where the reduction per output is short and the channel
+ * blocks are few (LeNet's 5x5 layers: on an H100 0.036 against im2col's
+ * 0.074 ms forward at 1 -> 6 channels, 0.060 against 0.101 at 6 -> 16;
+ * ResNet's 64-channel 3x3 layers lose 3x to Winograd). Backward-data runs
+ * the flipped convolution, whose reduction is over the output channels. */
+static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass)
+{
+    if (!tiled_applicable(g, pass)) return 0;
+    int64_t cin = pass == NC_CONV_PASS_FWD ? g->C / g->G : g->O, cout = pass == NC_CONV_PASS_FWD ? g->O / g->G : g->C;
+    int64_t red = cin * g->KH * g->KW;
+    /* the cpu's rows pay for each output channel block: only the thinnest layers */
+    if (dev->type == NETCL_DEVICE_CPU) return red <= 64 && cout <= 16;
+    return dev->type == NETCL_DEVICE_OPENCL_GPU && red <= 512 && cout <= 32;
+}
+
 /* The planner: a forced choice (NETCL_CONV_ALGO) where it applies, else the
  * tuner's measured winner once it has one, else a rule: depthwise, gemm1x1,
- * direct for small convolutions on GPUs, Winograd for 3x3 stride-1 ones on
- * GPUs, im2col otherwise. */
+ * tiled for thin layers, implicit GEMM where im2col's unfolded matrix would
+ * be large, direct for small convolutions on GPUs, Winograd for 3x3
+ * stride-1 ones on GPUs, im2col otherwise. */
 nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
-    (void)dt;
     const char *env = getenv("NETCL_CONV_ALGO");
     nc_conv_algo forced = env ? nc_conv_algo_from_name(env) : NC_CONV_ALGO_COUNT;
     if (forced < NC_CONV_ALGO_COUNT && forced != NC_CONV_AUTO && nc_conv_applicable(forced, g, pass)) return forced;
@@ -55,6 +94,14 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     if (tuned != NC_CONV_AUTO) return tuned;
     if (nc_conv_applicable(NC_CONV_DEPTHWISE, g, pass)) return NC_CONV_DEPTHWISE;
     if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass)) return NC_CONV_GEMM1X1;
+    if (tiled_suits(dev, g, pass)) return NC_CONV_TILED;
+    /* Winograd and the others below unfold nothing as large as im2col's
+     * [N, C*KH*KW, OH*OW] (in the data pass, its adjoint): past an eighth of
+     * the device's memory (a large image batch), gather instead */
+    int winograd_ok = dev->type == NETCL_DEVICE_OPENCL_GPU && g->C >= 16 && g->O >= 16 &&
+                      nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass);
+    double cols = (double)g->N * (double)(g->C * g->KH * g->KW) * (double)(g->OH * g->OW) * netcl_dtype_size(dt);
+    if (!winograd_ok && dev->global_mem > 0 && cols > (double)dev->global_mem / 8) return NC_CONV_IGEMM;
     /* on a GPU a small convolution is launch-bound: one direct kernel beats
      * im2col's unfold, copies and GEMM (about 16M multiply-adds or fewer) */
     double macs = (double)g->N * (double)g->O * (double)g->OH * (double)g->OW * (double)(g->C / g->G) * (double)g->KH *
@@ -65,9 +112,7 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
      * (examples/bench/layers.lua on an H100: 64x32x32 at batch 128,
      * forward 0.36 ms against im2col's 0.93); few channels leave its
      * batched GEMMs too thin to pay for the transforms */
-    if (dev->type == NETCL_DEVICE_OPENCL_GPU && g->C >= 16 && g->O >= 16 &&
-        nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass))
-        return g->OH >= 8 && g->OW >= 8 ? NC_CONV_WINOGRAD4 : NC_CONV_WINOGRAD2;
+    if (winograd_ok) return g->OH >= 8 && g->OW >= 8 ? NC_CONV_WINOGRAD4 : NC_CONV_WINOGRAD2;
     return NC_CONV_IM2COL;
 }
 
@@ -163,6 +208,49 @@ static void kernel(scratch *s, nc_conv_kernel k, const nc_conv_args *g, netcl_te
     s->st = nc_dev(out)->backend->conv(nc_dev(out), k, g, &o, &x, b ? &y : NULL, p0, p1);
 }
 
+/* a @ b with the epilogue f along a's rows (the output channels), or plain */
+static netcl_tensor *mm_fused(scratch *s, netcl_tensor *a, netcl_tensor *b, const nc_conv_fuse *f)
+{
+    if (!f) return mm(s, a, b);
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_gemm_rowbias(&o, a, b, f->bias, f->act, f->act_p);
+    return keep(s, r, o);
+}
+
+/* the backend's form of an epilogue (NULL for none); bd holds the bias */
+static const nc_conv_epi *backend_epi(const nc_conv_fuse *f, nc_desc *bd, nc_conv_epi *e)
+{
+    if (!f) return NULL;
+    if (f->bias) nc_desc_of(bd, f->bias);
+    *e = (nc_conv_epi){f->bias ? bd : NULL, f->act, f->act_p};
+    return e;
+}
+
+static void run_conv_gemm(scratch *s, nc_conv_pass pass, const nc_conv_args *g, netcl_tensor *out, netcl_tensor *a,
+                          netcl_tensor *b, const nc_conv_fuse *f, int slices)
+{
+    if (s->st != NETCL_OK || netcl_tensor_numel(out) == 0) return;
+    nc_desc o, x, y, bd;
+    nc_conv_epi e;
+    nc_desc_of(&o, out);
+    nc_desc_of(&x, a);
+    nc_desc_of(&y, b);
+    s->st = nc_dev(out)->backend->conv_gemm(nc_dev(out), pass, g, &o, &x, &y, backend_epi(f, &bd, &e), slices);
+}
+
+static void run_conv_tiled(scratch *s, const nc_conv_args *g, netcl_tensor *out, netcl_tensor *x, netcl_tensor *w,
+                           const nc_conv_fuse *f, int flip)
+{
+    if (s->st != NETCL_OK || netcl_tensor_numel(out) == 0) return;
+    nc_desc o, xd, wd, bd;
+    nc_conv_epi e;
+    nc_desc_of(&o, out);
+    nc_desc_of(&xd, x);
+    nc_desc_of(&wd, w);
+    s->st = nc_dev(out)->backend->conv_tiled(nc_dev(out), g, &o, &xd, &wd, backend_epi(f, &bd, &e), flip);
+}
+
 /* [N, O, OH, OW] -> [G, O/G, N*L] (a copy when N > 1) */
 static netcl_tensor *by_group(scratch *s, netcl_tensor *t, int64_t G)
 {
@@ -191,7 +279,8 @@ static int per_sample(const nc_conv_args *g, nc_conv_pass pass)
     return pass != NC_CONV_PASS_WEIGHT || g->N * g->O * g->C * g->KH * g->KW <= ((int64_t)32 << 20);
 }
 
-static netcl_tensor *im2col_per_sample(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+static netcl_tensor *im2col_per_sample(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                       const nc_conv_fuse *f)
 {
     int64_t k[2] = {g->KH, g->KW}, d[2] = {g->DH, g->DW}, p[2] = {g->PH, g->PW}, st[2] = {g->SH, g->SW};
     int64_t K = g->C * g->KH * g->KW, L = g->OH * g->OW, N = g->N, O = g->O;
@@ -207,15 +296,18 @@ static netcl_tensor *im2col_per_sample(scratch *s, const nc_conv_args *g, nc_con
         netcl_tensor *per = mm(s, view(s, b, 3, (int64_t[]){N, O, L}), transpose(s, cols, 1, 2));
         return view(s, sum0(s, per), 4, (int64_t[]){O, g->C, g->KH, g->KW});
     }
-    netcl_tensor *y = mm(s, view(s, b, 3, (int64_t[]){1, O, K}), cols);             /* [N, O, L] */
+    netcl_tensor *y = mm_fused(s, view(s, b, 3, (int64_t[]){1, O, K}), cols, f);    /* [N, O, L] */
     return view(s, y, 4, (int64_t[]){N, O, g->OH, g->OW});
 }
 
-static netcl_tensor *im2col_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+/* f: the forward epilogue, fused into the product for one group (NULL:
+ * none or left to the caller) */
+static netcl_tensor *im2col_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                 const nc_conv_fuse *f)
 {
     int64_t k[2] = {g->KH, g->KW}, d[2] = {g->DH, g->DW}, p[2] = {g->PH, g->PW}, st[2] = {g->SH, g->SW};
     int64_t G = g->G, K = g->C * g->KH * g->KW, L = g->OH * g->OW, N = g->N;
-    if (per_sample(g, pass)) return im2col_per_sample(s, g, pass, a, b);
+    if (per_sample(g, pass)) return im2col_per_sample(s, g, pass, a, b, f);
     if (pass == NC_CONV_PASS_DATA) {   /* a dy, b w: cols = w^T dy, then fold */
         netcl_tensor *wt = transpose(s, view(s, b, 3, (int64_t[]){G, g->O / G, K / G}), 1, 2);
         netcl_tensor *dc = mm(s, wt, by_group(s, a, G));                              /* [G, K/G, N*L] */
@@ -229,11 +321,12 @@ static netcl_tensor *im2col_pass(scratch *s, const nc_conv_args *g, nc_conv_pass
         netcl_tensor *dw = mm(s, by_group(s, b, G), transpose(s, c2, 1, 2));          /* [G, O/G, K/G] */
         return view(s, dw, 4, (int64_t[]){g->O, g->C / G, g->KH, g->KW});
     }
-    netcl_tensor *y = mm(s, view(s, b, 3, (int64_t[]){G, g->O / G, K / G}), c2);    /* [G, O/G, N*L] */
+    netcl_tensor *y = mm_fused(s, view(s, b, 3, (int64_t[]){G, g->O / G, K / G}), c2, f);   /* [G, O/G, N*L] */
     return to_nchw(s, y, N, g->O, g->OH, g->OW);
 }
 
-static netcl_tensor *gemm1x1_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+static netcl_tensor *gemm1x1_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                  const nc_conv_fuse *f)
 {
     int64_t N = g->N, HW = g->H * g->W;
     if (pass == NC_CONV_PASS_WEIGHT) {  /* sum over n of dy[n] x[n]^T */
@@ -246,7 +339,7 @@ static netcl_tensor *gemm1x1_pass(scratch *s, const nc_conv_args *g, nc_conv_pas
         netcl_tensor *dx = mm(s, transpose(s, w2, 0, 1), view(s, a, 3, (int64_t[]){N, g->O, HW}));
         return view(s, dx, 4, (int64_t[]){N, g->C, g->H, g->W});
     }
-    netcl_tensor *y = mm(s, w2, view(s, a, 3, (int64_t[]){N, g->C, HW}));
+    netcl_tensor *y = mm_fused(s, w2, view(s, a, 3, (int64_t[]){N, g->C, HW}), f);
     return view(s, y, 4, (int64_t[]){N, g->O, g->OH, g->OW});
 }
 
@@ -307,6 +400,54 @@ static netcl_tensor *winograd_pass(scratch *s, const nc_conv_args *g, nc_conv_pa
     return winograd_fwd(s, &t, m, a, b, 1);
 }
 
+/* K slices of the implicit backward-weight GEMM: its output [O, C/G*K']
+ * has few tiles and its K (images x pixels) is long, so on a GPU the K
+ * range is cut until about two tiles per compute unit run (as linalg.c's
+ * split-K), slices of at least 1024 */
+static int weight_slices(const netcl_device *dev, const nc_conv_args *g)
+{
+    if (dev->type == NETCL_DEVICE_CPU) return 1;
+    int64_t og = g->O / g->G, n = g->C / g->G * g->KH * g->KW, K = g->N * g->OH * g->OW;
+    int64_t tiles = g->G * ((og + 63) / 64) * ((n + 63) / 64), want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16);
+    if (tiles >= want || K < 2048) return 1;
+    int64_t sl = (want + tiles - 1) / tiles;
+    if (sl > K / 1024) sl = K / 1024;
+    return sl < 2 ? 1 : (int)sl;
+}
+
+static netcl_tensor *igemm_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                const nc_conv_fuse *f)
+{
+    if (pass == NC_CONV_PASS_WEIGHT) {
+        int sl = weight_slices(nc_dev(a), g);
+        int64_t n = g->C / g->G * g->KH * g->KW;
+        netcl_tensor *part = empty(s, a, 3, (int64_t[]){sl, g->O, n});
+        run_conv_gemm(s, pass, g, part, a, b, NULL, sl);
+        return view(s, sl > 1 ? sum0(s, part) : part, 4, (int64_t[]){g->O, g->C / g->G, g->KH, g->KW});
+    }
+    int64_t shape[2][4] = {{g->N, g->O, g->OH, g->OW}, {g->N, g->C, g->H, g->W}};
+    netcl_tensor *out = empty(s, a, 4, shape[pass]);
+    run_conv_gemm(s, pass, g, out, a, b, f, 1);
+    return out;
+}
+
+static netcl_tensor *tiled_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                const nc_conv_fuse *f)
+{
+    if (pass == NC_CONV_PASS_FWD) {
+        netcl_tensor *y = empty(s, a, 4, (int64_t[]){g->N, g->O, g->OH, g->OW});
+        run_conv_tiled(s, g, y, a, b, f, 0);
+        return y;
+    }
+    /* backward-data at stride 1: the forward convolution of dy with the
+     * flipped, transposed weights and padding d (k - 1) - p */
+    nc_conv_args t = {g->N, g->O, g->OH, g->OW, g->C, 1, g->KH, g->KW, 1, 1, g->DH * (g->KH - 1) - g->PH,
+                      g->DW * (g->KW - 1) - g->PW, g->DH, g->DW, g->H, g->W};
+    netcl_tensor *dx = empty(s, a, 4, (int64_t[]){g->N, g->C, g->H, g->W});
+    run_conv_tiled(s, &t, dx, a, b, f, 1);
+    return dx;
+}
+
 static netcl_tensor *direct_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
 {
     static const nc_conv_kernel kinds[3] = {NC_CONV_FWD, NC_CONV_BWD_DATA, NC_CONV_BWD_WEIGHT};
@@ -316,25 +457,56 @@ static netcl_tensor *direct_pass(scratch *s, const nc_conv_args *g, nc_conv_pass
     return out;
 }
 
-netcl_status nc_fwd_conv2d_pass(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+/* the epilogue applied after a strategy that did not fuse it: y += bias
+ * along the channels (dim 1), then the activation, in place on the fresh y */
+static void apply_epilogue(scratch *s, netcl_tensor *y, const nc_conv_fuse *f)
+{
+    if (s->st != NETCL_OK || !y || !f) return;
+    if (f->bias) {
+        netcl_tensor *bv = view(s, f->bias, 4, (int64_t[]){1, f->bias->sizes[0], 1, 1});
+        if (s->st == NETCL_OK) s->st = nc_fwd_binary_into(y, NETCL_OP_ADD, y, bv);
+    }
+    if (s->st == NETCL_OK && f->act >= 0) s->st = nc_fwd_unary_into(y, (netcl_op)f->act, y, f->act_p, 0);
+}
+
+netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a,
+                                 netcl_tensor *b, const nc_conv_fuse *f)
 {
     *out = NULL;
+    if (f && (pass == NC_CONV_PASS_WEIGHT || (!f->bias && f->act < 0))) f = NULL;
+    if (f && !nc_gemm_act_ok(f->act))
+        return nc_fail(NETCL_ERR_ARGUMENT, "conv2d: activation %d cannot be fused (relu, sigmoid, tanh, silu, gelu, "
+                       "gelu_tanh, relu6, leaky_relu or none)", f->act);
     scratch s = {{0}, 0, NETCL_OK};
     netcl_tensor *ac = contig(&s, a), *bc = contig(&s, b), *r = NULL;
+    nc_conv_fuse fc;
+    if (f) { fc = *f; if (fc.bias) fc.bias = contig(&s, fc.bias); f = &fc; }
     nc_conv_algo algo = nc_conv_plan(nc_dev(a), g, pass, a->dtype);
+    /* strategies that fuse the epilogue take it; the others leave it to apply_epilogue */
+    int fuses = algo == NC_CONV_IGEMM || algo == NC_CONV_TILED || ((algo == NC_CONV_IM2COL || algo == NC_CONV_GEMM1X1) &&
+                                                                  pass == NC_CONV_PASS_FWD && g->G == 1);
+    const nc_conv_fuse *ff = fuses ? f : NULL;
     if (s.st == NETCL_OK) {
         switch (algo) {
-        case NC_CONV_IM2COL: r = im2col_pass(&s, g, pass, ac, bc); break;
-        case NC_CONV_GEMM1X1: r = gemm1x1_pass(&s, g, pass, ac, bc); break;
+        case NC_CONV_IM2COL: r = im2col_pass(&s, g, pass, ac, bc, ff); break;
+        case NC_CONV_GEMM1X1: r = gemm1x1_pass(&s, g, pass, ac, bc, ff); break;
         case NC_CONV_WINOGRAD2: r = winograd_pass(&s, g, pass, 2, ac, bc); break;
         case NC_CONV_WINOGRAD4: r = winograd_pass(&s, g, pass, 4, ac, bc); break;
+        case NC_CONV_IGEMM: r = igemm_pass(&s, g, pass, ac, bc, ff); break;
+        case NC_CONV_TILED: r = tiled_pass(&s, g, pass, ac, bc, ff); break;
         default: r = direct_pass(&s, g, pass, ac, bc); break;
         }
     }
     if (s.st == NETCL_OK && r && !netcl_tensor_is_contiguous(r)) r = contig(&s, r);
+    if (!fuses) apply_epilogue(&s, r, f);
     netcl_status st = finish(&s, out, r);
     if (st != NETCL_OK) nc_error_prefix("conv2d (%s): ", nc_conv_algo_name(algo));
     return st;
+}
+
+netcl_status nc_fwd_conv2d_pass(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+{
+    return nc_fwd_conv2d_fused(out, g, pass, a, b, NULL);
 }
 
 /* ---- argument checks: the geometry of conv2d / conv_transpose2d ------------------ */

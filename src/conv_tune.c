@@ -129,9 +129,13 @@ nc_conv_algo nc_conv_tuned(netcl_device *dev, const nc_conv_args *g, nc_conv_pas
     measuring = 1;
     nc_conv_algo best = NC_CONV_AUTO;
     double best_t = 1e30;
+    const char *dbg = getenv("NETCL_DEBUG");
     for (int a = NC_CONV_DIRECT; a < NC_CONV_ALGO_COUNT; a++) {
         if (!nc_conv_applicable((nc_conv_algo)a, g, pass)) continue;
         double t = measure(dev, g, pass, dt, (nc_conv_algo)a);
+        if (dbg && atoi(dbg) >= 1)
+            fprintf(stderr, "netcl: conv tuner %s pass %d %s: %.3f ms\n", key, (int)pass, nc_conv_algo_name((nc_conv_algo)a),
+                    t < 1e29 ? t * 1e3 : -1.0);
         if (t < best_t) { best_t = t; best = (nc_conv_algo)a; }
     }
     measuring = 0;

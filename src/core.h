@@ -119,6 +119,17 @@ typedef enum nc_conv_kernel {
     NC_WINO_WEIGHT_GRAD   /* out dw [O, C, 3, 3] <- a dU [T, O, C]: the weight transform's adjoint (m = p0) */
 } nc_conv_kernel;
 
+/* The three passes of a convolution (ops.h plans a strategy for each). */
+typedef enum nc_conv_pass { NC_CONV_PASS_FWD, NC_CONV_PASS_DATA, NC_CONV_PASS_WEIGHT } nc_conv_pass;
+/* The epilogue a forward convolution kernel fuses: y = act(y + bias[channel]);
+ * bias may be NULL (contiguous [O] in the output's dtype), act a netcl_op
+ * that nc_gemm_act_ok accepts or -1 for none, act_p its parameter. */
+typedef struct nc_conv_epi {
+    const nc_desc *bias;
+    int act;
+    double act_p;
+} nc_conv_epi;
+
 /* The kernels of fused batch normalisation over x viewed [N, C, S] (all
  * operands contiguous, one float dtype; per-channel vectors of C). */
 typedef enum nc_bn_kernel {
@@ -215,6 +226,20 @@ typedef struct nc_backend {
      * written whole, never aliasing the inputs. */
     netcl_status (*conv)(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+    /* Implicit-GEMM convolution pass: the input (or dy) is gathered tile by
+     * tile, never unfolded. forward: out y <- a x, b w (epi may be NULL);
+     * data: out dx <- a dy, b w; weight: out [kslices, O, C/G*KH*KW] <- a x,
+     * b dy, the K range (images x output pixels) cut into kslices partial
+     * sums that the caller adds. All contiguous, one float dtype. */
+    netcl_status (*conv_gemm)(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
+                              const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
+    /* Tiled direct convolution: out y <- x, w of geometry g through
+     * local-memory tiles of input and weights, epi fused (may be NULL).
+     * flip: w is the [C, O, KH, KW] weight of a stride-1 convolution whose
+     * backward-data pass g is, read as w'[o, c, kh, kw] = w[c, o, KH-1-kh,
+     * KW-1-kw] (groups 1). All contiguous, one float dtype. */
+    netcl_status (*conv_tiled)(netcl_device *dev, const nc_conv_args *g, const nc_desc *out, const nc_desc *x,
+                               const nc_desc *w, const nc_conv_epi *epi, int flip);
     /* One kernel of fused batch normalisation (see nc_bn_kernel). */
     netcl_status (*bn)(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
     /* Pinned (page-locked) host memory: *host points at nbytes; handle frees

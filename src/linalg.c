@@ -28,6 +28,7 @@ typedef struct gemm_args {
     netcl_tensor *c, *bias;
     double alpha, beta, act_p;
     int act;
+    int bias_rows;   /* the bias runs along M (one per row) instead of N */
 } gemm_args;
 
 /* c broadcast to the product's shape [batch..., M, N], viewed [B, M, N]. */
@@ -56,7 +57,7 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
     if (ga->c) NC_TRY(epilogue_c(&c3, ga->c, ndim, oshape, o3->sizes[0]));
     if (c3) nc_desc_of(&cd, c3);
     if (ga->bias) nc_desc_of(&bd, ga->bias);
-    nc_gemm_epi e = {ga->alpha, ga->beta, c3 ? &cd : NULL, ga->bias ? &bd : NULL, 2, ga->act, ga->act_p};
+    nc_gemm_epi e = {ga->alpha, ga->beta, c3 ? &cd : NULL, ga->bias ? &bd : NULL, ga->bias_rows ? 1 : 2, ga->act, ga->act_p};
     netcl_status st = dev->backend->gemm(dev, &o, &x, &y, &e);
     netcl_tensor_release(c3);
     return st;
@@ -201,11 +202,10 @@ int nc_allow_tf32(void) { return atomic_load(&allow_tf32); }
 /* out = act(alpha * (a @ b) + beta * c + bias) in one backend call; a and b
  * at least 2-D (batched and broadcast like matmul), c broadcast to the
  * product's shape (ignored when beta is 0), bias 1-D along its last dim. */
-netcl_status nc_fwd_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
-                         double alpha, double beta, int act, double act_p)
+static netcl_status gemm_checked(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, const gemm_args *ga)
 {
     *out = NULL;
-    netcl_tensor *ops[4] = {a, b, c, bias};
+    netcl_tensor *ops[4] = {a, b, ga->c, ga->bias};
     for (int i = 1; i < 4; i++)
         if (ops[i] && (nc_dev(ops[i]) != nc_dev(a) || ops[i]->dtype != a->dtype))
             return nc_fail(NETCL_ERR_ARGUMENT, "gemm: operands must share one device and float dtype: %s and %s",
@@ -213,16 +213,30 @@ netcl_status nc_fwd_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, n
     if (!nc_dtype_is_float(a->dtype) || a->ndim < 2 || b->ndim < 2)
         return nc_fail(NETCL_ERR_ARGUMENT, "gemm: needs two float tensors of at least 2 dims: %s @ %s", nc_describe(a),
                        nc_describe(b));
-    if (bias && (bias->ndim != 1 || bias->sizes[0] != b->sizes[b->ndim - 1]))
-        return nc_fail(NETCL_ERR_ARGUMENT, "gemm: bias %s must be 1-D of the product's last size %lld", nc_describe(bias),
-                       (long long)b->sizes[b->ndim - 1]);
-    if (!nc_gemm_act_ok(act))
+    int64_t along = ga->bias_rows ? a->sizes[a->ndim - 2] : b->sizes[b->ndim - 1];
+    if (ga->bias && (ga->bias->ndim != 1 || ga->bias->sizes[0] != along))
+        return nc_fail(NETCL_ERR_ARGUMENT, "gemm: bias %s must be 1-D of the product's %s size %lld", nc_describe(ga->bias),
+                       ga->bias_rows ? "row" : "last", (long long)along);
+    if (!nc_gemm_act_ok(ga->act))
         return nc_fail(NETCL_ERR_ARGUMENT, "gemm: activation %d cannot be fused (relu, sigmoid, tanh, silu, gelu, "
-                                           "gelu_tanh, relu6, leaky_relu or none)", act);
-    gemm_args ga = {beta != 0 ? c : NULL, bias, alpha, beta, act_p, act};
-    netcl_status st = matmul_nd(out, a, b, &ga);
+                                           "gelu_tanh, relu6, leaky_relu or none)", ga->act);
+    netcl_status st = matmul_nd(out, a, b, ga);
     if (st != NETCL_OK && strncmp(netcl_last_error(), "gemm", 4) != 0) nc_error_prefix("gemm: ");
     return st;
+}
+
+netcl_status nc_fwd_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
+                         double alpha, double beta, int act, double act_p)
+{
+    gemm_args ga = {beta != 0 ? c : NULL, bias, alpha, beta, act_p, act, 0};
+    return gemm_checked(out, a, b, &ga);
+}
+
+netcl_status nc_fwd_gemm_rowbias(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *bias, int act,
+                                 double act_p)
+{
+    gemm_args ga = {NULL, bias, 1, 0, act_p, act, 1};
+    return gemm_checked(out, a, b, &ga);
 }
 
 /* Interior region of a padded tensor: the view of `big` where the input

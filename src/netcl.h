@@ -369,19 +369,30 @@ netcl_status netcl_adaptive_avg_pool2d(netcl_tensor **out, netcl_tensor *x, cons
  * conv1d on [N, C, L]; the transposed convolution's w is [C, O/groups,
  * kh, kw]. Each pass (forward, backward-data, backward-weight) runs the
  * strategy the planner picks (direct, depthwise, im2col, gemm1x1,
- * winograd2, winograd4; NETCL_CONV_ALGO=<name> forces one where it
- * applies). With conv benchmarking on (or NETCL_CONV_BENCHMARK=1), the
- * first pass of a geometry times every applicable strategy and keeps the
- * fastest, cached on disk per device. */
+ * winograd2, winograd4, implicit_gemm, tiled; NETCL_CONV_ALGO=<name>
+ * forces one where it applies). The bias is added in the pass's own
+ * kernels where the strategy can (implicit_gemm, tiled, im2col, gemm1x1).
+ * The _act forms end in an activation (a netcl_op: relu, sigmoid, tanh,
+ * silu, gelu, gelu_tanh, relu6, leaky_relu with act_param its slope; -1
+ * none), fused into those kernels when no input records a gradient, and
+ * recorded as its own op after the convolution when one does. With conv
+ * benchmarking on (or NETCL_CONV_BENCHMARK=1), the first pass of a
+ * geometry times every applicable strategy and keeps the fastest, cached
+ * on disk per device. */
 void netcl_set_conv_benchmark(int on);
 int netcl_conv_benchmark(void);
 netcl_status netcl_conv2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
                           const int64_t *padding, const int64_t *dilation, int64_t groups);
+netcl_status netcl_conv2d_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
+                              const int64_t *padding, const int64_t *dilation, int64_t groups, netcl_op act, double act_param);
 netcl_status netcl_conv1d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, int64_t stride,
                           int64_t padding, int64_t dilation, int64_t groups);
 netcl_status netcl_conv_transpose2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
                                     const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
                                     const int64_t *dilation, int64_t groups);
+netcl_status netcl_conv_transpose2d_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
+                                        const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
+                                        const int64_t *dilation, int64_t groups, netcl_op act, double act_param);
 
 /* interpolate: x [N, C, L] or [N, C, H, W] resized to size (one entry per
  * spatial dim); scale (may be NULL) the factors the sizes came from, whose

@@ -25,6 +25,10 @@ netcl_status nc_fwd_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
 /* out = act(alpha * (a @ b) + beta * c + bias) in one backend gemm call (linalg.c). */
 netcl_status nc_fwd_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
                          double alpha, double beta, int act, double act_p);
+/* out = act(a @ b + bias) with the bias along the product's rows (M), as a
+ * convolution's channels run in w [O, K] @ cols [K, L]. */
+netcl_status nc_fwd_gemm_rowbias(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *bias, int act,
+                                 double act_p);
 netcl_status nc_fwd_tensor_contiguous(netcl_tensor **out, netcl_tensor *t);
 netcl_status nc_fwd_tensor_cast(netcl_tensor **out, const netcl_tensor *t, netcl_dtype dtype);
 netcl_status nc_fwd_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, netcl_device *dev);
@@ -69,16 +73,26 @@ netcl_status nc_fwd_class_loss_backward(netcl_tensor **gx, netcl_tensor *g, netc
 /* conv2d.c: convolution passes with strategies (see the file header) */
 typedef enum nc_conv_algo {
     NC_CONV_AUTO, NC_CONV_DIRECT, NC_CONV_DEPTHWISE, NC_CONV_IM2COL, NC_CONV_GEMM1X1, NC_CONV_WINOGRAD2,
-    NC_CONV_WINOGRAD4, NC_CONV_ALGO_COUNT
+    NC_CONV_WINOGRAD4, NC_CONV_IGEMM, NC_CONV_TILED, NC_CONV_ALGO_COUNT
 } nc_conv_algo;
+/* A forward or backward-data pass's fused epilogue at the op level:
+ * result = act(result + bias[channel]) (bias may be NULL, act -1 = none). */
+typedef struct nc_conv_fuse {
+    netcl_tensor *bias;
+    int act;
+    double act_p;
+} nc_conv_fuse;
 /* forward: (x, w) -> y; data: (dy, w) -> dx; weight: (x, dy) -> dw */
-typedef enum nc_conv_pass { NC_CONV_PASS_FWD, NC_CONV_PASS_DATA, NC_CONV_PASS_WEIGHT } nc_conv_pass;
 const char *nc_conv_algo_name(nc_conv_algo a);
 nc_conv_algo nc_conv_algo_from_name(const char *name);   /* NC_CONV_ALGO_COUNT when unknown */
 int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass);
 nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
 /* a new contiguous result of the pass, computed by the planned strategy */
 netcl_status nc_fwd_conv2d_pass(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b);
+/* the same with an epilogue (forward and backward-data passes): fused into
+ * the strategy's kernels where they can, applied after them otherwise */
+netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a,
+                                 netcl_tensor *b, const nc_conv_fuse *f);
 /* checks the arguments and fills g (output_padding != NULL: transposed) */
 netcl_status nc_conv2d_setup(const char *op, const netcl_tensor *x, const netcl_tensor *w, const netcl_tensor *b,
                              const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,

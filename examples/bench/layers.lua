@@ -57,7 +57,7 @@ local CONVS = {
   { "resnet 256x8x8 3x3", { 128, 256, 8, 8 }, { 256, 256, 3, 3 }, 1, 1 },
   { "resnet 512x4x4 3x3", { 128, 512, 4, 4 }, { 512, 512, 3, 3 }, 1, 1 },
 }
-local ALGOS = { "auto", "direct", "im2col", "gemm1x1", "winograd2", "winograd4" }
+local ALGOS = { "auto", "direct", "im2col", "gemm1x1", "winograd2", "winograd4", "implicit_gemm", "tiled" }
 
 local rows = {}
 local function wanted(name) return not opts.only or name:find(opts.only, 1, true) end
@@ -71,7 +71,7 @@ for _, c in ipairs(CONVS) do
     for _, algo in ipairs(ALGOS) do
       if algo == "auto" then ffi.C.unsetenv("NETCL_CONV_ALGO") else ffi.C.setenv("NETCL_CONV_ALGO", algo, 1) end
       -- a strategy that does not apply falls back to the planner's: skip it
-      local applies = algo == "auto" or algo == "direct" or algo == "im2col"
+      local applies = algo == "auto" or algo == "direct" or algo == "im2col" or algo == "implicit_gemm" or algo == "tiled"
         or (algo == "gemm1x1" and c[3][3] == 1 and c[4] == 1)
         or (algo:find("winograd") and c[3][3] == 3 and c[4] == 1)
       if applies then

@@ -51,6 +51,15 @@ local function throw(msg)
 end
 M.throw = throw
 
+-- activations the GEMM and convolution kernels fuse, by name: netcl_op codes
+M.FUSED_ACTS = { relu = 5, sigmoid = 6, tanh = 7, silu = 22, gelu = 23, gelu_tanh = 24, relu6 = 26, leaky_relu = 27 }
+-- the code of opts.act for op (-1 when absent); an unknown name is an error
+function M.fused_act(opts, op)
+  if opts.act == nil then return -1 end
+  return M.FUSED_ACTS[opts.act] or throw(("%s: unknown or unfusable activation %s (relu, sigmoid, tanh, silu, gelu, "
+    .. "gelu_tanh, relu6, leaky_relu)"):format(op, tostring(opts.act)))
+end
+
 function M.raise() throw(ffi.string(C.netcl_last_error())) end
 
 local OOM = 3

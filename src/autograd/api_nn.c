@@ -157,18 +157,6 @@ netcl_status netcl_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_te
  * The node saves the pass's two operands; ip holds the nc_conv_args, p[0]
  * marks the transposed form (the backward-data pass of the conv in ip). */
 
-/* y += b viewed [1, C, 1, 1]; y is fresh and contiguous */
-static netcl_status add_channel_bias(netcl_tensor *y, netcl_tensor *b)
-{
-    if (!b) return NETCL_OK;
-    int64_t shape[4] = {1, b->sizes[0], 1, 1};
-    netcl_tensor *bv;
-    NC_TRY(nc_fwd_tensor_view(&bv, b, 4, shape));
-    netcl_status st = nc_fwd_binary_into(y, NETCL_OP_ADD, y, bv);
-    netcl_tensor_release(bv);
-    return st;
-}
-
 static netcl_status conv_record(netcl_tensor **out, const char *name, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
                                 const nc_conv_args *g, int transposed)
 {
@@ -182,32 +170,58 @@ static netcl_status conv_record(netcl_tensor **out, const char *name, netcl_tens
     return NETCL_OK;
 }
 
-/* conv2d (output_padding NULL) or conv_transpose2d: the planned pass, the bias, the node */
+/* conv2d (output_padding NULL) or conv_transpose2d: the planned pass with
+ * the bias fused, the node, and the activation act (-1: none): fused too
+ * when nothing records, else recorded as its own op after the node */
 static netcl_status conv_op(netcl_tensor **out, const char *name, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
-                            const int64_t *output_padding)
+                            const int64_t *output_padding, int act, double act_p)
 {
     nc_conv_args g;
     *out = NULL;
     NC_TRY(nc_conv2d_setup(name, x, w, b, stride, padding, dilation, groups, output_padding, &g));
+    if (!nc_gemm_act_ok(act))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: activation %d cannot be fused (relu, sigmoid, tanh, silu, gelu, gelu_tanh, "
+                       "relu6, leaky_relu or none)", name, act);
     int transposed = output_padding != NULL;
+    netcl_tensor *ins[3] = {x, w, b};
+    int records = nc_should_record(3, ins);
+    nc_conv_fuse f = {b, records ? -1 : act, act_p};
     netcl_status st;
-    FORWARD(st, nc_fwd_conv2d_pass(out, &g, transposed ? NC_CONV_PASS_DATA : NC_CONV_PASS_FWD, x, w));
-    if (st == NETCL_OK && (st = add_channel_bias(*out, b)) != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
-    return st == NETCL_OK ? conv_record(out, name, x, w, b, &g, transposed) : st;
+    FORWARD(st, nc_fwd_conv2d_fused(out, &g, transposed ? NC_CONV_PASS_DATA : NC_CONV_PASS_FWD, x, w, &f));
+    if (st == NETCL_OK) st = conv_record(out, name, x, w, b, &g, transposed);
+    if (st == NETCL_OK && records && act >= 0) {
+        netcl_tensor *y = *out;
+        st = netcl_unary(out, (netcl_op)act, y, act_p, 0);
+        netcl_tensor_release(y);
+    }
+    return st;
 }
 
 netcl_status netcl_conv2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
                           const int64_t *padding, const int64_t *dilation, int64_t groups)
 {
-    return conv_op(out, "conv2d", x, w, b, stride, padding, dilation, groups, NULL);
+    return conv_op(out, "conv2d", x, w, b, stride, padding, dilation, groups, NULL, -1, 0);
+}
+
+netcl_status netcl_conv2d_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
+                              const int64_t *padding, const int64_t *dilation, int64_t groups, netcl_op act, double act_param)
+{
+    return conv_op(out, "conv2d", x, w, b, stride, padding, dilation, groups, NULL, (int)act, act_param);
 }
 
 netcl_status netcl_conv_transpose2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
                                     const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
                                     const int64_t *dilation, int64_t groups)
 {
-    return conv_op(out, "conv_transpose2d", x, w, b, stride, padding, dilation, groups, output_padding);
+    return conv_op(out, "conv_transpose2d", x, w, b, stride, padding, dilation, groups, output_padding, -1, 0);
+}
+
+netcl_status netcl_conv_transpose2d_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b,
+                                        const int64_t *stride, const int64_t *padding, const int64_t *output_padding,
+                                        const int64_t *dilation, int64_t groups, netcl_op act, double act_param)
+{
+    return conv_op(out, "conv_transpose2d", x, w, b, stride, padding, dilation, groups, output_padding, (int)act, act_param);
 }
 
 /* ---- batch_norm: fused; the node saves x, mean, invstd and the weight ---------- */

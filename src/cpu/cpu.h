@@ -62,6 +62,9 @@ int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w);
 const char *nc_cpu_blas_name(void);
 netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
 netcl_status nc_cpu_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *e);
+/* A fused activation by netcl_op code (the gemm and convolution epilogues;
+ * any other code: v unchanged). */
+double nc_cpu_activate(int act, double v, double p);
 netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
                           const nc_desc *b, double sa, double sb);
 netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
@@ -77,6 +80,10 @@ netcl_status nc_cpu_class_loss_backward(netcl_device *dev, const nc_desc *gx, co
                                         double eps);
 netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
+                              const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
+netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *y, const nc_desc *x,
+                               const nc_desc *w, const nc_conv_epi *epi, int flip);
 netcl_status nc_cpu_bn(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
 netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
 netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);

@@ -244,7 +244,7 @@ netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc 
 /* ---- gemm: matmul, then the epilogue in place over out's rows -------------------- */
 typedef struct { const nc_desc *out; const nc_gemm_epi *e; int64_t M, N; } epi_ctx;
 
-static double activate(int act, double v, double p)
+double nc_cpu_activate(int act, double v, double p)
 {
     switch (act) {
     case NETCL_OP_RELU: return v > 0 ? v : 0;
@@ -272,7 +272,7 @@ static void epi_rows(void *vctx, int64_t r0, int64_t r1)
                                               e->c->offset + b * e->c->strides[0] + m * e->c->strides[1] + n * e->c->strides[2]);
             if (e->bias)
                 v += nc_load_double(e->bias->buf, e->bias->dtype, e->bias->offset + (e->bias_dim == 1 ? m : n) * e->bias->strides[0]);
-            nc_store_double(x->out->buf, x->out->dtype, o + n, activate(e->act, v, e->act_p));
+            nc_store_double(x->out->buf, x->out->dtype, o + n, nc_cpu_activate(e->act, v, e->act_p));
         }
     }
 }

@@ -52,26 +52,32 @@ return function(netcl, methods)
     return b and H(b) or nil
   end
 
-  -- conv2d(x, w, b, {stride = 1, padding = 0, dilation = 1, groups = 1})
+  -- conv2d(x, w, b, {stride = 1, padding = 0, dilation = 1, groups = 1, act = nil, slope = 0.01}):
+  -- act ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "relu6",
+  -- "leaky_relu" with slope) is fused into the convolution's kernels when
+  -- nothing records a gradient
   function netcl.conv2d(x, w, b, o)
     o = opts_of(o, "conv2d")
-    local bh = bias(b, "conv2d")
+    local bh, act = bias(b, "conv2d"), lib.fused_act(o, "conv2d")
     return batched(x, "conv2d", function(x4)
-      return call1(C.netcl_conv2d, H(x4), H(w), bh, pair(o.stride, 1, "stride", "conv2d", 1),
-                   pair(o.padding, 0, "padding", "conv2d", 2), pair(o.dilation, 1, "dilation", "conv2d", 3), o.groups or 1)
+      return call1(C.netcl_conv2d_act, H(x4), H(w), bh, pair(o.stride, 1, "stride", "conv2d", 1),
+                   pair(o.padding, 0, "padding", "conv2d", 2), pair(o.dilation, 1, "dilation", "conv2d", 3), o.groups or 1,
+                   act, o.slope or 0.01)
     end)
   end
   function netcl.conv1d(x, w, b, o)
     o = opts_of(o, "conv1d")
     return call1(C.netcl_conv1d, H(x), H(w), bias(b, "conv1d"), o.stride or 1, o.padding or 0, o.dilation or 1, o.groups or 1)
   end
-  -- conv_transpose2d(x, w, b, {stride, padding, output_padding, dilation, groups})
+  -- conv_transpose2d(x, w, b, {stride, padding, output_padding, dilation, groups, act, slope})
   function netcl.conv_transpose2d(x, w, b, o)
     o = opts_of(o, "conv_transpose2d")
     local bh, op = bias(b, "conv_transpose2d"), "conv_transpose2d"
+    local act = lib.fused_act(o, op)
     return batched(x, op, function(x4)
-      return call1(C.netcl_conv_transpose2d, H(x4), H(w), bh, pair(o.stride, 1, "stride", op, 1), pair(o.padding, 0, "padding", op, 2),
-                   pair(o.output_padding, 0, "output_padding", op, 3), pair(o.dilation, 1, "dilation", op, 4), o.groups or 1)
+      return call1(C.netcl_conv_transpose2d_act, H(x4), H(w), bh, pair(o.stride, 1, "stride", op, 1),
+                   pair(o.padding, 0, "padding", op, 2), pair(o.output_padding, 0, "output_padding", op, 3),
+                   pair(o.dilation, 1, "dilation", op, 4), o.groups or 1, act, o.slope or 0.01)
     end)
   end
 

@@ -86,13 +86,9 @@ return function(netcl, methods)
   -- gemm(a, b, {c=, bias=, alpha=1, beta=1, act=}): act(alpha a@b + beta c + bias)
   -- in one kernel (act: "relu", "sigmoid", "tanh", "silu", "gelu",
   -- "gelu_tanh", "relu6", "leaky_relu" with slope=)
-  local ACTS = { relu = 5, sigmoid = 6, tanh = 7, silu = 22, gelu = 23, gelu_tanh = 24, relu6 = 26, leaky_relu = 27 }
   function netcl.gemm(a, b, opts)
     opts = opts or {}
-    local act = -1
-    if opts.act ~= nil then
-      act = ACTS[opts.act] or throw("gemm: unknown or unfusable activation " .. tostring(opts.act))
-    end
+    local act = lib.fused_act(opts, "gemm")
     return call1(C.netcl_gemm, H(a), H(b), opts.c and H(opts.c) or nil, opts.bias and H(opts.bias) or nil,
       opts.alpha or 1, opts.beta or (opts.c and 1 or 0), act, opts.slope or 0.01)
   end

@@ -1,0 +1,101 @@
+/* convgemm.c — host side of the implicit-GEMM convolution on OpenCL
+ * devices: gemm.cl's gemm_tiled with kernels/convgemm.cl's gathers
+ * (program "convgemm+gemm"), one launch per pass, the GEMM's batch running
+ * over the groups (times the K slices of backward-weight). The gathers
+ * divide by runtime sizes through magic numbers computed here. */
+#include "gemm.h"
+#include <stdio.h>
+#include <string.h>
+
+/* fdiv's constants for divisor d (1 <= d < 2^31): s = ceil(log2 d),
+ * m = floor(2^32 (2^s - d) / d) + 1; then n / d = (mulhi(n, m) + n) >> s
+ * for every 0 <= n < 2^31 (Granlund and Montgomery, 1994). */
+static void magic(int64_t d, cl_uint *m, cl_int *s)
+{
+    int l = 0;
+    while (((int64_t)1 << l) < d) l++;
+    *s = l;
+    *m = (cl_uint)(((((uint64_t)1 << l) - (uint64_t)d) << 32) / (uint64_t)d + 1);
+}
+
+/* The GEMM of one pass: sizes, and which operand plays a and which w. */
+typedef struct {
+    int64_t M, N, K, batches;
+    const nc_desc *ga, *gw;          /* the kernel's a and w arguments */
+    int kfast_a, kfast_b;            /* gathered operands' load direction; -1: plain strides */
+    int64_t div[4];                  /* K', KW, pixels per image, pixels per row */
+} conv_gemm;
+
+static void plan(nc_conv_pass pass, const nc_conv_args *g, const nc_desc *a, const nc_desc *b, int kslices, conv_gemm *p)
+{
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, KK = g->KH * g->KW, L = g->OH * g->OW, P = g->H * g->W;
+    int data = pass == NC_CONV_PASS_DATA;
+    if (pass == NC_CONV_PASS_FWD)          /* y = w [Og, Cg*K'] @ unfold(x) */
+        *p = (conv_gemm){Og, g->N * L, Cg * KK, g->G, b, a, -1, 0, {0}};
+    else if (data)                         /* dx = w^T [Cg, Og*K'] @ scatter(dy) */
+        *p = (conv_gemm){Cg, g->N * P, Og * KK, g->G, b, a, 1, 0, {0}};
+    else                                   /* dw = dy [Og, imgs*L] @ unfold(x)^T, in K slices */
+        *p = (conv_gemm){Og, Cg * KK, g->N * L, g->G * kslices, b, a, 1, 1, {0}};
+    p->div[0] = KK, p->div[1] = g->KW, p->div[2] = data ? P : L, p->div[3] = data ? g->W : g->OW;
+}
+
+/* A tile configuration: the device's default for a GEMM of these sizes
+ * (the tuner's classes are for plain products), small tiles on CPUs. */
+static void choose(const nc_gemm_call *c, nc_gemm_cfg *cfg)
+{
+    if (c->dev->type == NETCL_DEVICE_OPENCL_CPU) {
+        *cfg = (nc_gemm_cfg){NC_GEMM_TILED, 32, 32, 16, 8, 8, 2, 2, 1, 0, 0, 0, 0, 0};
+        return;
+    }
+    nc_gemm_default(c, cfg);
+}
+
+netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
+                             const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices)
+{
+    static const char *const names[3] = {"conv2d (implicit gemm)", "conv2d backward-data (implicit gemm)",
+                                         "conv2d backward-weight (implicit gemm)"};
+    NC_TRY(nc_cl_enter(dev, names[pass], a->dtype, out->dtype));
+    if (kslices < 1 || pass != NC_CONV_PASS_WEIGHT) kslices = 1;
+    conv_gemm p;
+    plan(pass, g, a, b, kslices, &p);
+    if (p.M * g->G > INT32_MAX || p.N > INT32_MAX || p.K > INT32_MAX || p.batches > INT32_MAX)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "%s: a %lld x %lld x %lld product exceeds the OpenCL kernels' 32-bit sizes",
+                       names[pass], (long long)p.M, (long long)p.N, (long long)p.K);
+    /* a's plain strides (forward's w [G, Og, K]); gathered operands need none */
+    nc_desc da = *p.ga, dw = *p.gw, dout = *out;
+    da.ndim = dw.ndim = dout.ndim = 3;
+    memset(da.strides, 0, sizeof da.strides);
+    memset(dw.strides, 0, sizeof dw.strides);
+    if (p.kfast_a < 0) da.strides[0] = p.M * p.K, da.strides[1] = p.K, da.strides[2] = 1;
+    da.sizes[0] = dw.sizes[0] = dout.sizes[0] = p.batches;
+    da.sizes[1] = p.M, da.sizes[2] = p.K, dw.sizes[1] = p.K, dw.sizes[2] = p.N, dout.sizes[1] = p.M, dout.sizes[2] = p.N;
+    nc_gemm_epi e = {1, 0, NULL, NULL, 1, -1, 0};
+    if (pass != NC_CONV_PASS_WEIGHT && epi) e.bias = epi->bias, e.act = epi->act, e.act_p = epi->act_p;
+    nc_gemm_call c = {dev, &dout, &da, &dw, &e, p.batches, p.M, p.N, p.K};
+    nc_gemm_cfg cfg;
+    choose(&c, &cfg);
+    char extra[32];
+    snprintf(extra, sizeof extra, " -DCONV_PASS=%d", (int)pass);
+    cl_kernel k;
+    size_t global[3], local[3];
+    netcl_status st = nc_gemm_tiled_kernel(&c, &cfg, "convgemm+gemm", extra, p.kfast_a, p.kfast_b, &k, global, local);
+    if (st == NETCL_ERR_UNSUPPORTED) {   /* a device with little local memory or small groups */
+        cfg = (nc_gemm_cfg){NC_GEMM_TILED, 16, 16, 8, 4, 4, 1, 1, 1, 0, 0, 0, 0, 0};
+        st = nc_gemm_tiled_kernel(&c, &cfg, "convgemm+gemm", extra, p.kfast_a, p.kfast_b, &k, global, local);
+    }
+    if (st == NETCL_ERR_UNSUPPORTED) return nc_fail(st, "%s: no GEMM tile configuration fits %s", names[pass], dev->name);
+    NC_TRY(st);
+    NC_TRY(nc_gemm_set_args(&c, k));
+    cl_int4 dv;
+    cl_uint4 dm;
+    cl_int4 ds;
+    for (int i = 0; i < 4; i++) {
+        dv.s[i] = (cl_int)p.div[i];
+        magic(p.div[i], &dm.s[i], &ds.s[i]);
+    }
+    cl_int ks = kslices;
+    NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 29, sizeof *g, g));
+    NC_ARG(k, 30, dv); NC_ARG(k, 31, dm); NC_ARG(k, 32, ds); NC_ARG(k, 33, ks);
+    return nc_cl_launch_nd(nc_cl_dev(dev), k, 3, global, local);
+}

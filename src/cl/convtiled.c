@@ -1,0 +1,42 @@
+/* convtiled.c — host side of kernels/convtiled.cl: the tiled direct
+ * convolution, one program per kernel geometry (taps, strides and
+ * dilations compiled in), one launch per pass. */
+#include "cl.h"
+#include <stdio.h>
+#include <string.h>
+
+enum { TX = 16, TY = 8, RX = 2, OB = 8 };   /* as convtiled.cl */
+
+netcl_status nc_cl_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *out, const nc_desc *x,
+                              const nc_desc *w, const nc_conv_epi *epi, int flip)
+{
+    NC_TRY(nc_cl_enter(dev, "conv2d (tiled)", x->dtype, out->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    int act = epi && nc_gemm_act_ok(epi->act) ? epi->act : -1, bias = epi && epi->bias;
+    char opts[300];
+    nc_cl_dtype_opts(opts, sizeof opts, x->dtype, out->dtype);
+    size_t n = strlen(opts);
+    snprintf(opts + n, sizeof opts - n, " -DKH=%lld -DKW=%lld -DSH=%lld -DSW=%lld -DDH=%lld -DDW=%lld -DACT=%d -DHAS_BIAS=%d%s",
+             (long long)g->KH, (long long)g->KW, (long long)g->SH, (long long)g->SW, (long long)g->DH, (long long)g->DW,
+             act, bias, flip ? " -DFLIP" : "");
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "convtiled", opts, "conv_tiled", &k, &wg));
+    if (wg < TX * TY)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "conv2d (tiled): %s runs work-groups of at most %zu items, the kernel needs %d",
+                       dev->name, wg, TX * TY);
+    cl_mem yb = out->buf, xb = x->buf, wb = w->buf, bb = bias ? epi->bias->buf : x->buf;
+    cl_long yo = out->offset, xo = x->offset, wo = w->offset, bo = bias ? epi->bias->offset : 0;
+    int i = 0;
+    NC_ARG(k, i++, yb); NC_ARG(k, i++, yo); NC_ARG(k, i++, xb); NC_ARG(k, i++, xo); NC_ARG(k, i++, wb); NC_ARG(k, i++, wo);
+    NC_ARG(k, i++, bb); NC_ARG(k, i++, bo);
+    NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, (cl_uint)i++, sizeof *g, g));
+    NC_TRY(nc_cl_set_scalar(k, (cl_uint)i, out->dtype, epi ? epi->act_p : 0));
+    int64_t og = g->O / g->G, blocks = (og + OB - 1) / OB;
+    int64_t z = g->N * g->G * blocks, ty = (g->OH + TY - 1) / TY, tx = (g->OW + TX * RX - 1) / (TX * RX);
+    if (z > 65535 || ty * TY > INT32_MAX || tx * TX > INT32_MAX)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "conv2d (tiled): a %lld x %lld output of %lld images is too large for one grid",
+                       (long long)g->OH, (long long)g->OW, (long long)g->N);
+    size_t global[3] = {(size_t)(tx * TX), (size_t)(ty * TY), (size_t)z}, local[3] = {TX, TY, 1};
+    return nc_cl_launch_nd(cd, k, 3, global, local);
+}
