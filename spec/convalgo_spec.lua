@@ -155,6 +155,34 @@ function TestConvAlgos:test_unknown_or_inapplicable_algorithm_falls_back()
   H.assert_close(got[1], want[1], 1e-4, 1e-4)
 end
 
+-- the planner's rules (docs/ops.md), as netcl.conv2d_strategy reports them
+function TestConvAlgos:test_planner_choices()
+  local info = H.device_info()
+  local o = { device = dev }
+  -- a forced strategy wins wherever it applies, and only there
+  with_algo("implicit_gemm", function()
+    lu.assertEquals({ netcl.conv2d_strategy({ 2, 3, 8, 8 }, { 4, 3, 3, 3 }, o) }, { "implicit_gemm", "implicit_gemm", "implicit_gemm" })
+  end)
+  with_algo("winograd4", function()
+    lu.assertNotEquals(netcl.conv2d_strategy({ 2, 3, 8, 8 }, { 4, 3, 3, 3 }, { device = dev, stride = 2 }), "winograd4")
+  end)
+  lu.assertEquals(netcl.conv2d_strategy({ 2, 6, 8, 8 }, { 6, 1, 3, 3 }, { device = dev, groups = 6 }), "depthwise")
+  lu.assertEquals(netcl.conv2d_strategy({ 2, 8, 8, 8 }, { 4, 8, 1, 1 }, o), "gemm1x1")
+  -- an unfolded input past an eighth of the device's memory is gathered instead
+  local big = { 4096, 64, 224, 224 }
+  lu.assertEquals(netcl.conv2d_strategy(big, { 64, 64, 3, 3 }, { device = dev, stride = 2 }), "implicit_gemm")
+  local lenet = { netcl.conv2d_strategy({ 256, 1, 28, 28 }, { 6, 1, 5, 5 }, { device = dev, padding = 2 }) }
+  local resnet = netcl.conv2d_strategy({ 128, 64, 32, 32 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 })
+  if info.type == "opencl_gpu" then
+    lu.assertEquals(lenet[1], "tiled")         -- thin layers
+    lu.assertEquals(lenet[3], "im2col")        -- tiled serves no backward-weight
+  else
+    lu.assertEquals(lenet[1], "im2col")
+  end
+  if info.type == "opencl_gpu" then lu.assertEquals(resnet, "winograd4") else lu.assertEquals(resnet, "im2col") end
+  lu.assertErrorMsgContains("do not match weight", function() netcl.conv2d_strategy({ 1, 3, 8, 8 }, { 4, 2, 3, 3 }, o) end)
+end
+
 function TestConvAlgos:test_benchmark_cache()
   lu.skipIf(not H.is_cpu, "one device is enough")
   local dir = os.tmpname()

@@ -381,6 +381,14 @@ netcl_status netcl_adaptive_avg_pool2d(netcl_tensor **out, netcl_tensor *x, cons
  * on disk per device. */
 void netcl_set_conv_benchmark(int on);
 int netcl_conv_benchmark(void);
+/* The strategy the planner picks on dev for one pass (0 forward, 1
+ * backward-data, 2 backward-weight) of a convolution of input sizes
+ * x_sizes [N, C, H, W] and weight sizes w_sizes [O, C/groups, kh, kw] with
+ * (h, w) pairs stride, padding, dilation: its name into buf. Measures
+ * nothing unless conv benchmarking is on. */
+netcl_status netcl_conv2d_strategy(netcl_device *dev, netcl_dtype dtype, const int64_t *x_sizes, const int64_t *w_sizes,
+                                   const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                                   int pass, char *buf, int64_t len);
 netcl_status netcl_conv2d(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,
                           const int64_t *padding, const int64_t *dilation, int64_t groups);
 netcl_status netcl_conv2d_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *w, netcl_tensor *b, const int64_t *stride,

@@ -5,18 +5,20 @@
 -- same layer (examples/bench/layers_peer.py, same command). Finds which
 -- layer a slow model step loses its time in.
 -- --tf32: both sides may use TF32 tensor cores (netcl.backends.allow_tf32;
--- cuDNN's allow_tf32, PyTorch's default for convolutions).
---   netcl examples/bench/layers.lua [--device NAME] [--only SUBSTRING] [--reps N] [--tf32]
+-- cuDNN's allow_tf32, PyTorch's default for convolutions). --algos
+-- auto,tiled,... times only those strategies (the cpu's ResNet layers are
+-- slow enough that all of them take minutes).
+--   netcl examples/bench/layers.lua [--device NAME] [--only SUBSTRING] [--reps N] [--tf32] [--algos LIST]
 local netcl = require("netcl")
 local F = netcl.nn.functional
 local ffi = require("ffi")
 
-local opts = { device = nil, only = nil, reps = 10, tf32 = false }
+local opts = { device = nil, only = nil, reps = 10, tf32 = false, algos = nil }
 local i = 1
 while i <= #arg do
   local key = arg[i]:match("^%-%-(.+)$")
   if key == "tf32" then opts.tf32 = true; i = i + 1; goto continue end
-  if not key or opts[key] == nil and key ~= "device" and key ~= "only" then
+  if not key or opts[key] == nil and key ~= "device" and key ~= "only" and key ~= "algos" then
     error("unknown argument " .. arg[i] .. " (try --device NAME, --only SUBSTRING, --reps N)")
   end
   opts[key] = key == "reps" and tonumber(arg[i + 1]) or arg[i + 1]
@@ -58,6 +60,10 @@ local CONVS = {
   { "resnet 512x4x4 3x3", { 128, 512, 4, 4 }, { 512, 512, 3, 3 }, 1, 1 },
 }
 local ALGOS = { "auto", "direct", "im2col", "gemm1x1", "winograd2", "winograd4", "implicit_gemm", "tiled" }
+if opts.algos then
+  ALGOS = {}
+  for a in opts.algos:gmatch("[^,]+") do ALGOS[#ALGOS + 1] = a end
+end
 
 local rows = {}
 local function wanted(name) return not opts.only or name:find(opts.only, 1, true) end

@@ -1,6 +1,7 @@
 -- netcl/tune.lua — GEMM tuning from Lua: netcl.tune (measure candidate
 -- kernel configurations and cache the winners per device), the
--- configuration a problem would use, forcing one, and the cache file.
+-- configuration a problem would use, forcing one, and the cache file;
+-- and the convolution strategy the planner picks for a layer.
 -- The work is in C (src/cl/tune.c); this is the table-shaped front.
 local ffi = require("ffi")
 local lib = require("netcl.lib")
@@ -68,6 +69,32 @@ return function(netcl, resolve)
     check(C.netcl_gemm_config(dev.handle, dtype_code(opts.dtype or "float32"), m, n, k, opts.trans_a and 1 or 0,
       opts.trans_b and 1 or 0, buf, 512))
     return ffi.string(buf)
+  end
+
+  -- The strategies a convolution of input sizes x [N, C, H, W] and weight
+  -- sizes w [O, C/groups, kh, kw] runs on the device: forward,
+  -- backward-data, backward-weight (opts: device, dtype, stride, padding,
+  -- dilation, groups as F.conv2d's).
+  function netcl.conv2d_strategy(x, w, opts)
+    opts = opts or {}
+    if type(x) ~= "table" or #x ~= 4 or type(w) ~= "table" or #w ~= 4 then
+      throw("conv2d_strategy: expects the sizes of x {N, C, H, W} and of w {O, C/groups, kh, kw}")
+    end
+    local function pair(v, d)
+      v = v == nil and d or v
+      if type(v) == "number" then return ffi.new("int64_t[2]", v, v) end
+      return ffi.new("int64_t[2]", v[1], v[2])
+    end
+    local dev = resolve(opts.device)
+    local xs, ws = ffi.new("int64_t[4]", x), ffi.new("int64_t[4]", w)
+    local st, pd, dl = pair(opts.stride, 1), pair(opts.padding, 0), pair(opts.dilation, 1)
+    local buf, names = ffi.new("char[64]"), {}
+    for pass = 0, 2 do
+      check(C.netcl_conv2d_strategy(dev.handle, dtype_code(opts.dtype or "float32"), xs, ws, st, pd, dl, opts.groups or 1,
+        pass, buf, 64))
+      names[pass + 1] = ffi.string(buf)
+    end
+    return names[1], names[2], names[3]
   end
 
   -- Forces a configuration on the device (nil: automatic again).
