@@ -7,7 +7,9 @@
  *   pixel; one work item per pixel gathering over the kernel taps, so no
  *   atomics and a fixed summation order. cols and x never alias.
  * Index arithmetic runs in IX (common.cl): 64-bit division made these
- * copies several times slower than memory speed. */
+ * copies several times slower than memory speed. Windows up to 7x7 with
+ * strides up to 4 are compiled in (CG_KH, CG_KW, CG_SH, CG_SW): im2col
+ * then unrolls its taps, col2im divides by constant strides. */
 typedef struct { long N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow; } conv_t;
 #define KCH 16   /* cols rows per im2col work item */
 
@@ -18,6 +20,28 @@ typedef struct { long N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow; } conv
  * neighbouring l, so the writes stay coalesced */
 __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo, conv_t g)
 {
+#ifdef CG_KH
+    /* the window compiled in (CG_KH, CG_KW, CG_SH, CG_SW): one item per (n,
+     * c, l) writes its KH*KW rows with the taps unrolled, no carries */
+    const IX C = g.C, H = g.H, W = g.W, ow = g.ow, L = g.oh * g.ow, K = C * CG_KH * CG_KW;
+    const int ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
+    const IX n_all = g.N * C * L;
+    for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
+        IX l = i % L, r = i / L, c = r % C, n = r / C;
+        int h0 = (int)(l / ow) * CG_SH - ph, w0 = (int)(l % ow) * CG_SW - pw;
+        __global const A_T *xc = x + xo + (n * C + c) * H * W;
+        const IX base = co + (n * K + c * (CG_KH * CG_KW)) * L + l;
+        UNROLL for (int ki = 0; ki < CG_KH; ki++) {
+            const int h = h0 + ki * dh;
+            const bool hin = h >= 0 && h < (int)H;
+            UNROLL for (int kj = 0; kj < CG_KW; kj++) {
+                const int w = w0 + kj * dw;
+                A_CT v = (hin && w >= 0 && w < (int)W) ? A_LOAD(xc, (IX)h * W + (IX)w) : (A_CT)0;
+                O_STORE(cols, base + (IX)(ki * CG_KW + kj) * L, v);
+            }
+        }
+    }
+#else
     const IX C = g.C, H = g.H, W = g.W, kh = g.kh, kw = g.kw, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
     const int sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
     const IX nkb = (K + KCH - 1) / KCH, n_all = g.N * nkb * L;
@@ -37,12 +61,18 @@ __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo
             }
         }
     }
+#endif
 }
 
 __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co, conv_t g)
 {
+#ifdef CG_KH /* the window compiled in: divisions by the strides and tap loops fold */
+    const IX C = g.C, H = g.H, W = g.W, kh = CG_KH, kw = CG_KW, oh = g.oh, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
+    const int sh = CG_SH, sw = CG_SW, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
+#else
     const IX C = g.C, H = g.H, W = g.W, kh = g.kh, kw = g.kw, oh = g.oh, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
     const int sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
+#endif
     const IX n_all = g.N * C * H * W;
     for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
         IX w = i % W, t = i / W, h = t % H, nc = t / H;   /* nc = n * C + c */

@@ -3,6 +3,8 @@
  * by value, one work item per output element, 32-bit index arithmetic
  * whenever the element counts allow it (nc_cl_index_opts). */
 #include "cl.h"
+#include <stdio.h>
+#include <string.h>
 
 /* the kernels' conv_t / pool_t: the geometry as 64-bit fields */
 typedef struct { cl_long v[14]; } cl_conv_t;
@@ -10,15 +12,18 @@ typedef struct { cl_long v[17]; } cl_pool_t;
 _Static_assert(sizeof(nc_conv_geom) == sizeof(cl_conv_t), "conv_t mirrors nc_conv_geom");
 _Static_assert(sizeof(nc_pool_geom) == sizeof(cl_pool_t), "pool_t mirrors nc_pool_geom");
 
-/* count: the largest element count the kernel indexes (nc_cl_index_opts) */
+/* count: the largest element count the kernel indexes (nc_cl_index_opts);
+ * extra: more build options (may be "") */
 static netcl_status two_buffer(netcl_device *dev, const char *family, const char *kname, const nc_desc *out,
-                               const nc_desc *in, const void *geom, size_t gsize, int64_t n, int64_t count)
+                               const nc_desc *in, const void *geom, size_t gsize, int64_t n, int64_t count,
+                               const char *extra)
 {
     NC_TRY(nc_cl_enter(dev, kname, in->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
-    char opts[96];
+    char opts[160];
     nc_cl_dtype_opts(opts, sizeof opts, in->dtype, out->dtype);
     nc_cl_index_opts(opts, sizeof opts, count);
+    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s", extra);
     cl_kernel k;
     size_t wg;
     NC_TRY(nc_cl_kernel(cd, family, opts, kname, &k, &wg));
@@ -36,15 +41,29 @@ static int64_t largest(const nc_conv_geom *g)
     return cols > img ? cols : img;
 }
 
+/* a small window compiled into the kernels (CG_*): the common 1x1 to 7x7
+ * windows with strides up to 4; "" for the others */
+static void window_opts(const nc_conv_geom *g, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (g->kh <= 7 && g->kw <= 7 && g->sh <= 4 && g->sw <= 4)
+        snprintf(buf, len, " -DCG_KH=%d -DCG_KW=%d -DCG_SH=%d -DCG_SW=%d", (int)g->kh, (int)g->kw, (int)g->sh, (int)g->sw);
+}
+
 netcl_status nc_cl_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g)
 {
-    int64_t chunks = (g->C * g->kh * g->kw + 15) / 16;   /* KCH in kernels/conv.cl */
-    return two_buffer(dev, "conv", "im2col", cols, x, g, sizeof *g, g->N * chunks * g->oh * g->ow, largest(g));
+    char w[80];
+    window_opts(g, w, sizeof w);
+    /* compiled window: an item per (n, c, l); else per (n, chunk of KCH rows, l) */
+    int64_t per = w[0] ? g->C : (g->C * g->kh * g->kw + 15) / 16;   /* KCH in kernels/conv.cl */
+    return two_buffer(dev, "conv", "im2col", cols, x, g, sizeof *g, g->N * per * g->oh * g->ow, largest(g), w);
 }
 
 netcl_status nc_cl_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g)
 {
-    return two_buffer(dev, "conv", "col2im", x, cols, g, sizeof *g, g->N * g->C * g->H * g->W, largest(g));
+    char w[80];
+    window_opts(g, w, sizeof w);
+    return two_buffer(dev, "conv", "col2im", x, cols, g, sizeof *g, g->N * g->C * g->H * g->W, largest(g), w);
 }
 
 /* pool_fwd(out, oo, idx, x, xo, g) / pool_bwd(gin, io, idx, gout, go, g) */
