@@ -1,20 +1,19 @@
 -- spec/convalgo_spec.lua — every convolution strategy against the direct
 -- reference (forward, backward-data, backward-weight) over strides,
--- paddings, dilations and groups, each forced with NETCL_CONV_ALGO; a
+-- paddings, dilations and groups, each forced with netcl.set_conv_algo; a
 -- float64 gradient check per strategy on the cpu; the planner's choices
 -- and the tuner's cache.
 local lu = require("luaunit")
-local ffi = require("ffi")
 local H = require("helper")
 local netcl = H.netcl
 local F = netcl.nn.functional
 local dev = H.device
 
-ffi.cdef [[ int setenv(const char *, const char *, int); int unsetenv(const char *); ]]
+-- (netcl.set_conv_algo, not the environment: an OpenCL driver's threads may be reading it)
 local function with_algo(name, fn)
-  if name then ffi.C.setenv("NETCL_CONV_ALGO", name, 1) else ffi.C.unsetenv("NETCL_CONV_ALGO") end
+  netcl.set_conv_algo(name)
   local ok, a, b, c, d = pcall(fn)
-  ffi.C.unsetenv("NETCL_CONV_ALGO")
+  netcl.set_conv_algo(nil)
   if not ok then error(a, 0) end
   return a, b, c, d
 end
@@ -181,6 +180,13 @@ function TestConvAlgos:test_planner_choices()
   end
   if info.type == "opencl_gpu" then lu.assertEquals(resnet, "winograd4") else lu.assertEquals(resnet, "im2col") end
   lu.assertErrorMsgContains("do not match weight", function() netcl.conv2d_strategy({ 1, 3, 8, 8 }, { 4, 2, 3, 3 }, o) end)
+end
+
+function TestConvAlgos:test_set_conv_algo()
+  lu.assertErrorMsgContains("unknown strategy 'fft'", function() netcl.set_conv_algo("fft") end)
+  netcl.set_conv_algo("auto")
+  lu.assertNotEquals(netcl.conv2d_strategy({ 2, 3, 8, 8 }, { 4, 3, 3, 3 }, { device = dev }), "auto")
+  netcl.set_conv_algo(nil)
 end
 
 function TestConvAlgos:test_benchmark_cache()

@@ -16,6 +16,7 @@
  * the kernels by implicit_gemm, tiled, im2col and gemm1x1 (one group) and
  * applied after the others. */
 #include "ops.h"
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,15 +81,41 @@ static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_p
     return dev->type == NETCL_DEVICE_OPENCL_GPU && cin * g->KH * g->KW <= 512 && cout <= 32;
 }
 
-/* The planner: a forced choice (NETCL_CONV_ALGO) where it applies, else the
+/* Forced strategies, checked before NETCL_CONV_ALGO: this thread's (the
+ * tuner's measurements) and the process's (netcl_set_conv_algo); -1 none.
+ * Neither touches the environment, which other threads may be reading. */
+static _Thread_local int thread_algo = -1;
+static atomic_int process_algo = -1;
+void nc_conv_force_thread(int algo) { thread_algo = algo; }
+
+netcl_status netcl_set_conv_algo(const char *name)
+{
+    if (!name || !*name) { atomic_store(&process_algo, -1); return NETCL_OK; }
+    nc_conv_algo a = nc_conv_algo_from_name(name);
+    if (a == NC_CONV_ALGO_COUNT)
+        return nc_fail(NETCL_ERR_ARGUMENT, "set_conv_algo: unknown strategy '%s' (auto, direct, depthwise, im2col, gemm1x1, "
+                       "winograd2, winograd4, implicit_gemm, tiled)", name);
+    atomic_store(&process_algo, a == NC_CONV_AUTO ? -1 : (int)a);
+    return NETCL_OK;
+}
+
+static nc_conv_algo forced_algo(void)
+{
+    if (thread_algo >= 0) return (nc_conv_algo)thread_algo;
+    int p = atomic_load(&process_algo);
+    if (p >= 0) return (nc_conv_algo)p;
+    const char *env = getenv("NETCL_CONV_ALGO");
+    return env ? nc_conv_algo_from_name(env) : NC_CONV_ALGO_COUNT;
+}
+
+/* The planner: a forced choice (netcl_set_conv_algo, NETCL_CONV_ALGO) where it applies, else the
  * tuner's measured winner once it has one, else a rule: depthwise, gemm1x1,
  * tiled for thin layers, implicit GEMM where im2col's unfolded matrix would
  * be large, direct for small convolutions on GPUs, Winograd for 3x3
  * stride-1 ones on GPUs, im2col otherwise. */
 nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
-    const char *env = getenv("NETCL_CONV_ALGO");
-    nc_conv_algo forced = env ? nc_conv_algo_from_name(env) : NC_CONV_ALGO_COUNT;
+    nc_conv_algo forced = forced_algo();
     if (forced < NC_CONV_ALGO_COUNT && forced != NC_CONV_AUTO && nc_conv_applicable(forced, g, pass)) return forced;
     nc_conv_algo tuned = nc_conv_tuned(dev, g, pass, dt);
     if (tuned != NC_CONV_AUTO) return tuned;

@@ -95,10 +95,8 @@ static double measure(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pas
     netcl_tensor *ta = NULL, *tb = NULL, *r = NULL;
     double best = 1e30;
     if (netcl_tensor_full(&ta, dev, dt, 4, sa, 0.5) == NETCL_OK && netcl_tensor_full(&tb, dev, dt, 4, sb, 0.25) == NETCL_OK) {
-        char env[64];
-        snprintf(env, sizeof env, "%s", nc_conv_algo_name(a));
+        nc_conv_force_thread((int)a);
         for (int rep = 0; rep < 4; rep++) {
-            setenv("NETCL_CONV_ALGO", env, 1);
             double t0 = now();
             netcl_status st = nc_fwd_conv2d_pass(&r, g, pass, ta, tb);
             if (st == NETCL_OK) st = netcl_device_synchronize(dev);
@@ -108,6 +106,7 @@ static double measure(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pas
             if (st != NETCL_OK) { best = 1e30; break; }
             if (rep > 0 && t < best) best = t;   /* the first run compiles and warms up */
         }
+        nc_conv_force_thread(-1);
     }
     netcl_tensor_release(ta);
     netcl_tensor_release(tb);
@@ -125,7 +124,6 @@ nc_conv_algo nc_conv_tuned(netcl_device *dev, const nc_conv_args *g, nc_conv_pas
         if (strcmp(e->key, key) == 0) { pthread_mutex_unlock(&lock); return e->algo; }
     pthread_mutex_unlock(&lock);
     if (!netcl_conv_benchmark()) return NC_CONV_AUTO;
-    char *saved = getenv("NETCL_CONV_ALGO") ? strdup(getenv("NETCL_CONV_ALGO")) : NULL;
     measuring = 1;
     nc_conv_algo best = NC_CONV_AUTO;
     double best_t = 1e30;
@@ -139,7 +137,6 @@ nc_conv_algo nc_conv_tuned(netcl_device *dev, const nc_conv_args *g, nc_conv_pas
         if (t < best_t) { best_t = t; best = (nc_conv_algo)a; }
     }
     measuring = 0;
-    if (saved) { setenv("NETCL_CONV_ALGO", saved, 1); free(saved); } else unsetenv("NETCL_CONV_ALGO");
     if (best == NC_CONV_AUTO) return NC_CONV_AUTO;
     pthread_mutex_lock(&lock);
     add(key, best);

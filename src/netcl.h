@@ -381,6 +381,10 @@ netcl_status netcl_adaptive_avg_pool2d(netcl_tensor **out, netcl_tensor *x, cons
  * on disk per device. */
 void netcl_set_conv_benchmark(int on);
 int netcl_conv_benchmark(void);
+/* Forces a strategy by name for every convolution pass it applies to
+ * ("auto", NULL or "": the planner again), ahead of NETCL_CONV_ALGO;
+ * NETCL_ERR_ARGUMENT for an unknown name. */
+netcl_status netcl_set_conv_algo(const char *name);
 /* The strategy the planner picks on dev for one pass (0 forward, 1
  * backward-data, 2 backward-weight) of a convolution of input sizes
  * x_sizes [N, C, H, W] and weight sizes w_sizes [O, C/groups, kh, kw] with

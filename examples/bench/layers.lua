@@ -28,7 +28,6 @@ end
 netcl.backends.allow_tf32 = opts.tf32
 local dev = opts.device or netcl.default_device()
 
-ffi.cdef [[ int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name); ]]
 pcall(ffi.cdef, [[ struct timespec { long tv_sec; long tv_nsec; }; int clock_gettime(int clk, struct timespec *ts); ]])
 local ts = ffi.new("struct timespec")
 local function now() ffi.C.clock_gettime(1, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
@@ -75,7 +74,7 @@ for _, c in ipairs(CONVS) do
     local w = (netcl.randn(c[3], { device = dev }) * 0.1):requires_grad_()
     local o = { stride = c[4], padding = c[5] }
     for _, algo in ipairs(ALGOS) do
-      if algo == "auto" then ffi.C.unsetenv("NETCL_CONV_ALGO") else ffi.C.setenv("NETCL_CONV_ALGO", algo, 1) end
+      netcl.set_conv_algo(algo)
       -- a strategy that does not apply falls back to the planner's: skip it
       local applies = algo == "auto" or algo == "direct" or algo == "im2col" or algo == "implicit_gemm" or algo == "tiled"
         or (algo == "gemm1x1" and c[3][3] == 1 and c[4] == 1)
@@ -91,7 +90,7 @@ for _, c in ipairs(CONVS) do
         rows[#rows + 1] = { key = c[1], name = ("%s [%s]"):format(c[1], algo), fwd = fwd, both = both, algo = algo }
       end
     end
-    ffi.C.unsetenv("NETCL_CONV_ALGO")
+    netcl.set_conv_algo(nil)
   end
 end
 

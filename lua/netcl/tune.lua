@@ -97,6 +97,13 @@ return function(netcl, resolve)
     return names[1], names[2], names[3]
   end
 
+  -- Forces a convolution strategy by name wherever it applies (nil or
+  -- "auto": the planner again); takes precedence over NETCL_CONV_ALGO.
+  function netcl.set_conv_algo(name)
+    if name ~= nil and type(name) ~= "string" then throw("set_conv_algo: expects a strategy name or nil") end
+    check(C.netcl_set_conv_algo(name))
+  end
+
   -- Forces a configuration on the device (nil: automatic again).
   function netcl.gemm_set_config(config, device)
     check(C.netcl_gemm_set_config(resolve(device).handle, config))

@@ -131,6 +131,7 @@ void nc_cpu_register(void)
 {
     netcl_device *d = nc_device_add(NETCL_DEVICE_CPU, &cpu_backend, NULL);
     if (!d) return;
+    nc_cpu_blas_init();
     snprintf(d->hw_name, sizeof d->hw_name, "CPU");
     cpuinfo_field("model name", d->hw_name, sizeof d->hw_name);
     snprintf(d->vendor, sizeof d->vendor, "unknown");

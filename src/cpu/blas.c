@@ -123,6 +123,14 @@ static void ensure_loaded(void)
     pthread_once(&once, load);
 }
 
+/* Loading sets and clears OpenBLAS's variables in the environment, which
+ * must not happen while another thread may read it: an OpenCL driver
+ * compiling on its own threads (PoCL spawns its linker with posix_spawn,
+ * which once failed with EFAULT in a test run while a pool thread loaded
+ * the BLAS). So the cpu device loads it when it registers, before OpenCL
+ * starts any thread. */
+void nc_cpu_blas_init(void) { ensure_loaded(); }
+
 const char *nc_cpu_blas_name(void)
 {
     ensure_loaded();

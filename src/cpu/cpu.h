@@ -60,6 +60,8 @@ netcl_status nc_cpu_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, c
  * the operands suit it (out contiguous [B,M,N]); 0 when it did not run. */
 int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w);
 const char *nc_cpu_blas_name(void);
+/* Loads the BLAS now (device discovery, while the process has one thread). */
+void nc_cpu_blas_init(void);
 netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
 netcl_status nc_cpu_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *e);
 /* A fused activation by netcl_op code (the gemm and convolution epilogues;
