@@ -413,10 +413,11 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
 /* The swizzled place of chunk c of row r in a tile of cpr chunks per row:
  * the 8 chunks of a 128-byte line are permuted by the row's position, so
  * 8 consecutive rows at one chunk hit 8 different 16-byte bank groups (an
- * ldmatrix). Wide rows XOR with r % 8 bit-reversed, so that 2 (4) rows of
- * 4 (2) consecutive chunks also do (a warp's cp.async writes). It depends
- * on r only through r % 8 (cpr >= 8) or r * cpr / 8 % cpr, so moving 8
- * rows keeps it. */
+ * ldmatrix), and so do the 8 consecutive chunks of a row that 8 threads
+ * copy. Wide rows XOR with r % 8 bit-reversed (any permutation of it
+ * serves both; this one also spreads 2 rows of 4 chunks, should a loader
+ * ever copy those). It depends on r only through r % 8 (cpr >= 8) or
+ * r * cpr / 8 % cpr, so moving 8 rows keeps it. */
 #define BITREV3(x) ((((x) & 1) << 2) | ((x) & 2) | (((x) >> 2) & 1))
 #define SWZ(cpr, r, c) ((cpr) >= 8 ? (c) ^ BITREV3((r) & 7) : (c) ^ (((r) * (cpr) / 8) & ((cpr) - 1)))
 #define TOFF(cpr, r, c) ((((r) * (cpr)) + SWZ(cpr, r, c)) * 16) /* byte offset of (row, chunk) */
@@ -425,7 +426,6 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
 /* a thread's chunks lie a fixed byte distance apart when the swizzle repeats */
 #define A_SSTEP_OK (A_PADDED || A_RSTEP % 8 == 0)
 #define B_SSTEP_OK (B_PADDED || B_RSTEP % 8 == 0)
-
 
 #ifdef MMA_EMULATE
 /* 16 bytes from src (or zeros) to dst: what cp.async does, done at once */
