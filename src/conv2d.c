@@ -10,8 +10,8 @@
  *              unfolded (any geometry, all three passes)
  *   tiled      direct convolution through local-memory tiles of input and
  *              weights (forward; backward-data at stride 1, groups 1)
- * NETCL_CONV_ALGO=<name> forces one wherever it applies (the planner's
- * choice elsewhere). Every pass returns a new contiguous tensor. Forward
+ * netcl_set_conv_algo or NETCL_CONV_ALGO=<name> forces one wherever it
+ * applies (the planner's choice elsewhere). Every pass returns a new contiguous tensor. Forward
  * and backward-data passes take an epilogue (bias, activation), fused into
  * the kernels by implicit_gemm, tiled, im2col and gemm1x1 (one group) and
  * applied after the others. */
@@ -72,13 +72,18 @@ int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
  * 0.074 ms forward at 1 -> 6 channels, 0.060 against 0.101 at 6 -> 16;
  * ResNet's 64-channel 3x3 layers lose 3x to Winograd). Backward-data runs
  * the flipped convolution, whose reduction is over the output channels. */
-static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass)
+static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
     if (!tiled_applicable(g, pass)) return 0;
     int64_t cin = pass == NC_CONV_PASS_FWD ? g->C / g->G : g->O, cout = pass == NC_CONV_PASS_FWD ? g->O / g->G : g->C;
+    /* the local memory of kernels/convtiled.cl: 4 channels of the patch an
+     * 8 x 32 output tile reads, and their taps for 8 output channels */
+    int64_t sh = pass == NC_CONV_PASS_FWD ? g->SH : 1, sw = pass == NC_CONV_PASS_FWD ? g->SW : 1;
+    int64_t patch = (7 * sh + (g->KH - 1) * g->DH + 1) * (31 * sw + (g->KW - 1) * g->DW + 1);
+    int64_t bytes = 4 * (patch + g->KH * g->KW * 8) * (dt == NETCL_DTYPE_FLOAT64 ? 8 : 4);
     /* on the 2-core development machine the cpu's tiled rows ran LeNet's
      * first layer in 4.8-16 ms against im2col's steady 5.6-7.2: not planned there */
-    return dev->type == NETCL_DEVICE_OPENCL_GPU && cin * g->KH * g->KW <= 512 && cout <= 32;
+    return dev->type == NETCL_DEVICE_OPENCL_GPU && bytes <= dev->local_mem && cin * g->KH * g->KW <= 512 && cout <= 32;
 }
 
 /* Forced strategies, checked before NETCL_CONV_ALGO: this thread's (the
@@ -121,7 +126,7 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     if (tuned != NC_CONV_AUTO) return tuned;
     if (nc_conv_applicable(NC_CONV_DEPTHWISE, g, pass)) return NC_CONV_DEPTHWISE;
     if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass)) return NC_CONV_GEMM1X1;
-    if (tiled_suits(dev, g, pass)) return NC_CONV_TILED;
+    if (tiled_suits(dev, g, pass, dt)) return NC_CONV_TILED;
     /* Winograd and the others below unfold nothing as large as im2col's
      * [N, C*KH*KW, OH*OW] (in the data pass, its adjoint): past an eighth of
      * the device's memory (a large image batch), gather instead */
