@@ -345,8 +345,8 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
 #ifdef GEMM_MMA
 /* ---- gemm_mma ------------------------------------------------------------------
  * Tensor cores through inline PTX (NVIDIA, sm_80+): TA = 0 float32 inputs
- * as tf32 (the tensor cores read the top 19 bits; TF32_RNA rounds them to
- * nearest first with cvt.rna) and mma.m16n8k8; TA = 1/2 float16 / bfloat16
+ * rounded to the nearest tf32 (cvt.rna; TF32X3 splits each into two tf32
+ * parts and sums three products, for float32 accuracy) and mma.m16n8k8; TA = 1/2 float16 / bfloat16
  * with mma.m16n8k16; float32 accumulators either way.
  * Options: BM BN BK (block tile), WM WN (warps along m, n; each warp owns a
  * (BM/WM) x (BN/WN) tile of MI x NI mma tiles), STAGES (cp.async pipeline
@@ -435,7 +435,12 @@ inline void cp_async16(__local uchar *dst, __global const uchar *src, bool ok)
 }
 #define CP_COMMIT()
 #define CP_WAIT(n)
-inline uint to_tf32(uint x) { return x & 0xffffe000u; } /* what the tensor cores read */
+/* cvt.rna.tf32.f32: to nearest, ties away (Inf and NaN kept, NaN quiet) */
+inline uint to_tf32(uint x)
+{
+    if ((x & 0x7f800000u) == 0x7f800000u) return (x & 0x007fffffu) ? 0x7fc00000u : x;
+    return (x + 0x1000u) & 0xffffe000u;
+}
 inline float elem_float(uint bits)
 {
 #if TA == 1
@@ -481,6 +486,11 @@ inline void mma_emul(__private float *d, __private const uint *a, __private cons
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 #define MMA(d, a, b) mma_emul(d, a, b, xa + warp * 16 * KSTEP, xb + warp * KSTEP * 8, lane)
+#define MMA0(d, a, b)                                                                                     \
+    do {                                                                                                  \
+        UNROLL for (int z_ = 0; z_ < 4; z_++) (d)[z_] = 0;                                                \
+        MMA(d, a, b);                                                                                     \
+    } while (0)
 /* ldmatrix .x4 (.trans) at byte offsets: lane l names the row of matrix
  * l/8; non-trans, lane l receives 32-bit word l%4 of row l/4 of each
  * matrix; trans (16-bit), the halves at element l/4 of rows 2(l%4), +1. */
@@ -521,16 +531,15 @@ inline void cp_async16(__local uchar *dst, __global const uchar *src, bool ok)
                          : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3]) : "r"(s_));               \
     } while (0)
 #define LDS32(off) (*(__local const uint *)(smem + (off)))
-#ifdef TF32_RNA
+/* float32 to the nearest tf32, ties away (a truncation, which the tensor
+ * cores would do by themselves, biases every product of positive values
+ * by 2^-11 on average: 6e-4 relative error after ReLU-like inputs) */
 inline uint to_tf32(uint x)
 {
     uint u;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(as_float(x)));
     return u;
 }
-#else
-#define to_tf32(x) (x)
-#endif
 #if TA == 0
 #define MMA_OP "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 #elif TA == 1
@@ -542,6 +551,22 @@ inline uint to_tf32(uint x)
     asm volatile(MMA_OP " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                       \
                  : "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3])                                 \
                  : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+/* d = a b with zero accumulators (a constant operand, no moves) */
+#define MMA0(d, a, b)                                                                                     \
+    asm volatile(MMA_OP " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"                   \
+                 : "=f"((d)[0]), "=f"((d)[1]), "=f"((d)[2]), "=f"((d)[3])                                 \
+                 : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]), "f"(0.0f))
+#endif
+
+#if TA == 0 && defined(TF32X3)
+/* 3xTF32 (float32 accuracy from TF32 tensor cores): x = hi + lo, hi the
+ * nearest tf32 and lo the rest (exact in float32; the tensor cores read
+ * its top 19 bits); a product is hi*hi + hi*lo + lo*hi, the terms dropped
+ * below 2^-21 of it. Inf and NaN go whole into hi, with lo 0. */
+inline uint tf32_lo(uint x, uint hi)
+{
+    return isfinite(as_float(x)) ? as_uint(as_float(x) - as_float(hi)) : 0u;
+}
 #endif
 
 /* The cp.async chunks of one k-tile. Chunk q = tid + j * THREADS of a tile
@@ -713,6 +738,39 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                 UNROLL for (int j = 0; j < NI; j++)
                     UNROLL for (int q = 0; q < 2; q++) bf[j][q] = LDS32(sb + boffs0 + (ks + q * 4) * B_RB + j * 32);
 #endif
+#if TA == 0 && defined(TF32X3)
+                /* three products per mma tile, the small ones first, from
+                 * zero: they join the accumulators by a float32 add, as the
+                 * tensor cores truncate their sums (a long sum of positive
+                 * products would lose 2^-25 of itself per step); the adds of
+                 * one column of tiles wait until the next column's products
+                 * are issued. Splitting costs a cvt and a subtraction per
+                 * fragment element: an integer rounding (8 instructions) ran
+                 * 25% slower. */
+                uint al[MI][4];
+                UNROLL for (int i = 0; i < MI; i++)
+                    UNROLL for (int q = 0; q < 4; q++) {
+                        const uint x = af[i][q];
+                        af[i][q] = to_tf32(x);
+                        al[i][q] = tf32_lo(x, af[i][q]);
+                    }
+                float part[2][MI][4];
+                UNROLL for (int j = 0; j < NI; j++) {
+                    uint bh[2], bl[2];
+                    UNROLL for (int q = 0; q < 2; q++) {
+                        bh[q] = to_tf32(bf[j][q]);
+                        bl[q] = tf32_lo(bf[j][q], bh[q]);
+                    }
+                    UNROLL for (int i = 0; i < MI; i++) MMA0(part[j & 1][i], al[i], bh);
+                    UNROLL for (int i = 0; i < MI; i++) MMA(part[j & 1][i], af[i], bl);
+                    UNROLL for (int i = 0; i < MI; i++) MMA(part[j & 1][i], af[i], bh);
+                    if (j > 0)
+                        UNROLL for (int i = 0; i < MI; i++)
+                            UNROLL for (int q = 0; q < 4; q++) acc[i][j - 1][q] += part[(j - 1) & 1][i][q];
+                }
+                UNROLL for (int i = 0; i < MI; i++)
+                    UNROLL for (int q = 0; q < 4; q++) acc[i][NI - 1][q] += part[(NI - 1) & 1][i][q];
+#else
 #if TA == 0
                 UNROLL for (int i = 0; i < MI; i++)
                     UNROLL for (int q = 0; q < 4; q++) af[i][q] = to_tf32(af[i][q]);
@@ -721,6 +779,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
 #endif
                 UNROLL for (int i = 0; i < MI; i++)
                     UNROLL for (int j = 0; j < NI; j++) MMA(acc[i][j], af[i], bf[j]);
+#endif
             }
             rs = rs == STAGES - 1 ? 0 : rs + 1;
             ws = ws == STAGES - 1 ? 0 : ws + 1;

@@ -24,6 +24,34 @@ end
 -- rounding only; the bound scales with sqrt(K) (values ~ N(0, K))
 local function tol(k) return 1e-4, 1e-5 * math.sqrt(k) end
 
+-- The largest error of a float32 product in each fp32_precision mode,
+-- relative to the largest entry of the float64 result, for both layouts of
+-- b; and the configuration "tf32x3" ran.
+local function fp32_errors(shape)
+  local m, k, n = shape[1], shape[2], shape[3]
+  local res = {}
+  for _, tb in ipairs({ false, true }) do
+    local a64, b64 = operands("cpu", m, k, n, false, tb, "float64", 11)
+    local ref = a64:matmul(b64)
+    local scale = ref:abs():max():item()
+    for _, mode in ipairs({ "ieee", "tf32x3", "tf32" }) do
+      netcl.backends.fp32_precision = mode
+      local ok, got = pcall(function()
+        local a, b = a64:float():to(H.device), b64:float():to(H.device)
+        if mode == "tf32x3" then res.cfg = netcl.gemm_config(m, n, k, { device = H.device, dtype = "float32", trans_b = tb }) end
+        return (a:matmul(b):double():to("cpu") - ref):abs():max():item() / scale
+      end)
+      netcl.backends.fp32_precision = "ieee"
+      if not ok then error(got, 0) end
+      res[mode] = math.max(res[mode] or 0, got)
+    end
+  end
+  -- float32 FMAs give ~1e-7 here; 3xTF32 drops terms below 2^-21 of each product
+  lu.assertTrue(res.tf32x3 < math.max(4 * res.ieee, 2e-6),
+    string.format("tf32x3 error %.3g against ieee %.3g (%s)", res.tf32x3, res.ieee, res.cfg))
+  return res
+end
+
 TestGemm = {}
 
 function TestGemm:test_layouts_and_odd_sizes()
@@ -294,7 +322,29 @@ function TestGemm:test_tensor_core_products()
       1e-2, 1e-2 * 16)
     netcl.backends.allow_tf32 = false
     if not ok then error(err, 0) end
+    -- 3xTF32 runs on the tensor cores at float32's accuracy
+    lu.assertStrContains(fp32_errors({ 300, 1024, 200 }).cfg, "mma ")
   end
+end
+
+function TestGemm:test_fp32_precision_modes()
+  lu.assertEquals(netcl.backends.fp32_precision, "ieee")
+  lu.assertFalse(netcl.backends.allow_tf32)
+  netcl.backends.allow_tf32 = true
+  lu.assertEquals(netcl.backends.fp32_precision, "tf32")
+  netcl.backends.fp32_precision = "tf32x3"
+  lu.assertFalse(netcl.backends.allow_tf32)
+  netcl.backends.allow_tf32 = false
+  lu.assertEquals(netcl.backends.fp32_precision, "ieee")
+  local ok, err = pcall(function() netcl.backends.fp32_precision = "highest" end)
+  lu.assertFalse(ok)
+  lu.assertStrContains(tostring(err), "fp32_precision")
+  lu.assertStrContains(tostring(err), "tf32x3")
+  lu.assertEquals(netcl.backends.fp32_precision, "ieee")
+  -- on every device: tf32x3 as accurate as float32 (where there are no
+  -- tensor cores it is float32)
+  local e = fp32_errors({ 70, 136, 40 })
+  if not H.device_info().tensor_cores:find("tf32", 1, true) then lu.assertTrue(e.tf32 < 1e-5, tostring(e.tf32)) end
 end
 
 -- The tensor-core kernel with plain-OpenCL stand-ins for its PTX
@@ -305,8 +355,11 @@ function TestGemm:test_mma_emulated()
   lu.skipIf(os.getenv("NETCL_TEST_MMA_EMULATE") ~= "1", "set NETCL_TEST_MMA_EMULATE=1 to run the emulated tensor-core kernel")
   lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "for OpenCL devices without PTX")
   ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
-  netcl.backends.allow_tf32 = true
   local ok, err = pcall(function()
+    local e = fp32_errors({ 100, 72, 48 })
+    lu.assertStrContains(e.cfg, "mma ")
+    lu.assertTrue(e.tf32 > 1e-4, "emulated tf32 rounds: " .. e.tf32)
+    netcl.backends.allow_tf32 = true
     for _, dt in ipairs({ "float32", "float16", "bfloat16" }) do
       for _, tb in ipairs({ false, true }) do
         local cfg = netcl.gemm_config(100, 24, 48, { device = H.device, dtype = dt, trans_b = tb })

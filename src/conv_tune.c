@@ -25,10 +25,12 @@ int netcl_conv_benchmark(void)
     return benchmark;
 }
 
+/* device, dtype, pass, float32 precision mode (winners differ when the
+ * products run on tensor cores), then the shape */
 static void make_key(char *buf, size_t n, netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
     snprintf(buf, n, "%s|%s|%d|%d|%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", dev->hw_name,
-             netcl_dtype_name(dt), (int)pass, 0, (long long)g->N, (long long)g->C, (long long)g->H, (long long)g->W,
+             netcl_dtype_name(dt), (int)pass, dt == NETCL_DTYPE_FLOAT32 ? nc_fp32_mode() : 0, (long long)g->N, (long long)g->C, (long long)g->H, (long long)g->W,
              (long long)g->O, (long long)g->G, (long long)g->KH, (long long)g->KW, (long long)g->SH, (long long)g->SW,
              (long long)g->PH, (long long)g->PW, (long long)g->DH, (long long)g->DW);
 }

@@ -95,9 +95,12 @@ typedef struct nc_gemm_epi {
 } nc_gemm_epi;
 /* 1 when the activation can be fused by every backend's gemm. */
 int nc_gemm_act_ok(int act);
-/* netcl_set_allow_tf32's switch (linalg.c): float32 GEMMs may round their
- * inputs to tf32 on tensor cores. */
-int nc_allow_tf32(void);
+/* netcl_set_fp32_precision's mode (linalg.c): float32 GEMMs multiply in
+ * IEEE float32 FMAs, on tensor cores through three TF32 products of split
+ * operands (near-float32 accuracy), or on tensor cores with inputs rounded
+ * to TF32. */
+enum { NC_FP32_IEEE = 0, NC_FP32_TF32X3 = 1, NC_FP32_TF32 = 2 };
+int nc_fp32_mode(void);
 
 struct nc_augment;
 /* A 2-D convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW]

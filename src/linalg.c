@@ -194,10 +194,23 @@ int nc_gemm_act_ok(int act)
     }
 }
 
-static atomic_int allow_tf32;
-void netcl_set_allow_tf32(int allow) { atomic_store(&allow_tf32, allow != 0); }
-int netcl_get_allow_tf32(void) { return atomic_load(&allow_tf32); }
-int nc_allow_tf32(void) { return atomic_load(&allow_tf32); }
+/* float32 GEMM precision: NC_FP32_IEEE, NC_FP32_TF32X3 or NC_FP32_TF32 */
+static atomic_int fp32_mode;
+static const char *const fp32_names[] = {"ieee", "tf32x3", "tf32"};
+
+netcl_status netcl_set_fp32_precision(const char *mode)
+{
+    for (int m = 0; m < 3; m++)
+        if (mode && strcmp(mode, fp32_names[m]) == 0) {
+            atomic_store(&fp32_mode, m);
+            return NETCL_OK;
+        }
+    return nc_fail(NETCL_ERR_ARGUMENT, "fp32_precision: unknown mode '%s' (ieee, tf32x3 or tf32)", mode ? mode : "(null)");
+}
+const char *netcl_get_fp32_precision(void) { return fp32_names[atomic_load(&fp32_mode)]; }
+void netcl_set_allow_tf32(int allow) { atomic_store(&fp32_mode, allow ? NC_FP32_TF32 : NC_FP32_IEEE); }
+int netcl_get_allow_tf32(void) { return atomic_load(&fp32_mode) == NC_FP32_TF32; }
+int nc_fp32_mode(void) { return atomic_load(&fp32_mode); }
 
 /* out = act(alpha * (a @ b) + beta * c + bias) in one backend call; a and b
  * at least 2-D (batched and broadcast like matmul), c broadcast to the

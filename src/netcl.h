@@ -755,8 +755,17 @@ netcl_status netcl_gemm_set_config(netcl_device *dev, const char *config);
  * (unparsable, another device), or "". */
 const char *netcl_tune_cache_path(netcl_device *dev);
 const char *netcl_tune_cache_reload(netcl_device *dev);
-/* float32 GEMMs may round their inputs to TF32 on tensor cores (like
- * PyTorch's torch.backends.cuda.matmul.allow_tf32); off by default. */
+/* How float32 GEMMs (and the convolutions built on them) multiply, like
+ * PyTorch's torch.backends.cuda.matmul.fp32_precision: "ieee" (default)
+ * float32 FMAs; "tf32x3" tensor cores where usable, each operand split
+ * into two TF32 parts and three products summed (errors near float32's,
+ * about 3x the time of "tf32"); "tf32" tensor cores with inputs rounded to
+ * TF32 (10 mantissa bits). Devices without tensor cores multiply in
+ * float32 whatever the mode. */
+netcl_status netcl_set_fp32_precision(const char *mode);
+const char *netcl_get_fp32_precision(void);
+/* allow_tf32 = 1 is fp32_precision "tf32", 0 is "ieee" (like PyTorch's
+ * torch.backends.cuda.matmul.allow_tf32). */
 void netcl_set_allow_tf32(int allow);
 int netcl_get_allow_tf32(void);
 /* Tensor cores of dev as verified by the probe (run on first call or first

@@ -1,6 +1,7 @@
 -- examples/bench/gemm.lua — GEMM throughput, netcl against PyTorch in the
--- same command: SGEMM (float32, TF32 off) 1024/4096/8192, TF32 and
--- float16/bfloat16 (tensor cores where the device's probe enabled them)
+-- same command: SGEMM (float32, TF32 off) 1024/4096/8192, float32 through
+-- 3xTF32 (netcl.backends.fp32_precision = "tf32x3", against cuBLAS's
+-- SGEMM: both float32-accurate) 1024/4096/8192, TF32 and float16/bfloat16 (tensor cores where the device's probe enabled them)
 -- 4096/8192; on a CPU OpenCL device (PoCL) SGEMM 256/1024/2048. With
 -- --tune the GEMM tuner measures its candidates for every row's problem
 -- first and caches the winners on disk (netcl.tune_cache_path()), and the
@@ -11,7 +12,7 @@
 -- options: --device NAME  --tune  --max N (candidates per case)  --quick
 --          --budget S (stop starting new tuning cases after S seconds, default 390,
 --          so the whole command stays within a 10-minute device slot)
---          --only sgemm|tf32|fp16|bf16  --out FILE (a copy of everything printed)
+--          --only sgemm|tf32x3|tf32|fp16|bf16  --out FILE (a copy of everything printed)
 local netcl = require("netcl")
 local ffi = require("ffi")
 
@@ -50,11 +51,16 @@ local function now()
 end
 local t_start = now()
 
+local function precision(kind)
+  netcl.backends.fp32_precision = (kind == "tf32" or kind == "tf32x3") and kind or "ieee"
+end
+
 -- rows: kind, dtype, size
 local rows = {}
 local function row(kind, dtype, n) if not opts.only or opts.only == kind then rows[#rows + 1] = { kind = kind, dtype = dtype, n = n } end end
 if gpu then
   for _, n in ipairs(opts.quick and { 1024 } or { 1024, 4096, 8192 }) do row("sgemm", "float32", n) end
+  for _, n in ipairs(opts.quick and { 1024 } or { 1024, 4096, 8192 }) do row("tf32x3", "float32", n) end
   for _, n in ipairs(opts.quick and { 4096 } or { 4096, 8192 }) do
     row("tf32", "float32", n)
     row("fp16", "float16", n)
@@ -74,7 +80,7 @@ if opts.tune then
       say(("  %s %d: not tuned (time budget of %d s spent)"):format(r.kind, r.n, opts.budget))
       goto continue
     end
-    netcl.backends.allow_tf32 = r.kind == "tf32"
+    precision(r.kind)
     local t0 = now()
     local res = netcl.tune({ device = devname, shapes = { { r.n, r.n, r.n } }, dtypes = { r.dtype },
       max_candidates = opts.max, quiet = true })
@@ -82,12 +88,12 @@ if opts.tune then
     say(("  (%s %d tuned in %.1f s)"):format(r.kind, r.n, now() - t0))
     ::continue::
   end
-  netcl.backends.allow_tf32 = false
+  precision("ieee")
 end
 
 -- ---- timing ------------------------------------------------------------------------
 local function time_gemm(r)
-  netcl.backends.allow_tf32 = r.kind == "tf32"
+  precision(r.kind)
   netcl.manual_seed(1)
   local a = netcl.randn(r.n, r.n, { device = devname, dtype = r.dtype })
   local b = netcl.randn(r.n, r.n, { device = devname, dtype = r.dtype })
@@ -106,7 +112,7 @@ local function time_gemm(r)
   end
   table.sort(times)
   r.config = netcl.gemm_config(r.n, r.n, r.n, { device = devname, dtype = r.dtype })
-  netcl.backends.allow_tf32 = false
+  precision("ieee")
   return 2 * r.n ^ 3 / times[math.ceil(#times / 2)] / 1e12
 end
 
@@ -167,7 +173,8 @@ for _, r in ipairs(rows) do
   say(("%-16s %10.2f %10s %7s %10s  %s"):format(("%s %d"):format(r.kind, r.n), v, p and ("%.2f"):format(p) or "-",
     p and ("%.2fx"):format(v / p) or "-", cb and ("%.2f"):format(cb * scale) or "-", r.config))
 end
-say("ratio > 1: netcl faster. TF32 rows: netcl.backends.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 on.")
+say("ratio > 1: netcl faster. TF32 rows: netcl.backends.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 on;")
+say("tf32x3 rows: netcl's float32-accurate 3xTF32 against PyTorch's SGEMM (TF32 off).")
 if opts.tune then
   local path = netcl.tune_cache_path(devname)
   say("tuning cache (winners per shape class): " .. path)

@@ -6,7 +6,8 @@ import torch
 
 dev = sys.argv[1] if sys.argv[1] == "cpu" or torch.cuda.is_available() else "cpu"
 print("device", torch.cuda.get_device_name() if dev == "cuda" else "cpu (%d threads)" % torch.get_num_threads())
-DTYPES = {"sgemm": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+# tf32x3: netcl's float32-accurate 3xTF32 mode, whose peer is the SGEMM
+DTYPES = {"sgemm": torch.float32, "tf32x3": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 def sync():
     if dev == "cuda":

@@ -5,19 +5,21 @@
 -- same layer (examples/bench/layers_peer.py, same command). Finds which
 -- layer a slow model step loses its time in.
 -- --tf32: both sides may use TF32 tensor cores (netcl.backends.allow_tf32;
--- cuDNN's allow_tf32, PyTorch's default for convolutions). --algos
+-- cuDNN's allow_tf32, PyTorch's default for convolutions). --tf32x3: netcl
+-- multiplies float32 through 3xTF32 (netcl.backends.fp32_precision, float32
+-- accuracy), PyTorch in float32 (TF32 off). --algos
 -- auto,tiled,... times only those strategies (the cpu's ResNet layers are
 -- slow enough that all of them take minutes).
---   netcl examples/bench/layers.lua [--device NAME] [--only SUBSTRING] [--reps N] [--tf32] [--algos LIST]
+--   netcl examples/bench/layers.lua [--device NAME] [--only SUBSTRING] [--reps N] [--tf32 | --tf32x3] [--algos LIST]
 local netcl = require("netcl")
 local F = netcl.nn.functional
 local ffi = require("ffi")
 
-local opts = { device = nil, only = nil, reps = 10, tf32 = false, algos = nil }
+local opts = { device = nil, only = nil, reps = 10, tf32 = false, tf32x3 = false, algos = nil }
 local i = 1
 while i <= #arg do
   local key = arg[i]:match("^%-%-(.+)$")
-  if key == "tf32" then opts.tf32 = true; i = i + 1; goto continue end
+  if key == "tf32" or key == "tf32x3" then opts[key] = true; i = i + 1; goto continue end
   if not key or opts[key] == nil and key ~= "device" and key ~= "only" and key ~= "algos" then
     error("unknown argument " .. arg[i] .. " (try --device NAME, --only SUBSTRING, --reps N)")
   end
@@ -25,7 +27,7 @@ while i <= #arg do
   i = i + 2
   ::continue::
 end
-netcl.backends.allow_tf32 = opts.tf32
+netcl.backends.fp32_precision = opts.tf32 and "tf32" or opts.tf32x3 and "tf32x3" or "ieee"
 local dev = opts.device or netcl.default_device()
 
 pcall(ffi.cdef, [[ struct timespec { long tv_sec; long tv_nsec; }; int clock_gettime(int clk, struct timespec *ts); ]])

@@ -7,22 +7,24 @@
 -- `python3 -c 'import torch'` works, and the table prints the ratio
 -- (> 1: netcl faster). --tf32 lets both sides use TF32 tensor cores for
 -- float32 products and convolutions (netcl.backends.allow_tf32; PyTorch's
--- own default for cuDNN convolutions).
---   netcl examples/bench/models.lua [--device NAME] [--only lenet|resnet] [--quick] [--tf32]
+-- own default for cuDNN convolutions). --tf32x3: netcl multiplies float32
+-- through 3xTF32 (netcl.backends.fp32_precision, float32 accuracy),
+-- PyTorch in float32 (TF32 off).
+--   netcl examples/bench/models.lua [--device NAME] [--only lenet|resnet] [--quick] [--tf32 | --tf32x3]
 --       [--lenet-steps N] [--resnet-steps N] [--resnet-warmup N] [--resnet-batch N]
 local netcl = require("netcl")
 local nn, optim = netcl.nn, netcl.optim
 
-local opts = { device = nil, only = nil, quick = false, tf32 = false, ["lenet-steps"] = 50, ["resnet-steps"] = 20, ["resnet-warmup"] = 3,
+local opts = { device = nil, only = nil, quick = false, tf32 = false, tf32x3 = false, ["lenet-steps"] = 50, ["resnet-steps"] = 20, ["resnet-warmup"] = 3,
                ["resnet-batch"] = 128 }
 local i = 1
 while arg and arg[i] do
   local key = arg[i]:match("^%-%-(.+)$")
-  if key == "quick" or key == "tf32" then opts[key] = true; i = i + 1
+  if key == "quick" or key == "tf32" or key == "tf32x3" then opts[key] = true; i = i + 1
   elseif key and opts[key] ~= nil or key == "device" or key == "only" then opts[key] = tonumber(arg[i + 1]) or arg[i + 1]; i = i + 2
   else error("unknown argument " .. tostring(arg[i])) end
 end
-netcl.backends.allow_tf32 = opts.tf32
+netcl.backends.fp32_precision = opts.tf32 and "tf32" or opts.tf32x3 and "tf32x3" or "ieee"
 if opts.quick then opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"] = 10, 2, 1 end
 
 local dev = netcl.device(opts.device).name

@@ -116,15 +116,26 @@ return function(netcl, resolve)
     return note ~= "" and note or nil
   end
 
-  -- netcl.backends.allow_tf32: float32 GEMMs may use TF32 tensor cores
-  -- (off by default, like torch.backends.cuda.matmul.allow_tf32).
+  -- netcl.backends.fp32_precision: how float32 GEMMs and the convolutions
+  -- built on them multiply, like torch.backends.cuda.matmul.fp32_precision:
+  -- "ieee" (default), "tf32x3" (tensor cores, near-float32 accuracy) or
+  -- "tf32". netcl.backends.allow_tf32 = true/false is "tf32"/"ieee" (like
+  -- torch.backends.cuda.matmul.allow_tf32).
   netcl.backends = setmetatable({}, {
     __index = function(_, key)
       if key == "allow_tf32" then return C.netcl_get_allow_tf32() ~= 0 end
+      if key == "fp32_precision" then return ffi.string(C.netcl_get_fp32_precision()) end
     end,
     __newindex = function(_, key, value)
-      if key ~= "allow_tf32" then throw("netcl.backends has no setting " .. tostring(key)) end
-      C.netcl_set_allow_tf32(value and 1 or 0)
+      if key == "allow_tf32" then
+        C.netcl_set_allow_tf32(value and 1 or 0)
+      elseif key == "fp32_precision" then
+        if type(value) ~= "string" or C.netcl_set_fp32_precision(value) ~= 0 then
+          throw("netcl.backends.fp32_precision: expected \"ieee\", \"tf32x3\" or \"tf32\", got " .. tostring(value))
+        end
+      else
+        throw("netcl.backends has no setting " .. tostring(key))
+      end
     end,
   })
 end

@@ -92,7 +92,9 @@ static long long bucket(int64_t x)
 
 void nc_gemm_class_key(const nc_gemm_call *g, char *buf, size_t len)
 {
-    const char *tf = g->out->dtype == NETCL_DTYPE_FLOAT32 && nc_mma_usable(g) ? "+tf32" : "";
+    const char *tf = g->out->dtype != NETCL_DTYPE_FLOAT32 || !nc_mma_usable(g) ? ""
+                     : nc_fp32_mode() == NC_FP32_TF32X3                           ? "+tf32x3"
+                                                                                  : "+tf32";
     snprintf(buf, len, "%s%s %c%c %lld:%lld:%lld", netcl_dtype_name(g->out->dtype), tf, layout_of(g->a), layout_of(g->w),
              bucket(g->M), bucket(g->N), bucket(g->K));
 }

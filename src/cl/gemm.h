@@ -83,7 +83,7 @@ netcl_status nc_gemm_tiled_kernel(const nc_gemm_call *g, const nc_gemm_cfg *c, c
 netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k);
 
 /* mma.c: whether the tensor-core path serves g (device probed for the
- * dtype, allow_tf32 for float32, operand layouts cp.async can copy), its
+ * dtype, fp32_precision not "ieee" for float32, operand layouts cp.async can copy), its
  * default configuration and candidates, and the launch (no usability check). */
 int nc_mma_usable(const nc_gemm_call *g);
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);

@@ -56,7 +56,7 @@ static void probe(netcl_device *dev, nc_gemm_state *s, int kind);
 int nc_mma_usable(const nc_gemm_call *g)
 {
     int kind = mma_kind(g->out->dtype);
-    if (kind < 0 || (kind == 0 && !nc_allow_tf32()) || !hardware_ok(g->dev)) return 0;
+    if (kind < 0 || (kind == 0 && nc_fp32_mode() == NC_FP32_IEEE) || !hardware_ok(g->dev)) return 0;
     int chunk = kind == 0 ? 4 : 8;
     if (!operand_ok(g->a, chunk, g->B) || !operand_ok(g->w, chunk, g->B)) return 0;
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
@@ -163,9 +163,9 @@ netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
     epilogue_opts(g->epi, epi, sizeof epi);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n,
-             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s",
+             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s",
              c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi,
-             emulated() ? " -DMMA_EMULATE" : "");
+             kind == 0 && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "");
     cl_kernel k;
     size_t wg, kmax = 0;
     NC_TRY(nc_cl_kernel(cd, "gemm", opts, "gemm_mma", &k, &wg));

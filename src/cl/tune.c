@@ -303,7 +303,7 @@ netcl_status netcl_tune_gemm(netcl_device *dev, netcl_dtype dtype, int64_t m, in
     nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
     nc_gemm_call g = {dev, &b.dout, &b.da, &b.dw, &epi, 1, m, n, k};
     int lowp = dtype == NETCL_DTYPE_FLOAT16 || dtype == NETCL_DTYPE_BFLOAT16;
-    int tf32 = dtype == NETCL_DTYPE_FLOAT32 && nc_mma_usable(&g);
+    int tf32 = dtype == NETCL_DTYPE_FLOAT32 && nc_mma_usable(&g) && nc_fp32_mode() == NC_FP32_TF32;
     double tol = dtype == NETCL_DTYPE_FLOAT64 ? 1e-10 : lowp || tf32 ? 1e-2 : 1e-4;
     char key[64];
     nc_gemm_class_key(&g, key, sizeof key);
