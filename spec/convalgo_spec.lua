@@ -71,6 +71,30 @@ function TestConvAlgos:test_every_strategy_matches_direct()
   H.cover("device", { "conv2d" })
 end
 
+-- float32 through 3xTF32 (netcl.backends.fp32_precision = "tf32x3"): the
+-- GEMM-based strategies keep float32's tolerances against the direct
+-- reference in float32 FMAs. Where the device has no tensor cores the mode
+-- multiplies in float32, so one geometry checks the switch there.
+function TestConvAlgos:test_tf32x3_keeps_float32_tolerances()
+  local tc = H.device_info().tensor_cores or ""
+  local geoms = tc:find("tf32", 1, true) and { GEOMS[1], GEOMS[3], GEOMS[7], GEOMS[8], GEOMS[9] } or { GEOMS[1] }
+  for gi, gm in ipairs(geoms) do
+    local want = { with_algo("direct", function() return run(gm, "float32", dev) end) }
+    for _, algo in ipairs({ "im2col", "gemm1x1", "winograd2", "winograd4", "implicit_gemm" }) do
+      netcl.backends.fp32_precision = "tf32x3"
+      local ok, a, b, c = pcall(with_algo, algo, function() return run(gm, "float32", dev) end)
+      netcl.backends.fp32_precision = "ieee"
+      if not ok then error(a, 0) end
+      local got = { a, b, c }
+      local tol = algo == "winograd4" and 2e-3 or 1e-4
+      for k = 1, 3 do
+        local atol = tol * math.max(1, want[k]:abs():max():item())
+        H.assert_close(got[k], want[k], tol, atol, ("tf32x3 geometry %d %s result %d"):format(gi, algo, k))
+      end
+    end
+  end
+end
+
 function TestConvAlgos:test_gradcheck_per_strategy()
   lu.skipIf(not H.is_cpu, "gradchecks run on the cpu backend in float64")
   for _, algo in ipairs(ALGOS) do

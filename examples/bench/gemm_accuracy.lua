@@ -37,5 +37,6 @@ local ok = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
 if ok == 0 or ok == true then
   local here = arg[0]:match("^(.*)/[^/]*$") or "."
   print("peer:")
+  io.stdout:flush()
   os.execute(("python3 %s/gemm_accuracy_peer.py"):format(here))
 end

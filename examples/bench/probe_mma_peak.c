@@ -3,10 +3,13 @@
  * of independent mma.sync per warp, no memory traffic, bfloat16, float16
  * and tf32, a few accumulator counts and work-group sizes. No netcl code:
  *   cc -O2 examples/bench/probe_mma_peak.c -lOpenCL -o /tmp/mma_peak && /tmp/mma_peak
+ * With arguments NACC WARPS BLOCKS_PER_CU it runs that one shape (e.g. the
+ * GEMM kernel's: 32 accumulators, 4 warps, 2 blocks per multiprocessor).
  * (an NVIDIA GPU of compute capability 8.0 or newer; docs/gemm.md). */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 static const char *src =
     "#if KIND == 0\n#define OP \"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32\"\n"
@@ -24,8 +27,9 @@ static const char *src =
     "  float s = 0; for (int j = 0; j < NACC; j++) s += d[j][0] + d[j][1] + d[j][2] + d[j][3];\n"
     "  o[get_global_id(0)] = s;\n}\n";
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
-int main(void)
+int main(int argc, char **argv)
 {
+    int only = argc == 4, o_nacc = only ? atoi(argv[1]) : 0, o_wpb = only ? atoi(argv[2]) : 0, o_bpc = only ? atoi(argv[3]) : 16;
     cl_platform_id p[4]; cl_uint np; clGetPlatformIDs(4, p, &np);
     for (cl_uint i = 0; i < np; i++) {
         cl_device_id d;
@@ -37,8 +41,8 @@ int main(void)
                              "\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32\""};
         double flops_per[] = {4096, 4096, 2048};
         for (int op = 0; op < 3; op++)
-            for (int nacc = 4; nacc <= 16; nacc *= 2)
-                for (int wpb = 4; wpb <= 8; wpb *= 2) {
+            for (int nacc = only ? o_nacc : 4; nacc <= (only ? o_nacc : 16); nacc *= 2)
+                for (int wpb = only ? o_wpb : 4; wpb <= (only ? o_wpb : 8); wpb *= 2) {
                     char opts[300];
                     snprintf(opts, sizeof opts, "-DKIND=%d -DNACC=%d", op, nacc);
                     cl_program pr = clCreateProgramWithSource(c, 1, &src, NULL, &e);
@@ -46,7 +50,7 @@ int main(void)
                         char log[4096] = ""; clGetProgramBuildInfo(pr, d, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
                         printf("build failed %s\n%s\n", opts, log); return 1; }
                     cl_kernel k = clCreateKernel(pr, "k", &e);
-                    size_t l = 32 * wpb, g = l * cus * 16;
+                    size_t l = 32 * wpb, g = l * cus * o_bpc;
                     cl_mem o = clCreateBuffer(c, CL_MEM_READ_WRITE, g * 4, NULL, &e);
                     int iters = 4096;
                     clSetKernelArg(k, 0, sizeof o, &o); clSetKernelArg(k, 1, sizeof iters, &iters);
@@ -55,7 +59,7 @@ int main(void)
                     for (int r = 0; r < 5; r++) clEnqueueNDRangeKernel(q, k, 1, NULL, &g, &l, 0, NULL, NULL);
                     clFinish(q);
                     double t = (now() - t0) / 5, fl = (double)(g / 32) * iters * nacc * flops_per[op];
-                    printf("%-55s acc %2d warps/block %d: %7.1f TFLOP/s\n", ops[op], nacc, wpb, fl / t / 1e12);
+                    printf("%-55s acc %2d warps/block %d blocks/cu %d: %7.1f TFLOP/s\n", ops[op], nacc, wpb, o_bpc, fl / t / 1e12);
                     clReleaseMemObject(o); clReleaseKernel(k); clReleaseProgram(pr);
                 }
     }
