@@ -43,7 +43,7 @@ local function finalize(b) release(b.h) end
 
 -- Device memory is invisible to Lua's GC: collect when the engine's bytes
 -- in use pass a threshold that follows the live set.
-local MIN_THRESHOLD = 256 * 1024 * 1024
+local MIN_THRESHOLD = (tonumber(os.getenv("NETCL_GC_MIN_MB")) or 256) * 1024 * 1024
 local threshold = MIN_THRESHOLD
 
 -- Small tensors never reach the byte threshold, yet each one left to the GC
