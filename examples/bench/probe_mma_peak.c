@@ -4,7 +4,10 @@
  * and tf32, a few accumulator counts and work-group sizes. No netcl code:
  *   cc -O2 examples/bench/probe_mma_peak.c -lOpenCL -o /tmp/mma_peak && /tmp/mma_peak
  * With arguments NACC WARPS BLOCKS_PER_CU it runs that one shape (e.g. the
- * GEMM kernel's: 32 accumulators, 4 warps, 2 blocks per multiprocessor).
+ * GEMM kernel's: 32 accumulators, 4 warps, 2 blocks per multiprocessor);
+ * a fourth argument "tile" (with NACC 32) feeds each mma distinct
+ * fragments as a 64x64 warp tile does (4 A and 8 B fragments, each A used
+ * 8 times, each B 4 times) instead of the same registers every time.
  * (an NVIDIA GPU of compute capability 8.0 or newer; docs/gemm.md). */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -16,20 +19,33 @@ static const char *src =
     "#elif KIND == 1\n#define OP \"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32\"\n"
     "#else\n#define OP \"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32\"\n#endif\n"
     "#define MMA16(op) asm volatile(op \" {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\" : \"+f\"(d[j][0]), \"+f\"(d[j][1]), \"+f\"(d[j][2]), \"+f\"(d[j][3]) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1))\n"
+    "#define MMAF(op, A, B) asm volatile(op \" {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\" : \"+f\"(d[j][0]), \"+f\"(d[j][1]), \"+f\"(d[j][2]), \"+f\"(d[j][3]) : \"r\"((A)[0]), \"r\"((A)[1]), \"r\"((A)[2]), \"r\"((A)[3]), \"r\"((B)[0]), \"r\"((B)[1]))\n"
     "__kernel void k(__global float *o, int iters) {\n"
     "  uint a0 = get_global_id(0), a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, b0 = a0 * 3, b1 = a0 * 5;\n"
     "  float d[NACC][4];\n"
     "  for (int j = 0; j < NACC; j++) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0;\n"
+    "#ifdef WARP_TILE\n"
+    "  uint af[4][4], bf[8][2];\n"
+    "  for (int q = 0; q < 4; q++) { af[q][0] = a0 + q; af[q][1] = a1 * q; af[q][2] = a2 ^ q; af[q][3] = a3 + 7 * q; }\n"
+    "  for (int q = 0; q < 8; q++) { bf[q][0] = b0 + q; bf[q][1] = b1 ^ q; }\n"
+    "  for (int i = 0; i < iters; i++) {\n"
+    "    #pragma unroll\n"
+    "    for (int j = 0; j < 32; j++) MMAF(OP, af[j / 8], bf[j % 8]);\n"
+    "  }\n"
+    "#else\n"
     "  for (int i = 0; i < iters; i++) {\n"
     "    #pragma unroll\n"
     "    for (int j = 0; j < NACC; j++) MMA16(OP);\n"
     "  }\n"
+    "#endif\n"
     "  float s = 0; for (int j = 0; j < NACC; j++) s += d[j][0] + d[j][1] + d[j][2] + d[j][3];\n"
     "  o[get_global_id(0)] = s;\n}\n";
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+static int nacc_is_32(const char *s) { return atoi(s) == 32; }
 int main(int argc, char **argv)
 {
-    int only = argc == 4, o_nacc = only ? atoi(argv[1]) : 0, o_wpb = only ? atoi(argv[2]) : 0, o_bpc = only ? atoi(argv[3]) : 16;
+    int tile = argc == 5 && nacc_is_32(argv[1]);
+    int only = argc >= 4, o_nacc = only ? atoi(argv[1]) : 0, o_wpb = only ? atoi(argv[2]) : 0, o_bpc = only ? atoi(argv[3]) : 16;
     cl_platform_id p[4]; cl_uint np; clGetPlatformIDs(4, p, &np);
     for (cl_uint i = 0; i < np; i++) {
         cl_device_id d;
@@ -44,7 +60,7 @@ int main(int argc, char **argv)
             for (int nacc = only ? o_nacc : 4; nacc <= (only ? o_nacc : 16); nacc *= 2)
                 for (int wpb = only ? o_wpb : 4; wpb <= (only ? o_wpb : 8); wpb *= 2) {
                     char opts[300];
-                    snprintf(opts, sizeof opts, "-DKIND=%d -DNACC=%d", op, nacc);
+                    snprintf(opts, sizeof opts, "-DKIND=%d -DNACC=%d%s", op, nacc, tile ? " -DWARP_TILE" : "");
                     cl_program pr = clCreateProgramWithSource(c, 1, &src, NULL, &e);
                     if (clBuildProgram(pr, 1, &d, opts, NULL, NULL) != CL_SUCCESS) {
                         char log[4096] = ""; clGetProgramBuildInfo(pr, d, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
@@ -59,7 +75,7 @@ int main(int argc, char **argv)
                     for (int r = 0; r < 5; r++) clEnqueueNDRangeKernel(q, k, 1, NULL, &g, &l, 0, NULL, NULL);
                     clFinish(q);
                     double t = (now() - t0) / 5, fl = (double)(g / 32) * iters * nacc * flops_per[op];
-                    printf("%-55s acc %2d warps/block %d blocks/cu %d: %7.1f TFLOP/s\n", ops[op], nacc, wpb, o_bpc, fl / t / 1e12);
+                    printf("%-55s acc %2d%s warps/block %d blocks/cu %d: %7.1f TFLOP/s\n", ops[op], nacc, tile ? " (warp tile)" : "", wpb, o_bpc, fl / t / 1e12);
                     clReleaseMemObject(o); clReleaseKernel(k); clReleaseProgram(pr);
                 }
     }
