@@ -410,6 +410,18 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
 #ifndef GM
 #define GM 8
 #endif
+/* FRAG_PIPE: fragments loaded a k-step ahead, across the k-tile barrier
+ * too (the first k-step after a barrier no longer waits for its ldmatrix).
+ * On by default for 16-bit operands (H100, 8192^3: bfloat16 350-357 ->
+ * 383-400 TFLOP/s, float16 364-371 -> 390); tf32 did not gain (-DFRAG_PIPE
+ * forces it, -DNO_FRAG_PIPE turns it off). Needs an even number of
+ * k-steps per tile. */
+#if !defined(FRAG_PIPE) && TA != 0 && !defined(NO_FRAG_PIPE)
+#define FRAG_PIPE
+#endif
+#if defined(FRAG_PIPE) && (BK / KSTEP) % 2
+#undef FRAG_PIPE
+#endif
 /* The swizzled place of chunk c of row r in a tile of cpr chunks per row:
  * the 8 chunks of a 128-byte line are permuted by the row's position, so
  * 8 consecutive rows at one chunk hit 8 different 16-byte bank groups (an
@@ -622,6 +634,44 @@ inline uint tf32_lo(uint x, uint hi)
         LOAD_OPERAND(B, sa_ + A_BYTES, k0);                                                                \
     } while (0)
 
+/* One k-step's fragments (step S of the tile at local byte offset SA:
+ * its A part at SA, its B part at SA + A_BYTES) into AF [MI][4] and
+ * BF [NI][2]. */
+#if A_KCONT
+#define LOAD_FRAGS_A(AF, SA, S) UNROLL for (int i = 0; i < MI; i++) LDSM_X4(AF[i], (SA) + aoffs[S] + i * 16 * A_RB, 0)
+#elif TA != 0
+#define LOAD_FRAGS_A(AF, SA, S) UNROLL for (int i = 0; i < MI; i++) LDSM_X4(AF[i], (SA) + aoffs[i] + (S) * KSTEP * A_RB, 1)
+#else
+#define LOAD_FRAGS_A(AF, SA, S)                                                                            \
+    UNROLL for (int i = 0; i < MI; i++)                                                                    \
+        UNROLL for (int q = 0; q < 4; q++)                                                                 \
+            AF[i][q] = LDS32((SA) + aoffs0 + ((S) * KSTEP + (q >> 1) * 4) * A_RB + (i * 16 + (q & 1) * 8) * 4)
+#endif
+#if B_KCONT
+#define LOAD_FRAGS_B(BF, SB, S)                                                                            \
+    UNROLL for (int j = 0; j < NI / 2; j++) {                                                              \
+        uint q4[4];                                                                                        \
+        LDSM_X4(q4, (SB) + boffs[S] + j * 16 * B_RB, 0);                                                   \
+        BF[2 * j][0] = q4[0], BF[2 * j][1] = q4[1], BF[2 * j + 1][0] = q4[2], BF[2 * j + 1][1] = q4[3];    \
+    }
+#elif TA != 0
+#define LOAD_FRAGS_B(BF, SB, S)                                                                            \
+    UNROLL for (int j = 0; j < NI / 2; j++) {                                                              \
+        uint q4[4];                                                                                        \
+        LDSM_X4(q4, (SB) + boffs[j] + (S) * KSTEP * B_RB, 1);                                              \
+        BF[2 * j][0] = q4[0], BF[2 * j][1] = q4[1], BF[2 * j + 1][0] = q4[2], BF[2 * j + 1][1] = q4[3];    \
+    }
+#else
+#define LOAD_FRAGS_B(BF, SB, S)                                                                            \
+    UNROLL for (int j = 0; j < NI; j++)                                                                    \
+        UNROLL for (int q = 0; q < 2; q++) BF[j][q] = LDS32((SB) + boffs0 + ((S) * KSTEP + q * 4) * B_RB + j * 32)
+#endif
+#define LOAD_FRAGS(AF, BF, SA, S)                                                                          \
+    do {                                                                                                   \
+        LOAD_FRAGS_A(AF, SA, S);                                                                           \
+        LOAD_FRAGS_B(BF, (SA) + A_BYTES, S);                                                               \
+    } while (0)
+
 #if TA == 0
 #define ELEM uint
 #else
@@ -693,14 +743,29 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         UNROLL for (int i = 0; i < MI; i++)
             UNROLL for (int j = 0; j < NI; j++)
                 UNROLL for (int q = 0; q < 4; q++) acc[i][j][q] = 0;
+#ifdef FRAG_PIPE
+        /* prologue: every stage's tile in flight, the first landed and
+         * its first fragments loaded */
+        UNROLL for (int s = 0; s < STAGES; s++) {
+            const bool full = inner && (s + 1) * BK <= K;
+            if (s < ktiles) LOAD_TILE(s * BK, s);
+            CP_COMMIT();
+        }
+        CP_WAIT(STAGES - 1);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint afb[2][MI][4], bfb[2][NI][2];
+        LOAD_FRAGS(afb[0], bfb[0], 0, 0);
+#else
         /* prologue: tiles 0 .. STAGES-2 in flight (a group per tile, empty or not) */
         UNROLL for (int s = 0; s < STAGES - 1; s++) {
             const bool full = inner && (s + 1) * BK <= K;
             if (s < ktiles) LOAD_TILE(s * BK, s);
             CP_COMMIT();
         }
+#endif
         int rs = 0, ws = STAGES - 1;   /* the stages read and written next */
         for (int kt = 0; kt < ktiles; kt++) {
+#ifndef FRAG_PIPE
             CP_WAIT(STAGES - 2);            /* tile kt has landed (this thread's chunks) */
             barrier(CLK_LOCAL_MEM_FENCE);   /* ... and everyone's; the stage read last round is free */
             {
@@ -709,34 +774,31 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                 if (k0 < K) LOAD_TILE(k0, ws);
                 CP_COMMIT();
             }
-            const int sa = rs * STAGE_BYTES, sb = sa + A_BYTES;
-            UNROLL for (int s = 0; s < BK / KSTEP; s++) {
-                const int ks = s * KSTEP;
-                uint af[MI][4], bf[NI][2];
-#if A_KCONT
-                UNROLL for (int i = 0; i < MI; i++) LDSM_X4(af[i], sa + aoffs[s] + i * 16 * A_RB, 0);
-#elif TA != 0
-                UNROLL for (int i = 0; i < MI; i++) LDSM_X4(af[i], sa + aoffs[i] + ks * A_RB, 1);
-#else
-                UNROLL for (int i = 0; i < MI; i++)
-                    UNROLL for (int q = 0; q < 4; q++)
-                        af[i][q] = LDS32(sa + aoffs0 + (ks + (q >> 1) * 4) * A_RB + (i * 16 + (q & 1) * 8) * 4);
 #endif
-#if B_KCONT
-                UNROLL for (int j = 0; j < NI / 2; j++) {
-                    uint q4[4];
-                    LDSM_X4(q4, sb + boffs[s] + j * 16 * B_RB, 0);
-                    bf[2 * j][0] = q4[0], bf[2 * j][1] = q4[1], bf[2 * j + 1][0] = q4[2], bf[2 * j + 1][1] = q4[3];
-                }
-#elif TA != 0
-                UNROLL for (int j = 0; j < NI / 2; j++) {
-                    uint q4[4];
-                    LDSM_X4(q4, sb + boffs[j] + ks * B_RB, 1);
-                    bf[2 * j][0] = q4[0], bf[2 * j][1] = q4[1], bf[2 * j + 1][0] = q4[2], bf[2 * j + 1][1] = q4[3];
+            const int sa = rs * STAGE_BYTES;
+            UNROLL for (int s = 0; s < BK / KSTEP; s++) {
+                uint af[MI][4], bf[NI][2];
+#ifdef FRAG_PIPE
+                /* this step's fragments were loaded a step ahead; load the
+                 * next step's now, so their latency hides under this
+                 * step's mma. Before the tile's last step: tile kt+1 must
+                 * have landed, and after the barrier no warp reads tile
+                 * kt's stage any more, so tile kt+STAGES takes it. */
+                UNROLL for (int i = 0; i < MI; i++) UNROLL for (int q = 0; q < 4; q++) af[i][q] = afb[s & 1][i][q];
+                UNROLL for (int j = 0; j < NI; j++) UNROLL for (int q = 0; q < 2; q++) bf[j][q] = bfb[s & 1][j][q];
+                if (s == BK / KSTEP - 1) {
+                    CP_WAIT(STAGES - 2);
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    const int k0 = (kt + STAGES) * BK;
+                    const bool full = inner && k0 + BK <= K;
+                    if (k0 < K) LOAD_TILE(k0, rs);
+                    CP_COMMIT();
+                    LOAD_FRAGS(afb[(s + 1) & 1], bfb[(s + 1) & 1], (rs == STAGES - 1 ? 0 : rs + 1) * STAGE_BYTES, 0);
+                } else {
+                    LOAD_FRAGS(afb[(s + 1) & 1], bfb[(s + 1) & 1], sa, s + 1);
                 }
 #else
-                UNROLL for (int j = 0; j < NI; j++)
-                    UNROLL for (int q = 0; q < 2; q++) bf[j][q] = LDS32(sb + boffs0 + (ks + q * 4) * B_RB + j * 32);
+                LOAD_FRAGS(af, bf, sa, s);
 #endif
 #if TA == 0 && defined(TF32X3)
                 /* three products per mma tile, the small ones first, from
