@@ -412,11 +412,12 @@ __kernel void gemm_direct(__global O_T *out, long ooff, __global const A_T *a, l
 #endif
 /* FRAG_PIPE: fragments loaded a k-step ahead, across the k-tile barrier
  * too (the first k-step after a barrier no longer waits for its ldmatrix).
- * On by default for 16-bit operands (H100, 8192^3: bfloat16 350-357 ->
- * 383-400 TFLOP/s, float16 364-371 -> 390); tf32 did not gain (-DFRAG_PIPE
- * forces it, -DNO_FRAG_PIPE turns it off). Needs an even number of
- * k-steps per tile. */
-#if !defined(FRAG_PIPE) && TA != 0 && !defined(NO_FRAG_PIPE)
+ * On by default for 16-bit operands and 3xTF32 in blocks of 128x128 or
+ * more (H100, 8192^3: bfloat16 350-357 -> 383-400 TFLOP/s, float16 364-371
+ * -> 390, tf32x3 57 -> 62); plain tf32 did not gain, and 64x64 blocks of
+ * tf32x3 lost (1024^3: 36 -> 27-32). -DFRAG_PIPE forces it, -DNO_FRAG_PIPE
+ * turns it off. Needs an even number of k-steps per tile. */
+#if !defined(FRAG_PIPE) && !defined(NO_FRAG_PIPE) && (TA != 0 || defined(TF32X3)) && BM * BN >= 16384
 #define FRAG_PIPE
 #endif
 #if defined(FRAG_PIPE) && (BK / KSTEP) % 2
