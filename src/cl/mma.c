@@ -1,4 +1,4 @@
-/* mma.c — the tensor-core GEMM path (gemm_mma in kernels/gemm.cl) on
+/* mma.c — the tensor-core GEMM path (kernels/gemm_mma.cl) on
  * NVIDIA OpenCL devices of compute capability 8.0 or newer: inline PTX
  * mma.sync (tf32 m16n8k8, f16/bf16 m16n8k16, f32 accumulators) fed by
  * cp.async through swizzled local tiles and read with ldmatrix. Nothing here runs on other devices: the PTX would not compile.
@@ -111,7 +111,7 @@ int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
     return n;
 }
 
-/* Local memory of one pipeline stage in bytes, as gemm.cl lays it out:
+/* Local memory of one pipeline stage in bytes, as gemm_mma.cl lays it out:
  * swizzled tiles carry no padding; tf32 tiles whose k dim is not the
  * contiguous one are rows padded by 8 elements. */
 static int64_t stage_bytes(const nc_gemm_cfg *c, int kind, int a_kc, int b_kc)
@@ -168,7 +168,7 @@ netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
              kind == 0 && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "");
     cl_kernel k;
     size_t wg, kmax = 0;
-    NC_TRY(nc_cl_kernel(cd, "gemm", opts, "gemm_mma", &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "gemm+gemm_mma", opts, "gemm_mma", &k, &wg));
     nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
     if (kmax && kmax < (size_t)threads) return NETCL_ERR_UNSUPPORTED;
     NC_TRY(nc_gemm_set_args(g, k));

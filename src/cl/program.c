@@ -53,7 +53,8 @@ static char *kernel_source(const char *name)
 }
 
 /* The source of a family: kernels/<family>.cl, or for "a+b" a.cl followed
- * by b.cl (a prelude that configures b, as convgemm.cl does gemm.cl). */
+ * by b.cl (a prelude that configures b, as convgemm.cl does gemm.cl, or
+ * one b builds on, as gemm.cl is for gemm_mma.cl). */
 static char *family_source(const char *family)
 {
     const char *plus = strchr(family, '+');

@@ -1,0 +1,522 @@
+/* gemm_mma.cl — the tensor-core GEMM (NVIDIA, sm_80+, inline PTX), built
+ * as the program "gemm+gemm_mma" with -DGEMM_MMA: gemm.cl before it gives
+ * the epilogue, the operand types and the loads it shares with the other
+ * GEMM kernels. src/cl/mma.c chooses the options and probes the device.
+ */
+
+/* ---- gemm_mma ------------------------------------------------------------------
+ * Tensor cores through inline PTX (NVIDIA, sm_80+): TA = 0 float32 inputs
+ * rounded to the nearest tf32 (cvt.rna; TF32X3 splits each into two tf32
+ * parts and sums three products, for float32 accuracy) and mma.m16n8k8; TA = 1/2 float16 / bfloat16
+ * with mma.m16n8k16; float32 accumulators either way.
+ * Options: BM BN BK (block tile), WM WN (warps along m, n; each warp owns a
+ * (BM/WM) x (BN/WN) tile of MI x NI mma tiles), STAGES (cp.async pipeline
+ * depth), A_KCONT / B_KCONT (1: the operand's k dim is contiguous; else m
+ * resp. n is), GM (raster: GM m-tiles take their n-tiles in turn, so the
+ * blocks in flight share operands in L2), EPI_FLAGS / EPI_ACT (the
+ * epilogue fixed at build time, so the plain product carries none of its
+ * code; absent: read from the arguments), MMA_EMULATE (PoCL testing:
+ * plain OpenCL stand-ins for every PTX instruction with the same fragment
+ * layouts, exchanging fragments through local memory).
+ * Local memory: per stage an A tile and a B tile, each stored as rows of
+ * 16-byte chunks along the operand's contiguous dim (A_KCONT: BM rows of
+ * BK elements, else BK rows of BM), the chunk index XOR-swizzled with the
+ * row so that the 8 row reads of an ldmatrix and the chunk writes of
+ * cp.async land in distinct banks with no padding (three stages of
+ * 128x128x32 16-bit tiles fill the 48 KiB OpenCL gets on NVIDIA).
+ * Fragments: ldmatrix.x4 wherever the operand's k dim is contiguous (tf32
+ * too: a 32-bit element is a pair of b16), ldmatrix.x4.trans for 16-bit
+ * operands whose m / n dim is, 32-bit local loads for those of tf32.
+ * Grid: 1-D, THREADS per block; blocks loop over (batch, m-tile, n-tile). */
+#define THREADS (WM * WN * 32)
+#define WTM (BM / WM)
+#define WTN (BN / WN)
+#define MI (WTM / 16)
+#define NI (WTN / 8)
+#if TA == 0
+#define KSTEP 8
+#define ESZ 4
+#else
+#define KSTEP 16
+#define ESZ 2
+#endif
+#define CHUNK (16 / ESZ) /* elements per 16-byte chunk */
+#if A_KCONT
+#define A_ROWS BM
+#define A_CPR (BK / CHUNK)
+#else
+#define A_ROWS BK
+#define A_CPR (BM / CHUNK)
+#endif
+#if B_KCONT
+#define B_ROWS BN
+#define B_CPR (BK / CHUNK)
+#else
+#define B_ROWS BK
+#define B_CPR (BN / CHUNK)
+#endif
+/* tf32 operands whose k dim is not contiguous are read with 32-bit loads:
+ * their tiles are rows padded by 8 elements instead (every fragment load
+ * of a warp hits 32 banks, at offsets fixed per lane), the others swizzled */
+#define A_PADDED (TA == 0 && !A_KCONT)
+#define B_PADDED (TA == 0 && !B_KCONT)
+#define A_RB (A_PADDED ? (BM + 8) * ESZ : A_CPR * 16) /* bytes per tile row */
+#define B_RB (B_PADDED ? (BN + 8) * ESZ : B_CPR * 16)
+#define A_BYTES (A_ROWS * A_RB)
+#define STAGE_BYTES (A_BYTES + B_ROWS * B_RB)
+#define NA ((A_ROWS * A_CPR + THREADS - 1) / THREADS) /* chunks per thread and tile */
+#define NB ((B_ROWS * B_CPR + THREADS - 1) / THREADS)
+#define A_RSTEP (THREADS / A_CPR) /* rows between a thread's chunks (THREADS >= cpr, host-checked) */
+#define B_RSTEP (THREADS / B_CPR)
+#ifndef GM
+#define GM 8
+#endif
+#define NEXT_STAGE(x) ((x) == STAGES - 1 ? 0 : (x) + 1) /* the pipeline's ring */
+/* FRAG_PIPE: fragments loaded a k-step ahead, across the k-tile barrier
+ * too (the first k-step after a barrier no longer waits for its ldmatrix).
+ * On by default for 16-bit operands and 3xTF32 in blocks of 128x128 or
+ * more (H100, 8192^3: bfloat16 350-357 -> 383-400 TFLOP/s, float16 364-371
+ * -> 390, tf32x3 57 -> 62); plain tf32 did not gain, and 64x64 blocks of
+ * tf32x3 lost (1024^3: 36 -> 27-32). -DFRAG_PIPE forces it, -DNO_FRAG_PIPE
+ * turns it off. Needs an even number of k-steps per tile. */
+#if !defined(FRAG_PIPE) && !defined(NO_FRAG_PIPE) && (TA != 0 || defined(TF32X3)) && BM * BN >= 16384
+#define FRAG_PIPE
+#endif
+#if defined(FRAG_PIPE) && (BK / KSTEP) % 2
+#undef FRAG_PIPE
+#endif
+/* The swizzled place of chunk c of row r in a tile of cpr chunks per row:
+ * the 8 chunks of a 128-byte line are permuted by the row's position, so
+ * 8 consecutive rows at one chunk hit 8 different 16-byte bank groups (an
+ * ldmatrix), and so do the 8 consecutive chunks of a row that 8 threads
+ * copy. Wide rows XOR with r % 8 bit-reversed (any permutation of it
+ * serves both; this one also spreads 2 rows of 4 chunks, should a loader
+ * ever copy those). It depends on r only through r % 8 (cpr >= 8) or
+ * r * cpr / 8 % cpr, so moving 8 rows keeps it. */
+#define BITREV3(x) ((((x) & 1) << 2) | ((x) & 2) | (((x) >> 2) & 1))
+#define SWZ(cpr, r, c) ((cpr) >= 8 ? (c) ^ BITREV3((r) & 7) : (c) ^ (((r) * (cpr) / 8) & ((cpr) - 1)))
+#define TOFF(cpr, r, c) ((((r) * (cpr)) + SWZ(cpr, r, c)) * 16) /* byte offset of (row, chunk) */
+#define AOFF(r, c) (A_PADDED ? (r) * A_RB + (c) * 16 : TOFF(A_CPR, r, c))
+#define BOFF(r, c) (B_PADDED ? (r) * B_RB + (c) * 16 : TOFF(B_CPR, r, c))
+/* a thread's chunks lie a fixed byte distance apart when the swizzle repeats */
+#define A_SSTEP_OK (A_PADDED || A_RSTEP % 8 == 0)
+#define B_SSTEP_OK (B_PADDED || B_RSTEP % 8 == 0)
+
+#ifdef MMA_EMULATE
+/* 16 bytes from src (or zeros) to dst: what cp.async does, done at once */
+inline void cp_async16(__local uchar *dst, __global const uchar *src, bool ok)
+{
+    UNROLL for (int e = 0; e < 16; e++) dst[e] = ok ? src[e] : (uchar)0;
+}
+#define CP_COMMIT()
+#define CP_WAIT(n)
+/* cvt.rna.tf32.f32: to nearest, ties away (Inf and NaN kept, NaN quiet) */
+inline uint to_tf32(uint x)
+{
+    if ((x & 0x7f800000u) == 0x7f800000u) return (x & 0x007fffffu) ? 0x7fc00000u : x;
+    return (x + 0x1000u) & 0xffffe000u;
+}
+inline float elem_float(uint bits)
+{
+#if TA == 1
+    ushort h = (ushort)bits;
+    return vload_half(0, (const __private half *)&h);
+#elif TA == 2
+    return as_float(bits << 16);
+#else
+    return as_float(bits & 0xffffe000u);
+#endif
+}
+/* One warp's mma: each lane scatters its fragments to the warp's scratch
+ * (row-major A 16 x KSTEP, B KSTEP x 8), then computes its 4 outputs. */
+inline void mma_emul(__private float *d, __private const uint *a, __private const uint *b, __local float *xa,
+                     __local float *xb, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+#if TA == 0
+    xa[g * 8 + t] = elem_float(a[0]);
+    xa[(g + 8) * 8 + t] = elem_float(a[1]);
+    xa[g * 8 + t + 4] = elem_float(a[2]);
+    xa[(g + 8) * 8 + t + 4] = elem_float(a[3]);
+    xb[t * 8 + g] = elem_float(b[0]);
+    xb[(t + 4) * 8 + g] = elem_float(b[1]);
+#else
+    UNROLL for (int r = 0; r < 4; r++) {
+        int row = g + (r & 1) * 8, col = 2 * t + (r >> 1) * 8;
+        xa[row * 16 + col] = elem_float(a[r] & 0xffffu);
+        xa[row * 16 + col + 1] = elem_float(a[r] >> 16);
+    }
+    UNROLL for (int r = 0; r < 2; r++) {
+        xb[(2 * t + r * 8) * 8 + g] = elem_float(b[r] & 0xffffu);
+        xb[(2 * t + r * 8 + 1) * 8 + g] = elem_float(b[r] >> 16);
+    }
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    UNROLL for (int r = 0; r < 4; r++) {
+        int row = g + (r >> 1) * 8, col = 2 * t + (r & 1);
+        float s = 0;
+        for (int k = 0; k < KSTEP; k++) s += xa[row * KSTEP + k] * xb[k * 8 + col];
+        d[r] += s;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#define MMA(d, a, b) mma_emul(d, a, b, xa + warp * 16 * KSTEP, xb + warp * KSTEP * 8, lane)
+#define MMA0(d, a, b)                                                                                     \
+    do {                                                                                                  \
+        UNROLL for (int z_ = 0; z_ < 4; z_++) (d)[z_] = 0;                                                \
+        MMA(d, a, b);                                                                                     \
+    } while (0)
+/* ldmatrix .x4 (.trans) at byte offsets: lane l names the row of matrix
+ * l/8; non-trans, lane l receives 32-bit word l%4 of row l/4 of each
+ * matrix; trans (16-bit), the halves at element l/4 of rows 2(l%4), +1. */
+inline void ldsm_emul(__private uint *r, __local const uchar *base, int off, int trans, __local int *xo, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    xo[lane] = off;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    UNROLL for (int j = 0; j < 4; j++) {
+        if (trans)
+            r[j] = (uint)*(__local const ushort *)(base + xo[8 * j + 2 * t] + 2 * g) |
+                   ((uint)*(__local const ushort *)(base + xo[8 * j + 2 * t + 1] + 2 * g) << 16);
+        else
+            r[j] = *(__local const uint *)(base + xo[8 * j + g] + 4 * t);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#define LDSM_X4(r, off, trans) ldsm_emul(r, smem, off, trans, xo + warp * 32, lane)
+#define LDS32(off) (*(__local const uint *)(smem + (off)))
+#else
+inline void cp_async16(__local uchar *dst, __global const uchar *src, bool ok)
+{
+    /* a __local pointer is already a shared-window address on NVPTX */
+    uint s = (uint)(ulong)dst;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"((ulong)src), "r"(ok ? 16 : 0)
+                 : "memory");
+}
+#define CP_COMMIT() asm volatile("cp.async.commit_group;\n" ::: "memory")
+#define CP_WAIT(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory")
+#define LDSM_X4(r, off, trans)                                                                             \
+    do {                                                                                                   \
+        uint s_ = sbase + (uint)(off);                                                                     \
+        if (trans)                                                                                         \
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"          \
+                         : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3]) : "r"(s_));               \
+        else                                                                                               \
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"                \
+                         : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3]) : "r"(s_));               \
+    } while (0)
+#define LDS32(off) (*(__local const uint *)(smem + (off)))
+/* float32 to the nearest tf32, ties away (a truncation, which the tensor
+ * cores would do by themselves, biases every product of positive values
+ * by 2^-11 on average: 6e-4 relative error after ReLU-like inputs) */
+inline uint to_tf32(uint x)
+{
+    uint u;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(as_float(x)));
+    return u;
+}
+#if TA == 0
+#define MMA_OP "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+#elif TA == 1
+#define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+#else
+#define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+#endif
+#define MMA(d, a, b)                                                                                      \
+    asm volatile(MMA_OP " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                       \
+                 : "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3])                                 \
+                 : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+/* d = a b with zero accumulators (a constant operand, no moves) */
+#define MMA0(d, a, b)                                                                                     \
+    asm volatile(MMA_OP " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"                   \
+                 : "=f"((d)[0]), "=f"((d)[1]), "=f"((d)[2]), "=f"((d)[3])                                 \
+                 : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]), "f"(0.0f))
+#endif
+
+#if TA == 0 && defined(TF32X3)
+/* 3xTF32 (float32 accuracy from TF32 tensor cores): x = hi + lo, hi the
+ * nearest tf32 and lo the rest (exact in float32; the tensor cores read
+ * its top 19 bits); a product is hi*hi + hi*lo + lo*hi, the terms dropped
+ * below 2^-21 of it. Inf and NaN go whole into hi, with lo 0. */
+inline uint tf32_lo(uint x, uint hi)
+{
+    return isfinite(as_float(x)) ? as_uint(as_float(x) - as_float(hi)) : 0u;
+}
+#endif
+
+/* The cp.async chunks of one k-tile. Chunk q = tid + j * THREADS of a tile
+ * is (row q / cpr, chunk q % cpr), so consecutive threads copy consecutive
+ * 16-byte pieces of a row (coalesced), and a thread's chunks are X_RSTEP
+ * rows apart in both memories; a row is an m (resp. n) when k is
+ * contiguous and a k otherwise. Per output tile each thread computes the
+ * address of its first chunk (xg) and the byte step between its chunks
+ * (xgs) once; a k-tile then costs an add per chunk, and an interior one
+ * ("full") issues its copies with no bounds checks at all. At an edge,
+ * chunks outside are zero-filled (src-size 0) from a safe address. Giving
+ * each thread whole rows instead (one address per tile, the chunks at
+ * fixed offsets) ran at 227 against 398 TFLOP/s (bfloat16 8192^3, H100): a
+ * warp's copies then touch 32 rows at once. */
+#if A_KCONT
+#define A_RSTRIDE as1
+#define A_KSTRIDE 1
+#define A_OK(r, c, k0) (m0 + (r) < M && (k0) + (c) * CHUNK < K)
+#else
+#define A_RSTRIDE as2
+#define A_KSTRIDE as2
+#define A_OK(r, c, k0) ((k0) + (r) < K && m0 + (c) * CHUNK < M)
+#endif
+#if B_KCONT
+#define B_RSTRIDE bs2
+#define B_KSTRIDE 1
+#define B_OK(r, c, k0) (n0 + (r) < N && (k0) + (c) * CHUNK < K)
+#else
+#define B_RSTRIDE bs1
+#define B_KSTRIDE bs1
+#define B_OK(r, c, k0) ((k0) + (r) < K && n0 + (c) * CHUNK < N)
+#endif
+#define X_PRESENT(X, j) (N##X * THREADS == X##_ROWS * X##_CPR || tid + (j) * THREADS < X##_ROWS * X##_CPR)
+#define X_SOFF(X, j) (X##_SSTEP_OK ? X##s0 + (j) * X##_RSTEP * X##_RB : X##OFF(X##r0 + (j) * X##_RSTEP, X##c0))
+#define LOAD_OPERAND(X, xs, k0)                                                                           \
+    do {                                                                                                 \
+        __global const uchar *src_ = X##g + (long)(k0) * X##_KSTRIDE * ESZ;                              \
+        if (full) {                                                                                      \
+            UNROLL for (int j = 0; j < N##X; j++)                                                        \
+                if (X_PRESENT(X, j)) cp_async16((xs) + X_SOFF(X, j), src_ + j * X##gs, true);            \
+        } else {                                                                                         \
+            UNROLL for (int j = 0; j < N##X; j++)                                                        \
+                if (X_PRESENT(X, j)) {                                                                   \
+                    const bool ok = X##_OK(X##r0 + j * X##_RSTEP, X##c0, k0);                            \
+                    cp_async16((xs) + X_SOFF(X, j), ok ? src_ + j * X##gs : X##g, ok);                   \
+                }                                                                                        \
+        }                                                                                                \
+    } while (0)
+#define LOAD_TILE(k0, stage)                                                                               \
+    do {                                                                                                   \
+        __local uchar *sa_ = smem + (stage) * STAGE_BYTES;                                                 \
+        LOAD_OPERAND(A, sa_, k0);                                                                          \
+        LOAD_OPERAND(B, sa_ + A_BYTES, k0);                                                                \
+    } while (0)
+
+/* One k-step's fragments (step S of the tile at local byte offset SA:
+ * its A part at SA, its B part at SA + A_BYTES) into AF [MI][4] and
+ * BF [NI][2]. */
+#if A_KCONT
+#define LOAD_FRAGS_A(AF, SA, S) UNROLL for (int i = 0; i < MI; i++) LDSM_X4(AF[i], (SA) + aoffs[S] + i * 16 * A_RB, 0)
+#elif TA != 0
+#define LOAD_FRAGS_A(AF, SA, S) UNROLL for (int i = 0; i < MI; i++) LDSM_X4(AF[i], (SA) + aoffs[i] + (S) * KSTEP * A_RB, 1)
+#else
+#define LOAD_FRAGS_A(AF, SA, S)                                                                            \
+    UNROLL for (int i = 0; i < MI; i++)                                                                    \
+        UNROLL for (int q = 0; q < 4; q++)                                                                 \
+            AF[i][q] = LDS32((SA) + aoffs0 + ((S) * KSTEP + (q >> 1) * 4) * A_RB + (i * 16 + (q & 1) * 8) * 4)
+#endif
+#if B_KCONT
+#define LOAD_FRAGS_B(BF, SB, S)                                                                            \
+    UNROLL for (int j = 0; j < NI / 2; j++) {                                                              \
+        uint q4[4];                                                                                        \
+        LDSM_X4(q4, (SB) + boffs[S] + j * 16 * B_RB, 0);                                                   \
+        BF[2 * j][0] = q4[0], BF[2 * j][1] = q4[1], BF[2 * j + 1][0] = q4[2], BF[2 * j + 1][1] = q4[3];    \
+    }
+#elif TA != 0
+#define LOAD_FRAGS_B(BF, SB, S)                                                                            \
+    UNROLL for (int j = 0; j < NI / 2; j++) {                                                              \
+        uint q4[4];                                                                                        \
+        LDSM_X4(q4, (SB) + boffs[j] + (S) * KSTEP * B_RB, 1);                                              \
+        BF[2 * j][0] = q4[0], BF[2 * j][1] = q4[1], BF[2 * j + 1][0] = q4[2], BF[2 * j + 1][1] = q4[3];    \
+    }
+#else
+#define LOAD_FRAGS_B(BF, SB, S)                                                                            \
+    UNROLL for (int j = 0; j < NI; j++)                                                                    \
+        UNROLL for (int q = 0; q < 2; q++) BF[j][q] = LDS32((SB) + boffs0 + ((S) * KSTEP + q * 4) * B_RB + j * 32)
+#endif
+#define LOAD_FRAGS(AF, BF, SA, S)                                                                          \
+    do {                                                                                                   \
+        LOAD_FRAGS_A(AF, SA, S);                                                                           \
+        LOAD_FRAGS_B(BF, (SA) + A_BYTES, S);                                                               \
+    } while (0)
+
+#if TA == 0
+#define ELEM uint
+#else
+#define ELEM ushort
+#endif
+
+__kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
+void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, long as0, long as1, long as2,
+              __global const A_T *w, long woff, long bs0, long bs1, long bs2, int M, int N, int K, int nbatch,
+              EPI_PARAMS)
+{
+    __local uchar smem[STAGES * STAGE_BYTES] __attribute__((aligned(128)));
+#ifdef MMA_EMULATE
+    __local float xa[WM * WN * 16 * KSTEP], xb[WM * WN * KSTEP * 8];
+    __local int xo[WM * WN * 32];
+#else
+    const uint sbase = (uint)(ulong)smem;
+#endif
+#ifdef EPI_FLAGS
+    flags = EPI_FLAGS;
+    act = EPI_ACT;
+#endif
+    const int tid = get_local_id(0), warp = tid / 32, lane = tid % 32, g = lane >> 2, t = lane & 3;
+    const int lr = lane & 7, lj = lane >> 3, wm = warp / WN, wn = warp % WN;
+    /* the loader's first chunk: row, chunk, local byte offset */
+    const int Ar0 = tid / A_CPR, Ac0 = tid % A_CPR, As0 = AOFF(Ar0, Ac0);
+    const int Br0 = tid / B_CPR, Bc0 = tid % B_CPR, Bs0 = BOFF(Br0, Bc0);
+    /* each lane's ldmatrix row address (byte offset in its tile) per k-step,
+     * or per fragment for the transposed loads: the swizzle depends on the
+     * row only through its low bits, which the other terms leave alone */
+#if A_KCONT
+    int aoffs[BK / KSTEP];
+    UNROLL for (int s = 0; s < BK / KSTEP; s++)
+        aoffs[s] = TOFF(A_CPR, wm * WTM + lr + (lj & 1) * 8, s * KSTEP / CHUNK + (lj >> 1));
+#elif TA != 0
+    int aoffs[MI];
+    UNROLL for (int i = 0; i < MI; i++)
+        aoffs[i] = TOFF(A_CPR, lr + (lj >> 1) * 8, (wm * WTM + i * 16 + (lj & 1) * 8) / 8);
+#else
+    const int aoffs0 = t * A_RB + (wm * WTM + g) * 4;   /* padded: element (m, k) at k * A_RB + 4 m */
+#endif
+#if B_KCONT
+    int boffs[BK / KSTEP];
+    UNROLL for (int s = 0; s < BK / KSTEP; s++)
+        boffs[s] = TOFF(B_CPR, wn * WTN + lr + (lj >> 1) * 8, s * KSTEP / CHUNK + (lj & 1));
+#elif TA != 0
+    int boffs[NI / 2];
+    UNROLL for (int j = 0; j < NI / 2; j++)
+        boffs[j] = TOFF(B_CPR, lr + (lj & 1) * 8, (wn * WTN + j * 16 + (lj >> 1) * 8) / 8);
+#else
+    const int boffs0 = t * B_RB + (wn * WTN + g) * 4;   /* padded: element (k, n) at k * B_RB + 4 n */
+#endif
+    const int mtiles = (M + BM - 1) / BM, ntiles = (N + BN - 1) / BN, ktiles = (K + BK - 1) / BK;
+    const int per_batch = mtiles * ntiles;
+    for (long tile = get_group_id(0); tile < (long)per_batch * nbatch; tile += get_num_groups(0)) {
+        /* raster: groups of GM m-tiles walk the n-tiles together */
+        const int bb = (int)(tile / per_batch), r = (int)(tile % per_batch), width = GM * ntiles;
+        const int first = (r / width) * GM, gsize = min(mtiles - first, GM);
+        const int mt = first + (r % width) % gsize, nt = (r % width) / gsize;
+        const int m0 = mt * BM, n0 = nt * BN;
+        __global const ELEM *ap = (__global const ELEM *)(a + aoff + bb * as0) + (long)m0 * (A_KCONT ? as1 : 1);
+        __global const ELEM *bp = (__global const ELEM *)(w + woff + bb * bs0) + (long)n0 * (B_KCONT ? bs2 : 1);
+        const bool inner = m0 + BM <= M && n0 + BN <= N;
+        /* this thread's first chunks and the byte steps between its chunks */
+        __global const uchar *Ag = (__global const uchar *)(ap + (long)Ar0 * A_RSTRIDE + Ac0 * CHUNK);
+        __global const uchar *Bg = (__global const uchar *)(bp + (long)Br0 * B_RSTRIDE + Bc0 * CHUNK);
+        const long Ags = (long)A_RSTEP * A_RSTRIDE * ESZ, Bgs = (long)B_RSTEP * B_RSTRIDE * ESZ;
+        float acc[MI][NI][4];
+        UNROLL for (int i = 0; i < MI; i++)
+            UNROLL for (int j = 0; j < NI; j++)
+                UNROLL for (int q = 0; q < 4; q++) acc[i][j][q] = 0;
+#ifdef FRAG_PIPE
+        /* prologue: every stage's tile in flight, the first landed and
+         * its first fragments loaded */
+        UNROLL for (int s = 0; s < STAGES; s++) {
+            const bool full = inner && (s + 1) * BK <= K;
+            if (s < ktiles) LOAD_TILE(s * BK, s);
+            CP_COMMIT();
+        }
+        CP_WAIT(STAGES - 1);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint afb[2][MI][4], bfb[2][NI][2];
+        LOAD_FRAGS(afb[0], bfb[0], 0, 0);
+#else
+        /* prologue: tiles 0 .. STAGES-2 in flight (a group per tile, empty or not) */
+        UNROLL for (int s = 0; s < STAGES - 1; s++) {
+            const bool full = inner && (s + 1) * BK <= K;
+            if (s < ktiles) LOAD_TILE(s * BK, s);
+            CP_COMMIT();
+        }
+#endif
+        int rs = 0, ws = STAGES - 1;   /* the stages read and written next */
+        for (int kt = 0; kt < ktiles; kt++) {
+#ifndef FRAG_PIPE
+            CP_WAIT(STAGES - 2);            /* tile kt has landed (this thread's chunks) */
+            barrier(CLK_LOCAL_MEM_FENCE);   /* ... and everyone's; the stage read last round is free */
+            {
+                const int k0 = (kt + STAGES - 1) * BK;
+                const bool full = inner && k0 + BK <= K;
+                if (k0 < K) LOAD_TILE(k0, ws);
+                CP_COMMIT();
+            }
+#endif
+            const int sa = rs * STAGE_BYTES;
+            UNROLL for (int s = 0; s < BK / KSTEP; s++) {
+                uint af[MI][4], bf[NI][2];
+#ifdef FRAG_PIPE
+                /* this step's fragments were loaded a step ahead; load the
+                 * next step's now, so their latency hides under this
+                 * step's mma. Before the tile's last step: tile kt+1 must
+                 * have landed, and after the barrier no warp reads tile
+                 * kt's stage any more, so tile kt+STAGES takes it. */
+                UNROLL for (int i = 0; i < MI; i++) UNROLL for (int q = 0; q < 4; q++) af[i][q] = afb[s & 1][i][q];
+                UNROLL for (int j = 0; j < NI; j++) UNROLL for (int q = 0; q < 2; q++) bf[j][q] = bfb[s & 1][j][q];
+                if (s == BK / KSTEP - 1) {
+                    CP_WAIT(STAGES - 2);
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    const int k0 = (kt + STAGES) * BK;
+                    const bool full = inner && k0 + BK <= K;
+                    if (k0 < K) LOAD_TILE(k0, rs);
+                    CP_COMMIT();
+                    LOAD_FRAGS(afb[(s + 1) & 1], bfb[(s + 1) & 1], NEXT_STAGE(rs) * STAGE_BYTES, 0);
+                } else {
+                    LOAD_FRAGS(afb[(s + 1) & 1], bfb[(s + 1) & 1], sa, s + 1);
+                }
+#else
+                LOAD_FRAGS(af, bf, sa, s);
+#endif
+#if TA == 0 && defined(TF32X3)
+                /* three products per mma tile, the small ones first, from
+                 * zero: they join the accumulators by a float32 add, as the
+                 * tensor cores truncate their sums (a long sum of positive
+                 * products would lose 2^-25 of itself per step); the adds of
+                 * one column of tiles wait until the next column's products
+                 * are issued. Splitting costs a cvt and a subtraction per
+                 * fragment element: an integer rounding (8 instructions) ran
+                 * 25% slower. */
+                uint al[MI][4];
+                UNROLL for (int i = 0; i < MI; i++)
+                    UNROLL for (int q = 0; q < 4; q++) {
+                        const uint x = af[i][q];
+                        af[i][q] = to_tf32(x);
+                        al[i][q] = tf32_lo(x, af[i][q]);
+                    }
+                float part[2][MI][4];
+                UNROLL for (int j = 0; j < NI; j++) {
+                    uint bh[2], bl[2];
+                    UNROLL for (int q = 0; q < 2; q++) {
+                        bh[q] = to_tf32(bf[j][q]);
+                        bl[q] = tf32_lo(bf[j][q], bh[q]);
+                    }
+                    UNROLL for (int i = 0; i < MI; i++) MMA0(part[j & 1][i], al[i], bh);
+                    UNROLL for (int i = 0; i < MI; i++) MMA(part[j & 1][i], af[i], bl);
+                    UNROLL for (int i = 0; i < MI; i++) MMA(part[j & 1][i], af[i], bh);
+                    if (j > 0)
+                        UNROLL for (int i = 0; i < MI; i++)
+                            UNROLL for (int q = 0; q < 4; q++) acc[i][j - 1][q] += part[(j - 1) & 1][i][q];
+                }
+                UNROLL for (int i = 0; i < MI; i++)
+                    UNROLL for (int q = 0; q < 4; q++) acc[i][NI - 1][q] += part[(NI - 1) & 1][i][q];
+#else
+#if TA == 0
+                UNROLL for (int i = 0; i < MI; i++)
+                    UNROLL for (int q = 0; q < 4; q++) af[i][q] = to_tf32(af[i][q]);
+                UNROLL for (int j = 0; j < NI; j++)
+                    UNROLL for (int q = 0; q < 2; q++) bf[j][q] = to_tf32(bf[j][q]);
+#endif
+                UNROLL for (int i = 0; i < MI; i++)
+                    UNROLL for (int j = 0; j < NI; j++) MMA(acc[i][j], af[i], bf[j]);
+#endif
+            }
+            rs = NEXT_STAGE(rs);
+            ws = NEXT_STAGE(ws);
+        }
+        CP_WAIT(0);
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the next tile's prologue reuses the stages */
+        UNROLL for (int i = 0; i < MI; i++)
+            UNROLL for (int j = 0; j < NI; j++)
+                UNROLL for (int q = 0; q < 4; q++) {
+                    int m = m0 + wm * WTM + i * 16 + g + (q >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t + (q & 1);
+                    if (m < M && n < N)
+                        O_STORE(out, ooff + ((long)bb * M + m) * N + n, epilogue(acc[i][j][q], bb, m, n, EPI_ARGS));
+                }
+    }
+}
