@@ -53,21 +53,32 @@ end
 
 local ALGOS = { "direct", "im2col", "gemm1x1", "winograd2", "winograd4", "depthwise", "implicit_gemm", "tiled" }
 
-TestConvAlgos = {}
-
-function TestConvAlgos:test_every_strategy_matches_direct()
-  for gi, gm in ipairs(GEOMS) do
+-- Each strategy of algos against direct (float32 FMAs) on every geometry
+-- of geoms: forward value and both gradients, errors scaled by the largest
+-- value (float32 sums of many terms). mode: the fp32_precision the
+-- strategies run in (default "ieee"); label prefixes failure messages.
+local function check_against_direct(geoms, algos, mode, label)
+  for gi, gm in ipairs(geoms) do
     local want = { with_algo("direct", function() return run(gm, "float32", dev) end) }
-    for _, algo in ipairs(ALGOS) do
-      local got = { with_algo(algo, function() return run(gm, "float32", dev) end) }
+    for _, algo in ipairs(algos) do
+      netcl.backends.fp32_precision = mode or "ieee"
+      local ok, a, b, c = pcall(with_algo, algo, function() return run(gm, "float32", dev) end)
+      netcl.backends.fp32_precision = "ieee"
+      if not ok then error(a, 0) end
+      local got = { a, b, c }
       local tol = algo == "winograd4" and 2e-3 or 1e-4
       for k = 1, 3 do
-        -- float32 sums of many terms: errors scale with the largest value
         local atol = tol * math.max(1, want[k]:abs():max():item())
-        H.assert_close(got[k], want[k], tol, atol, ("geometry %d %s result %d"):format(gi, algo, k))
+        H.assert_close(got[k], want[k], tol, atol, ("%sgeometry %d %s result %d"):format(label or "", gi, algo, k))
       end
     end
   end
+end
+
+TestConvAlgos = {}
+
+function TestConvAlgos:test_every_strategy_matches_direct()
+  check_against_direct(GEOMS, ALGOS)
   H.cover("device", { "conv2d" })
 end
 
@@ -78,21 +89,7 @@ end
 function TestConvAlgos:test_tf32x3_keeps_float32_tolerances()
   local tc = H.device_info().tensor_cores or ""
   local geoms = tc:find("tf32", 1, true) and { GEOMS[1], GEOMS[3], GEOMS[7], GEOMS[8], GEOMS[9] } or { GEOMS[1] }
-  for gi, gm in ipairs(geoms) do
-    local want = { with_algo("direct", function() return run(gm, "float32", dev) end) }
-    for _, algo in ipairs({ "im2col", "gemm1x1", "winograd2", "winograd4", "implicit_gemm" }) do
-      netcl.backends.fp32_precision = "tf32x3"
-      local ok, a, b, c = pcall(with_algo, algo, function() return run(gm, "float32", dev) end)
-      netcl.backends.fp32_precision = "ieee"
-      if not ok then error(a, 0) end
-      local got = { a, b, c }
-      local tol = algo == "winograd4" and 2e-3 or 1e-4
-      for k = 1, 3 do
-        local atol = tol * math.max(1, want[k]:abs():max():item())
-        H.assert_close(got[k], want[k], tol, atol, ("tf32x3 geometry %d %s result %d"):format(gi, algo, k))
-      end
-    end
-  end
+  check_against_direct(geoms, { "im2col", "gemm1x1", "winograd2", "winograd4", "implicit_gemm" }, "tf32x3", "tf32x3 ")
 end
 
 function TestConvAlgos:test_gradcheck_per_strategy()
