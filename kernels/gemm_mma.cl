@@ -74,16 +74,21 @@
 #define NEXT_STAGE(x) ((x) == STAGES - 1 ? 0 : (x) + 1) /* the pipeline's ring */
 /* FRAG_PIPE: fragments loaded a k-step ahead, across the k-tile barrier
  * too (the first k-step after a barrier no longer waits for its ldmatrix).
- * On by default for 16-bit operands and 3xTF32 in blocks of 128x128 or
- * more (H100, 8192^3: bfloat16 350-357 -> 383-400 TFLOP/s, float16 364-371
- * -> 390, tf32x3 57 -> 62); plain tf32 did not gain, and 64x64 blocks of
- * tf32x3 lost (1024^3: 36 -> 27-32). -DFRAG_PIPE forces it, -DNO_FRAG_PIPE
- * turns it off. Needs an even number of k-steps per tile. */
-#if !defined(FRAG_PIPE) && !defined(NO_FRAG_PIPE) && (TA != 0 || defined(TF32X3)) && BM * BN >= 16384
+ * On by default in blocks of 128x128 or more (H100, 8192^3: bfloat16
+ * 350-357 -> 383-400 TFLOP/s, float16 364-371 -> 390, tf32x3 57 -> 62;
+ * plain tf32 161-165 -> 185 once the loop was unswitched, below); 64x64
+ * blocks of tf32x3 lost (1024^3: 36 -> 27-32). -DFRAG_PIPE forces it,
+ * -DNO_FRAG_PIPE turns it off. Needs an even number of k-steps per tile. */
+#if !defined(FRAG_PIPE) && !defined(NO_FRAG_PIPE) && BM * BN >= 16384
 #define FRAG_PIPE
 #endif
 #if defined(FRAG_PIPE) && (BK / KSTEP) % 2
 #undef FRAG_PIPE
+#endif
+#ifdef FRAG_PIPE
+#define FETCH_AHEAD STAGES /* tile kt + FETCH_AHEAD is fetched during tile kt */
+#else
+#define FETCH_AHEAD (STAGES - 1)
 #endif
 /* The swizzled place of chunk c of row r in a tile of cpr chunks per row:
  * the 8 chunks of a 128-byte line are permuted by the row's position, so
@@ -409,12 +414,12 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
 #ifdef FRAG_PIPE
         /* prologue: every stage's tile in flight, the first landed and
          * its first fragments loaded */
-        UNROLL for (int s = 0; s < STAGES; s++) {
+        UNROLL for (int s = 0; s < FETCH_AHEAD; s++) {
             const bool full = inner && (s + 1) * BK <= K;
             if (s < ktiles) LOAD_TILE(s * BK, s);
             CP_COMMIT();
         }
-        CP_WAIT(STAGES - 1);
+        CP_WAIT(FETCH_AHEAD - 1);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint afb[2][MI][4], bfb[2][NI][2];
         LOAD_FRAGS(afb[0], bfb[0], 0, 0);
@@ -427,14 +432,28 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         }
 #endif
         int rs = 0, ws = STAGES - 1;   /* the stages read and written next */
-        for (int kt = 0; kt < ktiles; kt++) {
+        /* The loop runs in two phases, unrolled into two copies: while the
+         * tile fetched lies whole inside the operands (phase 0) its copies
+         * need no bounds checks, and that copy of the loop carries none of
+         * the edge code. One loop for both had the compiler predicate the
+         * two copy paths into one stream: 231 instructions per k-tile
+         * around 64 mma, 150 now (SASS of the bfloat16 128x128 kernel;
+         * 8192^3 410 -> 450 TFLOP/s). -DNO_UNSWITCH keeps one loop. */
+#ifdef NO_UNSWITCH
+        const int kfast = 0;
+#else
+        const int kfast = inner ? max(0, K / BK - FETCH_AHEAD) : 0;
+#endif
+        int kt = 0;
+        UNROLL for (int phase = 0; phase < 2; phase++)
+        for (const int kend = phase == 0 ? kfast : ktiles; kt < kend; kt++) {
 #ifndef FRAG_PIPE
             CP_WAIT(STAGES - 2);            /* tile kt has landed (this thread's chunks) */
             barrier(CLK_LOCAL_MEM_FENCE);   /* ... and everyone's; the stage read last round is free */
             {
                 const int k0 = (kt + STAGES - 1) * BK;
-                const bool full = inner && k0 + BK <= K;
-                if (k0 < K) LOAD_TILE(k0, ws);
+                const bool full = phase == 0 || (inner && k0 + BK <= K);
+                if (phase == 0 || k0 < K) LOAD_TILE(k0, ws);
                 CP_COMMIT();
             }
 #endif
@@ -453,8 +472,8 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                     CP_WAIT(STAGES - 2);
                     barrier(CLK_LOCAL_MEM_FENCE);
                     const int k0 = (kt + STAGES) * BK;
-                    const bool full = inner && k0 + BK <= K;
-                    if (k0 < K) LOAD_TILE(k0, rs);
+                    const bool full = phase == 0 || (inner && k0 + BK <= K);
+                    if (phase == 0 || k0 < K) LOAD_TILE(k0, rs);
                     CP_COMMIT();
                     LOAD_FRAGS(afb[(s + 1) & 1], bfb[(s + 1) & 1], NEXT_STAGE(rs) * STAGE_BYTES, 0);
                 } else {
