@@ -411,25 +411,19 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         UNROLL for (int i = 0; i < MI; i++)
             UNROLL for (int j = 0; j < NI; j++)
                 UNROLL for (int q = 0; q < 4; q++) acc[i][j][q] = 0;
-#ifdef FRAG_PIPE
-        /* prologue: every stage's tile in flight, the first landed and
-         * its first fragments loaded */
+        /* prologue: tiles 0 .. FETCH_AHEAD-1 in flight (a group per tile,
+         * empty or not); FRAG_PIPE fills every stage, waits for the first
+         * and loads its first fragments */
         UNROLL for (int s = 0; s < FETCH_AHEAD; s++) {
             const bool full = inner && (s + 1) * BK <= K;
             if (s < ktiles) LOAD_TILE(s * BK, s);
             CP_COMMIT();
         }
+#ifdef FRAG_PIPE
         CP_WAIT(FETCH_AHEAD - 1);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint afb[2][MI][4], bfb[2][NI][2];
         LOAD_FRAGS(afb[0], bfb[0], 0, 0);
-#else
-        /* prologue: tiles 0 .. STAGES-2 in flight (a group per tile, empty or not) */
-        UNROLL for (int s = 0; s < STAGES - 1; s++) {
-            const bool full = inner && (s + 1) * BK <= K;
-            if (s < ktiles) LOAD_TILE(s * BK, s);
-            CP_COMMIT();
-        }
 #endif
         int rs = 0, ws = STAGES - 1;   /* the stages read and written next */
         /* The loop runs in two phases, unrolled into two copies: while the
@@ -451,7 +445,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             CP_WAIT(STAGES - 2);            /* tile kt has landed (this thread's chunks) */
             barrier(CLK_LOCAL_MEM_FENCE);   /* ... and everyone's; the stage read last round is free */
             {
-                const int k0 = (kt + STAGES - 1) * BK;
+                const int k0 = (kt + FETCH_AHEAD) * BK;
                 const bool full = phase == 0 || (inner && k0 + BK <= K);
                 if (phase == 0 || k0 < K) LOAD_TILE(k0, ws);
                 CP_COMMIT();
@@ -471,7 +465,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                 if (s == BK / KSTEP - 1) {
                     CP_WAIT(STAGES - 2);
                     barrier(CLK_LOCAL_MEM_FENCE);
-                    const int k0 = (kt + STAGES) * BK;
+                    const int k0 = (kt + FETCH_AHEAD) * BK;
                     const bool full = phase == 0 || (inner && k0 + BK <= K);
                     if (phase == 0 || k0 < K) LOAD_TILE(k0, rs);
                     CP_COMMIT();
