@@ -61,12 +61,14 @@ $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 $(LIB): $(OBJS) Makefile
 	$(CC) -shared -Wl,-z,nodelete -o $@ $(OBJS) $(LDFLAGS) $(LDLIBS)
 
-# The FFI declarations are the header's cdef section minus comments and
-# preprocessor lines; spec/cdef_spec.lua fails when they drift apart.
-$(CDEF): src/netcl.h Makefile
-	@{ echo '-- generated from src/netcl.h by make; do not edit'; \
+# The FFI declarations are the headers' cdef sections (netcl.h, then
+# netcl_data.h) minus preprocessor lines; spec/cdef_spec.lua fails when
+# they drift apart.
+CDEF_HEADERS = src/netcl.h src/netcl_data.h
+$(CDEF): $(CDEF_HEADERS) Makefile
+	@{ echo '-- generated from $(CDEF_HEADERS) by make; do not edit'; \
 	  echo 'return [==['; \
-	  sed -n '/cdef-begin/,/cdef-end/p' src/netcl.h | sed -e '/cdef-/d' -e '/^#/d'; \
+	  for h in $(CDEF_HEADERS); do sed -n '/cdef-begin/,/cdef-end/p' $$h | sed -e '/cdef-/d' -e '/^#/d'; done; \
 	  echo ']==]'; } > $@
 
 $(LAUNCH): lua/netcl/launcher.sh

@@ -15,12 +15,13 @@ end
 TestCdef = {}
 
 function TestCdef:test_generated_matches_header()
-  local header = read(root .. "/src/netcl.h")
-  local section = header:match("/%* cdef%-begin %*/\n(.-)/%* cdef%-end %*/")
-  lu.assertNotNil(section, "cdef markers in src/netcl.h")
   local lines = {}
-  for line in (section):gmatch("([^\n]*)\n") do
-    if not line:match("^#") then lines[#lines + 1] = line end
+  for _, name in ipairs({ "netcl.h", "netcl_data.h" }) do
+    local section = read(root .. "/src/" .. name):match("/%* cdef%-begin %*/\n(.-)/%* cdef%-end %*/")
+    lu.assertNotNil(section, "cdef markers in src/" .. name)
+    for line in (section):gmatch("([^\n]*)\n") do
+      if not line:match("^#") then lines[#lines + 1] = line end
+    end
   end
   local want = table.concat(lines, "\n")
   local got = require("netcl.cdef")
