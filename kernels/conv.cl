@@ -31,15 +31,19 @@ __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo
         int h0 = (int)(l / ow) * CG_SH - ph, w0 = (int)(l % ow) * CG_SW - pw;
         __global const A_T *xc = x + xo + (n * C + c) * H * W;
         const IX base = co + (n * K + c * (CG_KH * CG_KW)) * L + l;
+        /* every tap loaded before any is stored: cols and x may alias as far
+         * as the compiler knows, so interleaved stores kept each load
+         * waiting for the one before it (a memory latency per tap) */
+        A_CT v[CG_KH * CG_KW];
         UNROLL for (int ki = 0; ki < CG_KH; ki++) {
             const int h = h0 + ki * dh;
             const bool hin = h >= 0 && h < (int)H;
             UNROLL for (int kj = 0; kj < CG_KW; kj++) {
                 const int w = w0 + kj * dw;
-                A_CT v = (hin && w >= 0 && w < (int)W) ? A_LOAD(xc, (IX)h * W + (IX)w) : (A_CT)0;
-                O_STORE(cols, base + (IX)(ki * CG_KW + kj) * L, v);
+                v[ki * CG_KW + kj] = (hin && w >= 0 && w < (int)W) ? A_LOAD(xc, (IX)h * W + (IX)w) : (A_CT)0;
             }
         }
+        UNROLL for (int t = 0; t < CG_KH * CG_KW; t++) O_STORE(cols, base + (IX)t * L, v[t]);
     }
 #else
     const IX C = g.C, H = g.H, W = g.W, kh = g.kh, kw = g.kw, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
