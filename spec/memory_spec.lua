@@ -33,9 +33,20 @@ function TestMemory:test_loop_stays_bounded_without_collectgarbage()
   for _ = 1, 10000 do
     local y = x + 1
   end
-  local s = netcl.memory_stats(dev)
-  lu.assertTrue(s.bytes_in_use < 1024 * 1024 * 1024, "in use " .. s.bytes_in_use)
-  lu.assertTrue(s.peak_bytes < peak0 + 1536 * 1024 * 1024, "peak " .. s.peak_bytes)
+  -- garbage collects once the floor is in use (at most 1 GiB: 10 GB of
+  -- results means several collections)
+  local s, floor = netcl.memory_stats(dev), netcl.gc_floor()
+  lu.assertTrue(floor >= 256 * 1024 * 1024 and floor <= 1024 * 1024 * 1024, "floor " .. floor)
+  lu.assertTrue(s.bytes_in_use < floor + 512 * 1024 * 1024, "in use " .. s.bytes_in_use)
+  lu.assertTrue(s.peak_bytes < peak0 + floor + 512 * 1024 * 1024, "peak " .. s.peak_bytes)
+end
+
+function TestMemory:test_gc_floor_follows_the_largest_device()
+  local largest = 0
+  for _, d in ipairs(netcl.devices()) do largest = math.max(largest, d.global_mem) end
+  local want = math.max(256 * 1024 * 1024, math.min(1024 * 1024 * 1024, math.floor(largest / 32)))
+  if os.getenv("NETCL_GC_MIN_MB") then want = tonumber(os.getenv("NETCL_GC_MIN_MB")) * 1024 * 1024 end
+  lu.assertEquals(netcl.gc_floor(), want)
 end
 
 function TestMemory:test_out_of_memory_is_clear_and_recoverable()

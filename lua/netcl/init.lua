@@ -100,6 +100,10 @@ function netcl.memory_stats(dev)
   }
 end
 
+-- bytes in use past which the binding runs a full garbage collection when
+-- little else is live (docs/tensor-api.md, "Errors and memory")
+netcl.gc_floor = tensor.gc_floor
+
 function netcl.empty_cache(dev) C.netcl_memory_empty_cache(resolve(dev).handle) end
 function netcl.reset_peak_memory(dev) C.netcl_memory_reset_peak(resolve(dev).handle) end
 
