@@ -9,7 +9,8 @@
  *   implicit_gemm  the GEMM with the input gathered tile by tile, never
  *              unfolded (any geometry, all three passes)
  *   tiled      direct convolution through local-memory tiles of input and
- *              weights (forward; backward-data at stride 1, groups 1)
+ *              weights (forward; backward-data at stride 1, groups 1;
+ *              backward-weight of small weights, image by image)
  * netcl_set_conv_algo or NETCL_CONV_ALGO=<name> forces one wherever it
  * applies (the planner's choice elsewhere). Every pass returns a new contiguous tensor. Forward
  * and backward-data passes take an epilogue (bias, activation), fused into
@@ -49,7 +50,7 @@ static int tiled_applicable(const nc_conv_args *g, nc_conv_pass pass)
     if (pass == NC_CONV_PASS_DATA)
         return g->SH == 1 && g->SW == 1 && g->G == 1 && g->DH * (g->KH - 1) >= g->PH && g->DW * (g->KW - 1) >= g->PW &&
                g->N * ((g->C + 7) / 8) <= 65535;
-    return 0;
+    return nc_tw_fits(g);
 }
 
 int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
@@ -75,6 +76,9 @@ int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
 static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
     if (!tiled_applicable(g, pass)) return 0;
+    /* backward-weight: LeNet's layers where im2col unfolds, copies and
+     * splits K to produce a few thousand weights */
+    if (pass == NC_CONV_PASS_WEIGHT) return dev->type == NETCL_DEVICE_OPENCL_GPU;
     int64_t cin = pass == NC_CONV_PASS_FWD ? g->C / g->G : g->O, cout = pass == NC_CONV_PASS_FWD ? g->O / g->G : g->C;
     /* the local memory of kernels/convtiled.cl: 4 channels of the patch an
      * 8 x 32 output tile reads, and their taps for 8 output channels */
@@ -463,9 +467,33 @@ static netcl_tensor *igemm_pass(scratch *s, const nc_conv_args *g, nc_conv_pass 
     return out;
 }
 
+/* backward-weight: a x, b dy. Parts of `per` images each, about four
+ * work-groups (channel blocks x groups x parts) a compute unit, summed. */
+static netcl_tensor *tiled_weight(scratch *s, const nc_conv_args *g, netcl_tensor *a, netcl_tensor *b)
+{
+    netcl_device *dev = nc_dev(a);
+    int64_t blocks = g->G * ((g->O / g->G + NC_TW_OB - 1) / NC_TW_OB), cu = dev->compute_units > 0 ? dev->compute_units : 1;
+    int64_t S = (4 * cu + blocks - 1) / blocks;
+    if (S > g->N) S = g->N;
+    if (S < 1) S = 1;
+    int64_t per = g->N > 0 ? (g->N + S - 1) / S : 1;   /* no images: one part of zeros */
+    S = g->N > 0 ? (g->N + per - 1) / per : 1;
+    int64_t wshape[4] = {g->O, g->C / g->G, g->KH, g->KW};
+    netcl_tensor *parts = empty(s, a, 5, (int64_t[]){S, g->O, g->C / g->G, g->KH, g->KW});
+    if (s->st == NETCL_OK && netcl_tensor_numel(parts) > 0) {
+        nc_desc p, x, y;
+        nc_desc_of(&p, parts);
+        nc_desc_of(&x, a);
+        nc_desc_of(&y, b);
+        s->st = dev->backend->conv_tiled_weight(dev, g, &p, &x, &y, per);
+    }
+    return view(s, S > 1 ? sum0(s, parts) : parts, 4, wshape);
+}
+
 static netcl_tensor *tiled_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
                                 const nc_conv_fuse *f)
 {
+    if (pass == NC_CONV_PASS_WEIGHT) return tiled_weight(s, g, a, b);
     if (pass == NC_CONV_PASS_FWD) {
         netcl_tensor *y = empty(s, a, 4, (int64_t[]){g->N, g->O, g->OH, g->OW});
         run_conv_tiled(s, g, y, a, b, f, 0);

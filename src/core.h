@@ -109,6 +109,29 @@ typedef struct nc_conv_args {
     int64_t N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW;
 } nc_conv_args;
 
+/* The tiled backward-weight's limits (backend conv_tiled_weight), shared by
+ * the planner and the backends: a block of NC_TW_OB output channels has at
+ * most 1024 weight rows (o, c, kh: 256 threads x 4), and one image's input
+ * window plus that block's dy fit in 6144 values (24 KiB of float32 local
+ * memory, plus a value of padding per row). The window is the input the
+ * taps read, from (-PH, -PW). */
+#define NC_TW_OB 8
+#define NC_TW_MAX_ROWS 1024
+#define NC_TW_MAX_STAGED 6144
+static inline int64_t nc_tw_rows(const nc_conv_args *g) { return (g->OH - 1) * g->SH + (g->KH - 1) * g->DH + 1; }
+static inline int64_t nc_tw_cols(const nc_conv_args *g) { return (g->OW - 1) * g->SW + (g->KW - 1) * g->DW + 1; }
+static inline int64_t nc_tw_block(const nc_conv_args *g) { return g->O / g->G < NC_TW_OB ? g->O / g->G : NC_TW_OB; }
+static inline int nc_tw_fits(const nc_conv_args *g)
+{
+    int64_t cg = g->C / g->G, ob = nc_tw_block(g);
+    return ob * cg * g->KH <= NC_TW_MAX_ROWS && cg * nc_tw_rows(g) * nc_tw_cols(g) + ob * g->OH * g->OW <= NC_TW_MAX_STAGED;
+}
+/* the local memory it stages: rows and channels padded to odd strides */
+static inline int64_t nc_tw_staged(const nc_conv_args *g)
+{
+    return (g->C / g->G) * nc_tw_rows(g) * (nc_tw_cols(g) | 1) + nc_tw_block(g) * ((g->OH * g->OW) | 1);
+}
+
 /* The kernels of the direct and Winograd convolution strategies. */
 typedef enum nc_conv_kernel {
     NC_CONV_FWD,          /* out y <- a x, b w */
@@ -243,6 +266,12 @@ typedef struct nc_backend {
      * KW-1-kw] (groups 1). All contiguous, one float dtype. */
     netcl_status (*conv_tiled)(netcl_device *dev, const nc_conv_args *g, const nc_desc *out, const nc_desc *x,
                                const nc_desc *w, const nc_conv_epi *epi, int flip);
+    /* Tiled backward-weight of a small weight (nc_conv_tiled_weight_fits):
+     * parts [S, O, C/G, KH, KW] <- x, dy; part s sums images [s*per,
+     * min(N, (s+1)*per)), the caller adds the parts. All contiguous, one
+     * float dtype. */
+    netcl_status (*conv_tiled_weight)(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
+                                      const nc_desc *dy, int64_t per);
     /* One kernel of fused batch normalisation (see nc_bn_kernel). */
     netcl_status (*bn)(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
     /* Pinned (page-locked) host memory: *host points at nbytes; handle frees

@@ -40,3 +40,46 @@ netcl_status nc_cl_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc
     size_t global[3] = {(size_t)(tx * TX), (size_t)(ty * TY), (size_t)z}, local[3] = {TX, TY, 1};
     return nc_cl_launch_nd(cd, k, 3, global, local);
 }
+
+/* backward-weight (kernels/convwgrad.cl): a work-group of 256 per (part,
+ * group, block of NC_TW_OB output channels) */
+netcl_status nc_cl_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
+                                     const nc_desc *dy, int64_t per)
+{
+    enum { WG = 256 };
+    NC_TRY(nc_cl_enter(dev, "conv2d (tiled backward-weight)", x->dtype, parts->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    if (!nc_tw_fits(g))
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "conv2d (tiled backward-weight): a %lld x %lld x %lld x %lld weight over "
+                       "%lld x %lld outputs is past its limits", (long long)g->O, (long long)(g->C / g->G),
+                       (long long)g->KH, (long long)g->KW, (long long)g->OH, (long long)g->OW);
+    char opts[300];
+    nc_cl_dtype_opts(opts, sizeof opts, x->dtype, parts->dtype);
+    size_t n = strlen(opts);
+    snprintf(opts + n, sizeof opts - n, " -DKH=%lld -DKW=%lld -DSH=%lld -DSW=%lld -DDH=%lld -DDW=%lld", (long long)g->KH,
+             (long long)g->KW, (long long)g->SH, (long long)g->SW, (long long)g->DH, (long long)g->DW);
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "convwgrad", opts, "conv_tiled_weight", &k, &wg));
+    int64_t elem = x->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;   /* the kernel stages in its compute type */
+    int64_t staged = nc_tw_staged(g);
+    size_t lbytes = (size_t)((staged > WG ? staged : WG) * elem);
+    if (wg < WG || (int64_t)lbytes > dev->local_mem)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "conv2d (tiled backward-weight): %s runs work-groups of %zu items with %lld "
+                       "bytes of local memory; the kernel needs %d and %zu", dev->name, wg, (long long)dev->local_mem, WG,
+                       lbytes);
+    /* threads sharing a weight row: the largest power of two that leaves each a row */
+    int64_t rows = nc_tw_block(g) * (g->C / g->G) * g->KH;
+    cl_int ps = 1;
+    while (ps < 16 && rows * ps * 2 <= WG) ps *= 2;
+    cl_mem pb = parts->buf, xb = x->buf, db = dy->buf;
+    cl_long pof = parts->offset, xof = x->offset, dof = dy->offset, cper = per;
+    int i = 0;
+    NC_ARG(k, i++, pb); NC_ARG(k, i++, pof); NC_ARG(k, i++, xb); NC_ARG(k, i++, xof); NC_ARG(k, i++, db); NC_ARG(k, i++, dof);
+    NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, (cl_uint)i++, sizeof *g, g));
+    NC_ARG(k, i++, cper); NC_ARG(k, i++, ps);
+    NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, (cl_uint)i, lbytes, NULL));
+    int64_t groups = parts->sizes[0] * g->G * ((g->O / g->G + NC_TW_OB - 1) / NC_TW_OB);
+    size_t global = (size_t)(groups * WG), local = WG;
+    return nc_cl_launch_nd(cd, k, 1, &global, &local);
+}

@@ -97,6 +97,7 @@ static const nc_backend cpu_backend = {
     .conv = nc_cpu_conv,
     .conv_gemm = nc_cpu_conv_gemm,
     .conv_tiled = nc_cpu_conv_tiled,
+    .conv_tiled_weight = nc_cpu_conv_tiled_weight,
     .bn = nc_cpu_bn,
     .shutdown = NULL,
     .augment = nc_cpu_augment,

@@ -109,3 +109,53 @@ netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const n
     if (atomic_load(&j.oom)) return nc_fail(NETCL_ERR_OOM, "conv2d (tiled): out of host memory for its rows");
     return NETCL_OK;
 }
+
+/* ---- backward-weight (conv_tiled_weight) ------------------------------------------
+ * One task per (part, output channel): for each of its Cg x KH x KW
+ * weights, the sum over the part's images and output positions of dy times
+ * the input the tap reads, in double (the parts are summed by the caller). */
+typedef struct {
+    const nc_conv_args *g;
+    const nc_desc *parts, *x, *dy;
+    int64_t per;
+} wjob;
+
+static void weight_part(void *v, int64_t s, int64_t e)
+{
+    const wjob *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, taps = g->KH * g->KW;
+    for (int64_t i = s; i < e; i++) {
+        int64_t part = i / g->O, o = i % g->O, grp = o / Og;
+        int64_t n0 = part * j->per, n1 = n0 + j->per < g->N ? n0 + j->per : g->N;
+        for (int64_t c = 0; c < Cg; c++)
+            for (int64_t t = 0; t < taps; t++) {
+                int64_t kh = t / g->KW, kw = t % g->KW;
+                double acc = 0;
+                for (int64_t n = n0; n < n1; n++) {
+                    int64_t xb = j->x->offset + (n * g->C + grp * Cg + c) * g->H * g->W;
+                    int64_t db = j->dy->offset + (n * g->O + o) * g->OH * g->OW;
+                    for (int64_t oy = 0; oy < g->OH; oy++) {
+                        int64_t iy = oy * g->SH - g->PH + kh * g->DH;
+                        if (iy < 0 || iy >= g->H) continue;
+                        for (int64_t ox = 0; ox < g->OW; ox++) {
+                            int64_t ix = ox * g->SW - g->PW + kw * g->DW;
+                            if (ix >= 0 && ix < g->W)
+                                acc += nc_cpu_ld(j->dy, db + oy * g->OW + ox) * nc_cpu_ld(j->x, xb + iy * g->W + ix);
+                        }
+                    }
+                }
+                nc_cpu_st(j->parts, j->parts->offset + ((part * g->O + o) * Cg + c) * taps + t, acc);
+            }
+    }
+}
+
+netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
+                                      const nc_desc *dy, int64_t per)
+{
+    (void)dev;
+    wjob j = {g, parts, x, dy, per};
+    int64_t S = parts->sizes[0], work = (g->C / g->G) * g->KH * g->KW * per * g->OH * g->OW;
+    nc_parallel_for(S * g->O, 65536 / (work + 1) + 1, weight_part, &j);
+    return NETCL_OK;
+}

@@ -86,6 +86,8 @@ netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_con
                               const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
 netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *y, const nc_desc *x,
                                const nc_desc *w, const nc_conv_epi *epi, int flip);
+netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
+                                      const nc_desc *dy, int64_t per);
 netcl_status nc_cpu_bn(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
 netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
 netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
