@@ -4,7 +4,8 @@
  * im2col: cols [N, C*kh*kw, oh*ow] <- x [N, C, H, W], zero outside the
  *   input (padding); one work item per cols element (coalesced writes).
  * col2im: x [N, C, H, W] <- the sum of every cols entry that read the
- *   pixel; one work item per pixel gathering over the kernel taps, so no
+ *   pixel; one work item per pixel (per sh x sw block of pixels for a
+ *   compiled strided window) gathering over the kernel taps, so no
  *   atomics and a fixed summation order. cols and x never alias.
  * Index arithmetic runs in IX (common.cl): 64-bit division made these
  * copies several times slower than memory speed. Windows up to 7x7 with
@@ -68,6 +69,45 @@ __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo
 #endif
 }
 
+#if defined(CG_KH) && (CG_SH > 1 || CG_SW > 1)
+/* Strided windows: one item per CG_SH x CG_SW block of pixels. A block's
+ * pixels take every tap parity between them, so all items of a warp run
+ * the same taps (one pixel per item diverged on the parity of its row and
+ * column), and for each tap neighbouring items read neighbouring cols
+ * entries. */
+__kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co, conv_t g)
+{
+    const IX C = g.C, H = g.H, W = g.W, oh = g.oh, ow = g.ow, L = g.oh * g.ow;
+    const int ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
+    const IX HB = (H + CG_SH - 1) / CG_SH, WB = (W + CG_SW - 1) / CG_SW, n_all = g.N * C * HB * WB;
+    for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
+        IX bw = i % WB, t = i / WB, bh = t % HB, nc = t / HB;   /* nc = n * C + c */
+        A_CT acc[CG_SH][CG_SW];
+        UNROLL for (int a = 0; a < CG_SH; a++)
+            UNROLL for (int b = 0; b < CG_SW; b++) acc[a][b] = 0;
+        __global const A_T *cn = cols + co + nc * (CG_KH * CG_KW) * L;
+        UNROLL for (int ki = 0; ki < CG_KH; ki++)
+            UNROLL for (int a = 0; a < CG_SH; a++) {
+                const int th = (int)bh * CG_SH + a + ph - ki * dh;
+                if (th < 0 || th % CG_SH) continue;
+                const int oy = th / CG_SH;
+                if (oy >= (int)oh) continue;
+                UNROLL for (int kj = 0; kj < CG_KW; kj++)
+                    UNROLL for (int b = 0; b < CG_SW; b++) {
+                        const int tw = (int)bw * CG_SW + b + pw - kj * dw;
+                        if (tw < 0 || tw % CG_SW) continue;
+                        const int ox = tw / CG_SW;
+                        if (ox < (int)ow) acc[a][b] += A_LOAD(cn, (IX)(ki * CG_KW + kj) * L + (IX)oy * ow + (IX)ox);
+                    }
+            }
+        UNROLL for (int a = 0; a < CG_SH; a++)
+            UNROLL for (int b = 0; b < CG_SW; b++) {
+                const IX h = bh * CG_SH + a, w = bw * CG_SW + b;
+                if (h < H && w < W) O_STORE(x, xo + (nc * H + h) * W + w, acc[a][b]);
+            }
+    }
+}
+#else
 __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co, conv_t g)
 {
 #ifdef CG_KH /* the window compiled in: divisions by the strides and tap loops fold */
@@ -98,3 +138,4 @@ __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co
         O_STORE(x, xo + i, acc);
     }
 }
+#endif

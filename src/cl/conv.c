@@ -63,7 +63,11 @@ netcl_status nc_cl_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *co
 {
     char w[80];
     window_opts(g, w, sizeof w);
-    return two_buffer(dev, "conv", "col2im", x, cols, g, sizeof *g, g->N * g->C * g->H * g->W, largest(g), w);
+    /* a compiled strided window: an item per sh x sw block of pixels */
+    int64_t items = w[0] && (g->sh > 1 || g->sw > 1)
+                        ? g->N * g->C * ((g->H + g->sh - 1) / g->sh) * ((g->W + g->sw - 1) / g->sw)
+                        : g->N * g->C * g->H * g->W;
+    return two_buffer(dev, "conv", "col2im", x, cols, g, sizeof *g, items, largest(g), w);
 }
 
 /* pool_fwd(out, oo, idx, x, xo, g) / pool_bwd(gin, io, idx, gout, go, g) */
