@@ -113,6 +113,16 @@ end
 -- Device gradients equal the cpu's.
 TestDeviceGrad = {}
 
+-- relu's backward is where(x > 0, g, 0), as PyTorch's threshold_backward:
+-- an infinite gradient where x <= 0 gives 0, not NaN
+function TestDeviceGrad:test_relu_backward_masks_nonfinite_gradients()
+  local x = netcl.tensor({ -1, 0, 2, 3 }, { device = dev }):requires_grad_()
+  x:relu():backward(netcl.tensor({ math.huge, -math.huge, 7, 0 / 0 }, { device = dev }))
+  local g = x.grad:totable()
+  lu.assertEquals({ g[1], g[2], g[3] }, { 0, 0, 7 })
+  lu.assertTrue(g[4] ~= g[4], "NaN passes where x > 0")
+end
+
 function TestDeviceGrad:test_gradients_match_cpu()
   H.against_cpu(function(d)
     netcl.manual_seed(30)

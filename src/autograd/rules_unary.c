@@ -26,7 +26,7 @@ static netcl_status derivative(nc_node *n, netcl_op op, netcl_tensor *x, netcl_t
     case NETCL_OP_SQRT: /* 1 / (2 y) */
         if ((st = S(&t, NETCL_OP_MUL, y, 2)) == NETCL_OK) st = U(d, NETCL_OP_RECIPROCAL, t);
         break;
-    case NETCL_OP_RELU: return nc_rule_mask(d, NETCL_OP_GT, x, NULL, 0, dt);
+    /* RELU: nc_rule_unary writes where(x > 0, g, 0) itself */
     case NETCL_OP_SIGMOID: /* y (1 - y) */
         if ((st = nc_fwd_binary_scalar(&t, NETCL_OP_SUB, y, 1, 1)) == NETCL_OK) st = B(d, NETCL_OP_MUL, t, y);
         break;
@@ -157,8 +157,17 @@ netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
     netcl_tensor *x, *y, *d, *t;
     NC_TRY(nc_node_saved(n, 0, &x));
     NC_TRY(nc_node_saved(n, 1, &y));
-    NC_TRY(derivative(n, (netcl_op)n->p[0], x, y, &d));
-    netcl_status st = B(&t, NETCL_OP_MUL, g, d);
+    netcl_status st;
+    if ((netcl_op)n->p[0] == NETCL_OP_RELU) {
+        /* where(x > 0, g, 0): two kernels where the mask, its cast and the
+         * product took three (and 0, not NaN, where g is infinite and x <= 0,
+         * as PyTorch's threshold_backward) */
+        NC_TRY(S(&d, NETCL_OP_GT, x, 0));
+        st = nc_fwd_where(&t, d, g, NULL, 0, 0);
+    } else {
+        NC_TRY(derivative(n, (netcl_op)n->p[0], x, y, &d));
+        st = B(&t, NETCL_OP_MUL, g, d);
+    }
     R(d);
     if (st != NETCL_OK) return st;
     return nc_rule_finish(n, 0, t, &gin[0]);
