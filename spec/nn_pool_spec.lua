@@ -75,6 +75,17 @@ function TestPoolLayers:test_max_pool()
   lu.assertStrContains(tostring(nn.MaxPool2d(3, { stride = 2, padding = 1 })), "MaxPool2d(kernel_size=3, stride=2, padding=1")
 end
 
+-- without return_indices no index tensor outlives the call: only the
+-- output's bytes stay in use (an int64 index tensor would add twice as many)
+function TestPoolLayers:test_max_pool_keeps_no_unasked_indices()
+  local x = netcl.randn(4, 3, 16, 16, { device = dev })
+  collectgarbage("collect")
+  local before = netcl.memory_stats(dev).bytes_in_use
+  local y = netcl.no_grad(function() return F.max_pool2d(x, 2) end)
+  local grown = netcl.memory_stats(dev).bytes_in_use - before
+  lu.assertTrue(grown >= y:numel() * 4 and grown < 2 * y:numel() * 4, "bytes kept: " .. grown)
+end
+
 function TestPoolLayers:test_avg_pools()
   netcl.manual_seed(2)
   local x = netcl.randn(2, 2, 6, 5, { device = dev })

@@ -90,10 +90,16 @@ return function(netcl, methods)
       local k = pair(kernel, nil, "kernel_size", "max_pool2d", 1)
       local f, args = C.netcl_max_pool2d, { H(x4), k, pair(o.stride, kernel, "stride", "max_pool2d", 2),
         pair(o.padding, 0, "padding", "max_pool2d", 3), pair(o.dilation, 1, "dilation", "max_pool2d", 4), o.ceil_mode and 1 or 0 }
-      local st = f(outp, outp2, unpack(args))
+      -- indices only when asked for: a wrapped index tensor nobody reads
+      -- holds its buffer until the next collection (a fresh driver
+      -- allocation per call until then)
+      local st = f(outp, o.return_indices and outp2 or nil, unpack(args))
       if st ~= 0 then lib.fail(st, nil) end
-      local v, i = wrap(outp[0]), wrap(outp2[0])
-      idx = (x:dim() == 3) and i:squeeze(1) or i
+      local v = wrap(outp[0])
+      if o.return_indices then
+        local i = wrap(outp2[0])
+        idx = (x:dim() == 3) and i:squeeze(1) or i
+      end
       return v
     end)
     if o.return_indices then return out, idx + 1 end
