@@ -62,26 +62,31 @@ static void bwd_data(void *v, int64_t s, int64_t e)
     }
 }
 
+double nc_cpu_conv_weight_sum(const nc_conv_args *g, const nc_desc *x, const nc_desc *dy, int64_t o, int64_t cg, int64_t ki,
+                              int64_t kj, int64_t n0, int64_t n1)
+{
+    int64_t c = (o / (g->O / g->G)) * (g->C / g->G) + cg, S = g->OH * g->OW;
+    double acc = 0;
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t oy = 0; oy < g->OH; oy++) {
+            int64_t h = oy * g->SH - g->PH + ki * g->DH;
+            if (h < 0 || h >= g->H) continue;
+            for (int64_t ox = 0; ox < g->OW; ox++) {
+                int64_t w = ox * g->SW - g->PW + kj * g->DW;
+                if (w >= 0 && w < g->W) acc += ld(x, ((n * g->C + c) * g->H + h) * g->W + w) * ld(dy, (n * g->O + o) * S + oy * g->OW + ox);
+            }
+        }
+    return acc;
+}
+
 static void bwd_weight(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_args *g = j->g;
-    int64_t Cg = g->C / g->G, Og = g->O / g->G, S = g->OH * g->OW;
+    int64_t Cg = g->C / g->G;
     for (int64_t i = s; i < e; i++) {
         int64_t kj = i % g->KW, ki = (i / g->KW) % g->KH, cg = (i / (g->KW * g->KH)) % Cg, o = i / (g->KW * g->KH * Cg);
-        int64_t c = (o / Og) * Cg + cg;
-        double acc = 0;
-        for (int64_t n = 0; n < g->N; n++)
-            for (int64_t oy = 0; oy < g->OH; oy++) {
-                int64_t h = oy * g->SH - g->PH + ki * g->DH;
-                if (h < 0 || h >= g->H) continue;
-                for (int64_t ox = 0; ox < g->OW; ox++) {
-                    int64_t w = ox * g->SW - g->PW + kj * g->DW;
-                    if (w >= 0 && w < g->W)
-                        acc += ld(j->a, ((n * g->C + c) * g->H + h) * g->W + w) * ld(j->b, (n * g->O + o) * S + oy * g->OW + ox);
-                }
-            }
-        st(j->out, i, acc);
+        st(j->out, i, nc_cpu_conv_weight_sum(g, j->a, j->b, o, cg, ki, kj, 0, g->N));
     }
 }
 

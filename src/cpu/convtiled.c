@@ -111,9 +111,8 @@ netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const n
 }
 
 /* ---- backward-weight (conv_tiled_weight) ------------------------------------------
- * One task per (part, output channel): for each of its Cg x KH x KW
- * weights, the sum over the part's images and output positions of dy times
- * the input the tap reads, in double (the parts are summed by the caller). */
+ * One task per (part, output channel): each of its Cg x KH x KW weights is
+ * the direct reference's sum (convdirect.c) over the part's images. */
 typedef struct {
     const nc_conv_args *g;
     const nc_desc *parts, *x, *dy;
@@ -124,29 +123,14 @@ static void weight_part(void *v, int64_t s, int64_t e)
 {
     const wjob *j = v;
     const nc_conv_args *g = j->g;
-    int64_t Cg = g->C / g->G, Og = g->O / g->G, taps = g->KH * g->KW;
+    int64_t Cg = g->C / g->G, taps = g->KH * g->KW;
     for (int64_t i = s; i < e; i++) {
-        int64_t part = i / g->O, o = i % g->O, grp = o / Og;
+        int64_t part = i / g->O, o = i % g->O;
         int64_t n0 = part * j->per, n1 = n0 + j->per < g->N ? n0 + j->per : g->N;
         for (int64_t c = 0; c < Cg; c++)
-            for (int64_t t = 0; t < taps; t++) {
-                int64_t kh = t / g->KW, kw = t % g->KW;
-                double acc = 0;
-                for (int64_t n = n0; n < n1; n++) {
-                    int64_t xb = j->x->offset + (n * g->C + grp * Cg + c) * g->H * g->W;
-                    int64_t db = j->dy->offset + (n * g->O + o) * g->OH * g->OW;
-                    for (int64_t oy = 0; oy < g->OH; oy++) {
-                        int64_t iy = oy * g->SH - g->PH + kh * g->DH;
-                        if (iy < 0 || iy >= g->H) continue;
-                        for (int64_t ox = 0; ox < g->OW; ox++) {
-                            int64_t ix = ox * g->SW - g->PW + kw * g->DW;
-                            if (ix >= 0 && ix < g->W)
-                                acc += nc_cpu_ld(j->dy, db + oy * g->OW + ox) * nc_cpu_ld(j->x, xb + iy * g->W + ix);
-                        }
-                    }
-                }
-                nc_cpu_st(j->parts, j->parts->offset + ((part * g->O + o) * Cg + c) * taps + t, acc);
-            }
+            for (int64_t t = 0; t < taps; t++)
+                nc_cpu_st(j->parts, j->parts->offset + ((part * g->O + o) * Cg + c) * taps + t,
+                          nc_cpu_conv_weight_sum(g, j->x, j->dy, o, c, t / g->KW, t % g->KW, n0, n1));
     }
 }
 

@@ -86,6 +86,9 @@ netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_con
                               const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
 netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *y, const nc_desc *x,
                                const nc_desc *w, const nc_conv_epi *epi, int flip);
+/* convdirect.c: the backward-weight sum of weight (o, cg, ki, kj) over images [n0, n1), in double */
+double nc_cpu_conv_weight_sum(const nc_conv_args *g, const nc_desc *x, const nc_desc *dy, int64_t o, int64_t cg, int64_t ki,
+                              int64_t kj, int64_t n0, int64_t n1);
 netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
                                       const nc_desc *dy, int64_t per);
 netcl_status nc_cpu_bn(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
