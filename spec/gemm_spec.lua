@@ -292,6 +292,21 @@ function TestGemm:test_tuner_cache()
   end)
 end
 
+-- GPUs' float32 default: 128x128 blocks from K = 512 when they fill the
+-- device, 64x64 below (docs/gemm.md); tuned entries kept out by a fresh cache
+function TestGemm:test_gpu_default_blocks_follow_k()
+  lu.skipIf(H.device_info().type ~= "opencl_gpu", "the GPU default")
+  with_cache_dir(function()
+    netcl.tune_cache_reload(H.device)
+    local short = netcl.gemm_config(4096, 4096, 128, { device = H.device })
+    local long = netcl.gemm_config(4096, 4096, 1024, { device = H.device })
+    if short:find("^mma") then return end   -- float32 on tensor cores (tf32 allowed)
+    lu.assertStrContains(short, "mwg=64 nwg=64")
+    lu.assertStrContains(short, "(default)")
+    lu.assertStrContains(long, "mwg=128 nwg=128")
+  end)
+end
+
 -- ---- tensor cores ------------------------------------------------------------------------
 function TestGemm:test_tensor_core_status()
   local tc = H.device_info().tensor_cores
