@@ -472,12 +472,10 @@ static netcl_tensor *igemm_pass(scratch *s, const nc_conv_args *g, nc_conv_pass 
 static netcl_tensor *tiled_weight(scratch *s, const nc_conv_args *g, netcl_tensor *a, netcl_tensor *b)
 {
     netcl_device *dev = nc_dev(a);
-    int64_t blocks = g->G * ((g->O / g->G + NC_TW_OB - 1) / NC_TW_OB), cu = dev->compute_units > 0 ? dev->compute_units : 1;
-    int64_t S = (4 * cu + blocks - 1) / blocks;
-    if (S > g->N) S = g->N;
-    if (S < 1) S = 1;
-    int64_t per = g->N > 0 ? (g->N + S - 1) / S : 1;   /* no images: one part of zeros */
-    S = g->N > 0 ? (g->N + per - 1) / per : 1;
+    int64_t blocks = nc_tw_blocks(g), cu = dev->compute_units > 0 ? dev->compute_units : 1;
+    int64_t S = (4 * cu + blocks - 1) / blocks;            /* parts wanted */
+    int64_t per = g->N > S ? (g->N + S - 1) / S : 1;       /* images a part */
+    S = g->N > 0 ? (g->N + per - 1) / per : 1;             /* no images: one part of zeros */
     int64_t wshape[4] = {g->O, g->C / g->G, g->KH, g->KW};
     netcl_tensor *parts = empty(s, a, 5, (int64_t[]){S, g->O, g->C / g->G, g->KH, g->KW});
     if (s->st == NETCL_OK && netcl_tensor_numel(parts) > 0) {

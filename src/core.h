@@ -121,6 +121,8 @@ typedef struct nc_conv_args {
 static inline int64_t nc_tw_rows(const nc_conv_args *g) { return (g->OH - 1) * g->SH + (g->KH - 1) * g->DH + 1; }
 static inline int64_t nc_tw_cols(const nc_conv_args *g) { return (g->OW - 1) * g->SW + (g->KW - 1) * g->DW + 1; }
 static inline int64_t nc_tw_block(const nc_conv_args *g) { return g->O / g->G < NC_TW_OB ? g->O / g->G : NC_TW_OB; }
+/* work-groups a part of images takes: groups x blocks of output channels */
+static inline int64_t nc_tw_blocks(const nc_conv_args *g) { return g->G * ((g->O / g->G + NC_TW_OB - 1) / NC_TW_OB); }
 static inline int nc_tw_fits(const nc_conv_args *g)
 {
     int64_t cg = g->C / g->G, ob = nc_tw_block(g);
@@ -266,7 +268,7 @@ typedef struct nc_backend {
      * KW-1-kw] (groups 1). All contiguous, one float dtype. */
     netcl_status (*conv_tiled)(netcl_device *dev, const nc_conv_args *g, const nc_desc *out, const nc_desc *x,
                                const nc_desc *w, const nc_conv_epi *epi, int flip);
-    /* Tiled backward-weight of a small weight (nc_conv_tiled_weight_fits):
+    /* Tiled backward-weight of a small weight (nc_tw_fits):
      * parts [S, O, C/G, KH, KW] <- x, dy; part s sums images [s*per,
      * min(N, (s+1)*per)), the caller adds the parts. All contiguous, one
      * float dtype. */

@@ -79,7 +79,7 @@ netcl_status nc_cl_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, c
     NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, (cl_uint)i++, sizeof *g, g));
     NC_ARG(k, i++, cper); NC_ARG(k, i++, ps);
     NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, (cl_uint)i, lbytes, NULL));
-    int64_t groups = parts->sizes[0] * g->G * ((g->O / g->G + NC_TW_OB - 1) / NC_TW_OB);
+    int64_t groups = parts->sizes[0] * nc_tw_blocks(g);
     size_t global = (size_t)(groups * WG), local = WG;
     return nc_cl_launch_nd(cd, k, 1, &global, &local);
 }
