@@ -115,6 +115,40 @@ function TestElementwise:test_comparisons_return_bool()
   lu.assertEquals(a:ge(b):totable(), { false, true, true })
 end
 
+-- where over every element size (1, 2, 4, 8 bytes), with tensor and scalar
+-- branches, broadcast and transposed operands, against Lua
+function TestElementwise:test_where_every_element_size()
+  netcl.manual_seed(11)
+  local m = netcl.rand(6, 37, { device = dev }):gt(0.5)
+  local mt = m:totable()
+  for _, dtype in ipairs({ "bool", "uint8", "float16", "bfloat16", "float32", "int32", "float64", "int64" }) do
+    local function t(lo) return (netcl.rand(6, 37, { device = dev }) * 4 + lo):to(dtype) end
+    local a, b = t(0), t(5)
+    local at, bt = a:totable(), b:totable()
+    local row = b[{ 2 }]:reshape(1, 37)                  -- broadcast along rows
+    local rt = row:totable()[1]
+    local bT = b:t():contiguous():t()                    -- the same values, transposed storage
+    local want1, want2, want3, want4 = {}, {}, {}, {}
+    for i = 1, 6 do
+      want1[i], want2[i], want3[i], want4[i] = {}, {}, {}, {}
+      for j = 1, 37 do
+        local s = mt[i][j]
+        want1[i][j] = s and at[i][j] or bt[i][j]
+        want2[i][j] = s and at[i][j] or 1
+        want3[i][j] = s and 0 or rt[j]
+        want4[i][j] = s and bt[i][j] or at[i][j]
+      end
+    end
+    local what = "where " .. dtype
+    lu.assertEquals(netcl.where(m, a, b):totable(), want1, what)
+    if dtype ~= "bool" then   -- a number with a bool tensor promotes
+      lu.assertEquals(netcl.where(m, a, 1):totable(), want2, what .. ", scalar b")
+      lu.assertEquals(netcl.where(m, 0, row):totable(), want3, what .. ", scalar a, broadcast b")
+    end
+    lu.assertEquals(netcl.where(m, bT, a):totable(), want4, what .. ", transposed a")
+  end
+end
+
 function TestElementwise:test_broadcasting()
   local a = netcl.tensor({ { 1 }, { 2 } }, { device = dev })     -- 2x1
   local b = netcl.tensor({ 10, 20, 30 }, { device = dev })       -- 3

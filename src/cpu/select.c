@@ -13,19 +13,51 @@
 
 typedef struct {
     const nc_desc *out, *cond, *a, *b;
-    unsigned char sa[8], sb[8];
+    _Alignas(8) unsigned char sa[8], sb[8];   /* scalar operands in the element type */
     int es;
     nc_iter it;
 } where_ctx;
+
+/* One row in element type T: a and b are pointers with a step, where a
+ * scalar operand is the scratch value with step 0, so the select has no
+ * branch per operand and contiguous rows vectorise. */
+#define WHERE_SEL(T, va, vb)                                                                       \
+    for (int64_t j = 0; j < n; j++) {                                                             \
+        T x_ = (va), y_ = (vb);                                                                   \
+        o[j] = m[j] ? x_ : y_;                                                                    \
+    }
+#define WHERE_ROW(T)                                                                              \
+    {                                                                                             \
+        T *o = (T *)c->out->buf + off[0];                                                         \
+        const T *pa = a ? (const T *)a : (const T *)c->sa, *pb = b ? (const T *)b : (const T *)c->sb; \
+        int64_t so = step[0], sm = step[1], sa = a ? step[2] : 0, sb = b ? step[3] : 0;            \
+        if (so == 1 && sm == 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {                \
+            /* both values loaded, then selected: no branch on the mask */                       \
+            if (sa && sb) WHERE_SEL(T, pa[j], pb[j])                                                \
+            else if (sa) WHERE_SEL(T, pa[j], pb[0])                                                  \
+            else if (sb) WHERE_SEL(T, pa[0], pb[j])                                                  \
+            else WHERE_SEL(T, pa[0], pb[0])                                                          \
+        } else {                                                                                  \
+            for (int64_t j = 0; j < n; j++) o[j * so] = m[j * sm] ? pa[j * sa] : pb[j * sb];        \
+        }                                                                                         \
+        return;                                                                                   \
+    }
 
 static void where_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
 {
     where_ctx *c = vctx;
     int es = c->es;
-    char *o = (char *)c->out->buf + off[0] * es;
     const uint8_t *m = (const uint8_t *)c->cond->buf + off[1];
     const char *a = c->a ? (const char *)c->a->buf + off[2] * es : NULL;
     const char *b = c->b ? (const char *)c->b->buf + off[3] * es : NULL;
+    switch (es) {
+    case 1: WHERE_ROW(uint8_t)
+    case 2: WHERE_ROW(uint16_t)
+    case 4: WHERE_ROW(uint32_t)
+    case 8: WHERE_ROW(uint64_t)
+    default: break;
+    }
+    char *o = (char *)c->out->buf + off[0] * es;
     for (int64_t j = 0; j < n; j++) {
         const void *src = m[j * step[1]] ? (a ? a + j * step[2] * es : (const void *)c->sa)
                                          : (b ? b + j * step[3] * es : (const void *)c->sb);
