@@ -166,6 +166,37 @@ function TestNormLayers:test_gradcheck_through_modules()
   N.gradcheck(perturbed(nn.GroupNorm(2, 4):double()), { N.f64(2, 4, 3) })
 end
 
+-- float32 batch norm (the cpu's plane-wise path) against the same op in
+-- float64: forward, running statistics and all three gradients, training
+-- and evaluation, with and without the affine parameters
+function TestNormLayers:test_batch_norm_float32_matches_float64()
+  local F = netcl.nn.functional
+  netcl.manual_seed(6)
+  local x64 = netcl.randn({ 3, 5, 7, 3 }, { dtype = "float64", device = dev }) * 2 + 0.5
+  local g64 = netcl.randn({ 3, 5, 7, 3 }, { dtype = "float64", device = dev })
+  local w64 = netcl.rand({ 5 }, { dtype = "float64", device = dev }) + 0.5
+  local b64 = netcl.randn({ 5 }, { dtype = "float64", device = dev })
+  for _, training in ipairs({ true, false }) do
+    for _, affine in ipairs({ true, false }) do
+      local function run(dtype)
+        local x = x64:to(dtype):detach():requires_grad_()
+        local w = affine and w64:to(dtype):detach():requires_grad_() or nil
+        local b = affine and b64:to(dtype):detach():requires_grad_() or nil
+        local rm = netcl.full({ 5 }, 0.25, { dtype = dtype, device = dev })
+        local rv = netcl.full({ 5 }, 2, { dtype = dtype, device = dev })
+        local y = F.batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5)
+        y:backward(g64:to(dtype))
+        return { y = y, rm = rm, rv = rv, dx = x.grad, dw = w and w.grad, db = b and b.grad }
+      end
+      local f, d = run("float32"), run("float64")
+      local what = ("training %s, affine %s"):format(tostring(training), tostring(affine))
+      for _, k in ipairs({ "y", "rm", "rv", "dx", "dw", "db" }) do
+        if d[k] then H.assert_close(f[k], d[k]:float(), 1e-5, 1e-5, k .. ", " .. what) end
+      end
+    end
+  end
+end
+
 function TestNormLayers:test_embedding()
   netcl.manual_seed(5)
   local e = nn.Embedding(6, 3, { padding_idx = 2, device = dev })

@@ -76,11 +76,148 @@ static void grad_apply(void *v, int64_t s, int64_t e)
     }
 }
 
+/* ---- float32: plane by plane ------------------------------------------------------
+ * Each (n, c) plane is S contiguous floats: no per-element index division
+ * or dtype switch. Sums run in double over LANES interleaved partial sums
+ * (a single running sum waited on each add's latency), added up in a fixed
+ * order, so a result never depends on the thread count; the elementwise
+ * passes take their per-channel factors out of the loop. */
+#define LANES 8
+
+/* sum of f(j) over j < S in LANES partial sums; f reads p[j] (and q[j]) */
+#define LANE_SUM(acc, S, expr)                                                \
+    do {                                                                      \
+        int64_t j_ = 0;                                                       \
+        for (; j_ + LANES <= (S); j_ += LANES)                                \
+            for (int l_ = 0; l_ < LANES; l_++) { int64_t j = j_ + l_; acc[l_] += (expr); } \
+        for (; j_ < (S); j_++) { int64_t j = j_; acc[0] += (expr); }         \
+    } while (0)
+
+static double lanes_total(const double *acc)
+{
+    double t = 0;
+    for (int l = 0; l < LANES; l++) t += acc[l];
+    return t;
+}
+
+#define F32(d) ((float *)(d)->buf + (d)->offset)
+#define CF32(d) ((const float *)(d)->buf + (d)->offset)
+
+static void stats_f32(void *v, int64_t c0, int64_t c1)
+{
+    const nc_bn_args *a = v;
+    const float *x = CF32(a->x);
+    int64_t M = a->N * a->S, S = a->S;
+    for (int64_t c = c0; c < c1; c++) {
+        double sa[LANES] = {0}, qa[LANES] = {0};
+        for (int64_t n = 0; n < a->N; n++) {
+            const float *p = x + (n * a->C + c) * S;
+            LANE_SUM(sa, S, (double)p[j]);
+        }
+        double m = lanes_total(sa) / (double)M;
+        for (int64_t n = 0; n < a->N; n++) {
+            const float *p = x + (n * a->C + c) * S;
+            LANE_SUM(qa, S, ((double)p[j] - m) * ((double)p[j] - m));
+        }
+        double var = lanes_total(qa) / (double)M;
+        F32(a->mean)[c] = (float)m;
+        F32(a->invstd)[c] = (float)(1 / sqrt(var + a->eps));
+        if (a->rmean) {
+            double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
+            F32(a->rmean)[c] = (float)((1 - a->momentum) * CF32(a->rmean)[c] + a->momentum * m);
+            F32(a->rvar)[c] = (float)((1 - a->momentum) * CF32(a->rvar)[c] + a->momentum * unbiased);
+        }
+    }
+}
+
+static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
+{
+    const nc_bn_args *a = v;
+    const float *x = CF32(a->x), *g = CF32(a->g);
+    int64_t S = a->S;
+    for (int64_t c = c0; c < c1; c++) {
+        double m = CF32(a->mean)[c], sg[LANES] = {0}, sgx[LANES] = {0};
+        for (int64_t n = 0; n < a->N; n++) {
+            const float *px = x + (n * a->C + c) * S, *pg = g + (n * a->C + c) * S;
+            int64_t j = 0;   /* both sums in one pass over the plane */
+            for (; j + LANES <= S; j += LANES)
+                for (int l = 0; l < LANES; l++) {
+                    double gv = pg[j + l];
+                    sg[l] += gv;
+                    sgx[l] += gv * ((double)px[j + l] - m);
+                }
+            for (; j < S; j++) {
+                sg[0] += pg[j];
+                sgx[0] += (double)pg[j] * ((double)px[j] - m);
+            }
+        }
+        F32(a->sg)[c] = (float)lanes_total(sg);
+        F32(a->sgx)[c] = (float)lanes_total(sgx);
+    }
+}
+
+/* planes [p0, p1) of (n, c) */
+static void apply_f32(void *v, int64_t p0, int64_t p1)
+{
+    const nc_bn_args *a = v;
+    const float *x = CF32(a->x);
+    float *o = F32(a->out);
+    int64_t S = a->S;
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t c = p % a->C;
+        double m = CF32(a->mean)[c], is = CF32(a->invstd)[c];
+        const float *px = x + p * S;
+        float *po = o + p * S;
+        if (a->w && a->b) {
+            double w = CF32(a->w)[c], b = CF32(a->b)[c];
+            for (int64_t j = 0; j < S; j++) po[j] = (float)((px[j] - m) * is * w + b);
+        } else {
+            for (int64_t j = 0; j < S; j++) {
+                double y = (px[j] - m) * is;
+                if (a->w) y *= CF32(a->w)[c];
+                if (a->b) y += CF32(a->b)[c];
+                po[j] = (float)y;
+            }
+        }
+    }
+}
+
+static void grad_apply_f32(void *v, int64_t p0, int64_t p1)
+{
+    const nc_bn_args *a = v;
+    const float *x = CF32(a->x), *g = CF32(a->g);
+    float *o = F32(a->out);
+    int64_t S = a->S;
+    double M = (double)(a->N * a->S);
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t c = p % a->C;
+        double is = CF32(a->invstd)[c], k = a->w ? CF32(a->w)[c] * is : is;
+        const float *px = x + p * S, *pg = g + p * S;
+        float *po = o + p * S;
+        if (a->training) {
+            double m = CF32(a->mean)[c], sgm = CF32(a->sg)[c] / M, sgxm = is * is * CF32(a->sgx)[c] / M;
+            for (int64_t j = 0; j < S; j++) po[j] = (float)(k * (pg[j] - sgm - (px[j] - m) * sgxm));
+        } else {
+            for (int64_t j = 0; j < S; j++) po[j] = (float)(k * pg[j]);
+        }
+    }
+}
+
 netcl_status nc_cpu_bn(netcl_device *dev, nc_bn_kernel kind, const nc_bn_args *a)
 {
     (void)dev;
     int64_t n = a->N * a->C * a->S, per_channel = a->N * a->S;
     int64_t cgrain = per_channel >= 65536 ? 1 : 65536 / (per_channel + 1) + 1;
+    int64_t pgrain = a->S >= 16384 ? 1 : 16384 / (a->S + 1) + 1;
+    if (a->x->dtype == NETCL_DTYPE_FLOAT32) {
+        switch (kind) {
+        case NC_BN_STATS: nc_parallel_for(a->C, cgrain, stats_f32, (void *)a); break;
+        case NC_BN_GRAD_REDUCE: nc_parallel_for(a->C, cgrain, grad_reduce_f32, (void *)a); break;
+        case NC_BN_APPLY: nc_parallel_for(a->N * a->C, pgrain, apply_f32, (void *)a); break;
+        default: nc_parallel_for(a->N * a->C, pgrain, grad_apply_f32, (void *)a); break;
+        }
+        return NETCL_OK;
+    }
     switch (kind) {
     case NC_BN_STATS: nc_parallel_for(a->C, cgrain, stats, (void *)a); break;
     case NC_BN_GRAD_REDUCE: nc_parallel_for(a->C, cgrain, grad_reduce, (void *)a); break;
