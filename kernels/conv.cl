@@ -3,6 +3,11 @@
  * mirrors the host's nc_conv_geom (all 64-bit).
  * im2col: cols [N, C*kh*kw, oh*ow] <- x [N, C, H, W], zero outside the
  *   input (padding); one work item per cols element (coalesced writes).
+ *   cols has element strides csn (samples) and csk (rows) and unit stride
+ *   along oh*ow: contiguous is (K*L, L), the [K, N, L] layout that one
+ *   GEMM over all samples reads is (L, N*L); with COLS_NFAST (that layout)
+ *   neighbouring items take neighbouring samples after l, so the writes
+ *   stay contiguous when L is short.
  * col2im: x [N, C, H, W] <- the sum of every cols entry that read the
  *   pixel; one work item per pixel (per sh x sw block of pixels for a
  *   compiled strided window) gathering over the kernel taps, so no
@@ -19,19 +24,23 @@ typedef struct { long N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow; } conv
  * where one item per element spent five (integer division bound the copy
  * at a third of memory speed on an H100); neighbouring items take
  * neighbouring l, so the writes stay coalesced */
-__kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo, conv_t g)
+__kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo, conv_t g, long csn, long csk)
 {
 #ifdef CG_KH
     /* the window compiled in (CG_KH, CG_KW, CG_SH, CG_SW): one item per (n,
      * c, l) writes its KH*KW rows with the taps unrolled, no carries */
-    const IX C = g.C, H = g.H, W = g.W, ow = g.ow, L = g.oh * g.ow, K = C * CG_KH * CG_KW;
+    const IX C = g.C, H = g.H, W = g.W, ow = g.ow, L = g.oh * g.ow, sn = csn, sk = csk;
     const int ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
     const IX n_all = g.N * C * L;
     for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
+#ifdef COLS_NFAST
+        IX l = i % L, r = i / L, n = r % (IX)g.N, c = r / (IX)g.N;
+#else
         IX l = i % L, r = i / L, c = r % C, n = r / C;
+#endif
         int h0 = (int)(l / ow) * CG_SH - ph, w0 = (int)(l % ow) * CG_SW - pw;
         __global const A_T *xc = x + xo + (n * C + c) * H * W;
-        const IX base = co + (n * K + c * (CG_KH * CG_KW)) * L + l;
+        const IX base = co + n * sn + c * (CG_KH * CG_KW) * sk + l;
         /* every tap loaded before any is stored: cols and x may alias as far
          * as the compiler knows, so interleaved stores kept each load
          * waiting for the one before it (a memory latency per tap) */
@@ -44,10 +53,11 @@ __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo
                 v[ki * CG_KW + kj] = (hin && w >= 0 && w < (int)W) ? A_LOAD(xc, (IX)h * W + (IX)w) : (A_CT)0;
             }
         }
-        UNROLL for (int t = 0; t < CG_KH * CG_KW; t++) O_STORE(cols, base + (IX)t * L, v[t]);
+        UNROLL for (int t = 0; t < CG_KH * CG_KW; t++) O_STORE(cols, base + (IX)t * sk, v[t]);
     }
 #else
     const IX C = g.C, H = g.H, W = g.W, kh = g.kh, kw = g.kw, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
+    const IX sn = csn, sk = csk;
     const int sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
     const IX nkb = (K + KCH - 1) / KCH, n_all = g.N * nkb * L;
     for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
@@ -59,7 +69,7 @@ __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo
         for (; k < k1; k++) {
             int h = h0 + (int)ki * dh, w = w0 + (int)kj * dw;
             A_CT v = (h >= 0 && h < (int)H && w >= 0 && w < (int)W) ? A_LOAD(xc, (IX)h * W + (IX)w) : (A_CT)0;
-            O_STORE(cols, co + (n * K + k) * L + l, v);
+            O_STORE(cols, co + n * sn + k * sk + l, v);
             if (++kj == kw) {
                 kj = 0;
                 if (++ki == kh) { ki = 0; xc += H * W; }
@@ -75,9 +85,9 @@ __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo
  * the same taps (one pixel per item diverged on the parity of its row and
  * column), and for each tap neighbouring items read neighbouring cols
  * entries. */
-__kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co, conv_t g)
+__kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co, conv_t g, long csn, long csk)
 {
-    const IX C = g.C, H = g.H, W = g.W, oh = g.oh, ow = g.ow, L = g.oh * g.ow;
+    const IX C = g.C, H = g.H, W = g.W, oh = g.oh, ow = g.ow, sk = csk;
     const int ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
     const IX HB = (H + CG_SH - 1) / CG_SH, WB = (W + CG_SW - 1) / CG_SW, n_all = g.N * C * HB * WB;
     for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
@@ -85,7 +95,7 @@ __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co
         A_CT acc[CG_SH][CG_SW];
         UNROLL for (int a = 0; a < CG_SH; a++)
             UNROLL for (int b = 0; b < CG_SW; b++) acc[a][b] = 0;
-        __global const A_T *cn = cols + co + nc * (CG_KH * CG_KW) * L;
+        __global const A_T *cn = cols + co + (nc / C) * (IX)csn + (nc % C) * (CG_KH * CG_KW) * sk;
         UNROLL for (int ki = 0; ki < CG_KH; ki++)
             UNROLL for (int a = 0; a < CG_SH; a++) {
                 const int th = (int)bh * CG_SH + a + ph - ki * dh;
@@ -97,7 +107,7 @@ __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co
                         const int tw = (int)bw * CG_SW + b + pw - kj * dw;
                         if (tw < 0 || tw % CG_SW) continue;
                         const int ox = tw / CG_SW;
-                        if (ox < (int)ow) acc[a][b] += A_LOAD(cn, (IX)(ki * CG_KW + kj) * L + (IX)oy * ow + (IX)ox);
+                        if (ox < (int)ow) acc[a][b] += A_LOAD(cn, (IX)(ki * CG_KW + kj) * sk + (IX)oy * ow + (IX)ox);
                     }
             }
         UNROLL for (int a = 0; a < CG_SH; a++)
@@ -108,18 +118,20 @@ __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co
     }
 }
 #else
-__kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co, conv_t g)
+__kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co, conv_t g, long csn, long csk)
 {
 #ifdef CG_KH /* the window compiled in: divisions by the strides and tap loops fold */
-    const IX C = g.C, H = g.H, W = g.W, kh = CG_KH, kw = CG_KW, oh = g.oh, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
+    const IX C = g.C, H = g.H, W = g.W, kh = CG_KH, kw = CG_KW, oh = g.oh, ow = g.ow;
     const int sh = CG_SH, sw = CG_SW, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
 #else
-    const IX C = g.C, H = g.H, W = g.W, kh = g.kh, kw = g.kw, oh = g.oh, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
+    const IX C = g.C, H = g.H, W = g.W, kh = g.kh, kw = g.kw, oh = g.oh, ow = g.ow;
     const int sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
 #endif
+    const IX sk = csk;
     const IX n_all = g.N * C * H * W;
     for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
         IX w = i % W, t = i / W, h = t % H, nc = t / H;   /* nc = n * C + c */
+        const IX cb = co + (nc / C) * (IX)csn + (nc % C) * kh * kw * sk;   /* row (n, c, 0, 0) */
         A_CT acc = 0;
         for (int ki = 0; ki < (int)kh; ki++) {
             int th = (int)h + ph - ki * dh;
@@ -131,8 +143,7 @@ __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co
                 if (tw < 0 || (sw > 1 && tw % sw)) continue;
                 int ow_ = sw > 1 ? tw / sw : tw;
                 if (ow_ >= (int)ow) continue;
-                /* cols row (n, c, ki, kj) = nc * kh * kw + ki * kw + kj */
-                acc += A_LOAD(cols, co + ((nc * kh + (IX)ki) * kw + (IX)kj) * L + (IX)oh_ * ow + (IX)ow_);
+                acc += A_LOAD(cols, cb + ((IX)ki * kw + (IX)kj) * sk + (IX)oh_ * ow + (IX)ow_);
             }
         }
         O_STORE(x, xo + i, acc);

@@ -96,6 +96,25 @@ function TestConv:test_fold_sums_overlaps()
   lu.assertEquals(netcl.fold(cols, 3, 2):totable(), { { { { 1, 2, 1 }, { 2, 4, 2 }, { 1, 2, 1 } } } })
 end
 
+-- fold reads columns with samples adjacent ([K, N, L] storage, as the
+-- convolutions' single GEMM writes them) or any other unit-stride layout in
+-- place, and gives the same bits as from contiguous columns
+function TestConv:test_fold_strided_columns()
+  netcl.manual_seed(52)
+  for _, geom in ipairs({ { 3, { padding = 1 } }, { 3, { stride = 2, padding = 1 } }, { 9, { padding = 4 } } }) do
+    local x = netcl.randn(3, 2, 6, 5, { device = dev })
+    local cols = netcl.unfold(x, geom[1], geom[2])
+    local kn = cols:transpose(1, 2):contiguous():transpose(1, 2)     -- strides (L, N*L, 1)
+    lu.assertEquals(kn:stride(), { cols:size(3), cols:size(1) * cols:size(3), 1 })
+    local want = netcl.fold(cols, { 6, 5 }, geom[1], geom[2]):totable()
+    lu.assertEquals(netcl.fold(kn, { 6, 5 }, geom[1], geom[2]):totable(), want, "[K, N, L] storage")
+    local wide = netcl.zeros(cols:size(1), cols:size(2) + 3, cols:size(3) + 2, { device = dev })
+    local part = wide:narrow(2, 2, cols:size(2)):narrow(3, 2, cols:size(3))   -- padded rows, an offset
+    part:copy_(cols)
+    lu.assertEquals(netcl.fold(part, { 6, 5 }, geom[1], geom[2]):totable(), want, "padded storage")
+  end
+end
+
 function TestConv:test_cpu_float32_paths_match_reference()
   -- float32 unfold/fold and max pooling (forward, backward) take their own
   -- loops on the cpu; float64 runs the reference loops, whose results
@@ -111,12 +130,16 @@ function TestConv:test_cpu_float32_paths_match_reference()
   }
   local x = netcl.randn(2, 3, 9, 11, { device = dev })
   x:narrow(4, 4, 2):fill_(1.5)                                       -- ties
-  for gi, gm in ipairs(geoms) do
-    local c32, c64 = netcl.unfold(x, gm.k, gm.o), netcl.unfold(x:double(), gm.k, gm.o)
-    lu.assertEquals(c32:totable(), c64:float():totable(), "unfold " .. gi)
-    local r = netcl.randn(unpack(c32:size())):to(dev)
-    lu.assertEquals(netcl.fold(r, { 9, 11 }, gm.k, gm.o):totable(),
-                    netcl.fold(r:double(), { 9, 11 }, gm.k, gm.o):float():totable(), "fold " .. gi)
+  for _, width in ipairs({ 11, 37 }) do   -- short rows copy element by element, long ones by runs
+    local xw = width == 11 and x or netcl.randn(2, 3, 9, width, { device = dev })
+    for gi, gm in ipairs(geoms) do
+      local what = (" %d, width %d"):format(gi, width)
+      local c32, c64 = netcl.unfold(xw, gm.k, gm.o), netcl.unfold(xw:double(), gm.k, gm.o)
+      lu.assertEquals(c32:totable(), c64:float():totable(), "unfold" .. what)
+      local r = netcl.randn(unpack(c32:size())):to(dev)
+      lu.assertEquals(netcl.fold(r, { 9, width }, gm.k, gm.o):totable(),
+                      netcl.fold(r:double(), { 9, width }, gm.k, gm.o):float():totable(), "fold" .. what)
+    end
   end
   local pools = { { k = 2, o = {} }, { k = 3, o = { stride = 2, padding = 1 } }, { k = 3, o = { stride = 1, padding = 1 } },
                   { k = { 3, 2 }, o = { stride = { 2, 1 }, dilation = 2, ceil_mode = true } } }

@@ -51,34 +51,82 @@ static netcl_status conv_geom(const char *op, const netcl_tensor *x, int64_t n, 
     return NETCL_OK;
 }
 
-/* runs kernel(out, in) with both contiguous; *out a new [ndim, sizes] tensor */
-static netcl_status run2(netcl_tensor **out, netcl_tensor *in, int ndim, const int64_t *sizes, const void *g, int fold)
+/* the cols operand as the kernels take it: any strides for (n, k) but
+ * unit stride along l (a transposed [K, N, L] product reads in place) */
+static int cols_in_place(const netcl_tensor *c)
+{
+    return c->ndim == 3 && (c->sizes[2] == 1 || c->strides[2] == 1) && c->strides[0] >= 0 && c->strides[1] >= 0;
+}
+
+/* im2col of x (copied if not contiguous) into the cols view *cv;
+ * col2im of cols (copied unless cols_in_place) into the new image *out */
+static netcl_status run_im2col(netcl_tensor *cv, netcl_tensor *x, const nc_conv_geom *g)
 {
     netcl_tensor *c = NULL;
-    NC_TRY(nc_fwd_tensor_contiguous(&c, in));
-    netcl_status st = nc_tensor_new(out, nc_dev(in), in->dtype, ndim, sizes);
+    NC_TRY(nc_fwd_tensor_contiguous(&c, x));
+    nc_desc o, xd;
+    nc_desc_of(&o, cv);
+    nc_desc_of(&xd, c);
+    netcl_status st = netcl_tensor_numel(c) == 0 ? nc_dev(x)->backend->fill(nc_dev(x), &o, 0)
+                                                 : nc_dev(x)->backend->im2col(nc_dev(x), &o, &xd, g);
+    netcl_tensor_release(c);
+    return st;
+}
+
+static netcl_status run_col2im(netcl_tensor **out, netcl_tensor *cols, const int64_t *sizes, const nc_conv_geom *g)
+{
+    netcl_tensor *c = NULL;
+    if (cols_in_place(cols)) netcl_tensor_retain(c = cols);
+    else NC_TRY(nc_fwd_tensor_contiguous(&c, cols));
+    netcl_status st = nc_tensor_new(out, nc_dev(cols), cols->dtype, 4, sizes);
     if (st == NETCL_OK && netcl_tensor_numel(*out) > 0) {
-        nc_desc o, x;
+        nc_desc o, cd;
         nc_desc_of(&o, *out);
-        nc_desc_of(&x, c);
-        if (netcl_tensor_numel(c) == 0) st = nc_dev(in)->backend->fill(nc_dev(in), &o, 0);
-        else st = fold ? nc_dev(in)->backend->col2im(nc_dev(in), &o, &x, g) : nc_dev(in)->backend->im2col(nc_dev(in), &o, &x, g);
+        nc_desc_of(&cd, c);
+        st = netcl_tensor_numel(c) == 0 ? nc_dev(cols)->backend->fill(nc_dev(cols), &o, 0)
+                                        : nc_dev(cols)->backend->col2im(nc_dev(cols), &o, &cd, g);
     }
     netcl_tensor_release(c);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
     return st;
 }
 
+static netcl_status unfold_geom(netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p, const int64_t *s,
+                                nc_conv_geom *g)
+{
+    NC_TRY(float_input("unfold", x, 4));
+    NC_TRY(check_window("unfold", x, k, s, p, d));
+    return conv_geom("unfold", x, x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], k, d, p, s, g);
+}
+
 netcl_status nc_fwd_unfold(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
                            const int64_t *s)
 {
     *out = NULL;
-    NC_TRY(float_input("unfold", x, 4));
-    NC_TRY(check_window("unfold", x, k, s, p, d));
     nc_conv_geom g;
-    NC_TRY(conv_geom("unfold", x, x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], k, d, p, s, &g));
+    NC_TRY(unfold_geom(x, k, d, p, s, &g));
     int64_t sizes[3] = {g.N, g.C * g.kh * g.kw, g.oh * g.ow};
-    return run2(out, x, 3, sizes, &g, 0);
+    NC_TRY(nc_tensor_new(out, nc_dev(x), x->dtype, 3, sizes));
+    netcl_status st = netcl_tensor_numel(*out) > 0 ? run_im2col(*out, x, &g) : NETCL_OK;
+    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+    return st;
+}
+
+netcl_status nc_fwd_unfold_kn(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
+                              const int64_t *s)
+{
+    *out = NULL;
+    nc_conv_geom g;
+    NC_TRY(unfold_geom(x, k, d, p, s, &g));
+    int64_t K = g.C * g.kh * g.kw, L = g.oh * g.ow, sizes[3] = {K, g.N, L};
+    NC_TRY(nc_tensor_new(out, nc_dev(x), x->dtype, 3, sizes));
+    netcl_tensor *v = NULL;   /* the [N, K, L] view of the [K, N, L] storage */
+    netcl_status st = netcl_tensor_numel(*out) == 0 ? NETCL_OK
+                      : nc_tensor_view_of(&v, *out, 3, (int64_t[]){g.N, K, L}, (int64_t[]){L, g.N * L, 1}, (*out)->offset);
+    if (v) st = run_im2col(v, x, &g);
+    netcl_tensor_release(v);
+    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+    return st;
 }
 
 netcl_status nc_fwd_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *size, const int64_t *k, const int64_t *d,
@@ -97,7 +145,7 @@ netcl_status nc_fwd_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *
                        nc_describe(cols), (long long)cols->sizes[2], (long long)size[0], (long long)size[1],
                        (long long)(g.oh * g.ow));
     int64_t sizes[4] = {g.N, g.C, g.H, g.W};
-    return run2(out, cols, 4, sizes, &g, 1);
+    return run_col2im(out, cols, sizes, &g);
 }
 
 /* ---- pooling ------------------------------------------------------------------------ */

@@ -209,6 +209,15 @@ static netcl_tensor *unfold(scratch *s, netcl_tensor *x, const int64_t *k, const
     netcl_status r = nc_fwd_unfold(&o, x, k, d, p, st);
     return keep(s, r, o);
 }
+/* unfold into [K, N, L] storage (one GEMM's [K, N*L] operand, no copy) */
+static netcl_tensor *unfold_kn(scratch *s, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
+                               const int64_t *st)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_unfold_kn(&o, x, k, d, p, st);
+    return keep(s, r, o);
+}
 static netcl_tensor *fold(scratch *s, netcl_tensor *c, const int64_t *size, const int64_t *k, const int64_t *d,
                           const int64_t *p, const int64_t *st)
 {
@@ -306,7 +315,8 @@ static netcl_tensor *to_nchw(scratch *s, netcl_tensor *y, int64_t N, int64_t O, 
 
 /* im2col for one group and large images (L = OH*OW >= 256): one GEMM per
  * sample as a strided batch with the weight broadcast, so neither cols nor
- * dy is transposed or copied (the flat form below copies N*K*L elements);
+ * dy is transposed or copied (the flat form below transposes dy and the
+ * output, N*O*L elements each; its columns are built in [K, N, L] storage);
  * backward-weight sums per-sample [O, K] products, unless those would
  * outgrow 32M elements, where the flat form's split-K serves. */
 static int per_sample(const nc_conv_args *g, nc_conv_pass pass)
@@ -344,15 +354,15 @@ static netcl_tensor *im2col_pass(scratch *s, const nc_conv_args *g, nc_conv_pass
     int64_t k[2] = {g->KH, g->KW}, d[2] = {g->DH, g->DW}, p[2] = {g->PH, g->PW}, st[2] = {g->SH, g->SW};
     int64_t G = g->G, K = g->C * g->KH * g->KW, L = g->OH * g->OW, N = g->N;
     if (per_sample(g, pass)) return im2col_per_sample(s, g, pass, a, b, f);
+    /* the columns in [K, N, L] storage: the GEMM's operand as it is, and
+     * fold reads the product's [N, K, L] view in place */
     if (pass == NC_CONV_PASS_DATA) {   /* a dy, b w: cols = w^T dy, then fold */
         netcl_tensor *wt = transpose(s, view(s, b, 3, (int64_t[]){G, g->O / G, K / G}), 1, 2);
         netcl_tensor *dc = mm(s, wt, by_group(s, a, G));                              /* [G, K/G, N*L] */
         netcl_tensor *dn = view(s, dc, 3, (int64_t[]){K, N, L});
-        netcl_tensor *dnk = N > 1 ? transpose(s, dn, 0, 1) : view(s, dn, 3, (int64_t[]){N, K, L});
-        return fold(s, dnk, (int64_t[]){g->H, g->W}, k, d, p, st);
+        return fold(s, transpose(s, dn, 0, 1), (int64_t[]){g->H, g->W}, k, d, p, st);
     }
-    netcl_tensor *cols = unfold(s, a, k, d, p, st);                                   /* [N, K, L] */
-    netcl_tensor *c2 = view(s, N > 1 ? transpose(s, cols, 0, 1) : cols, 3, (int64_t[]){G, K / G, N * L});
+    netcl_tensor *c2 = view(s, unfold_kn(s, a, k, d, p, st), 3, (int64_t[]){G, K / G, N * L});
     if (pass == NC_CONV_PASS_WEIGHT) { /* dw = dy cols^T */
         netcl_tensor *dw = mm(s, by_group(s, b, G), transpose(s, c2, 1, 2));          /* [G, O/G, K/G] */
         return view(s, dw, 4, (int64_t[]){g->O, g->C / G, g->KH, g->KW});

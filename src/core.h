@@ -226,8 +226,10 @@ typedef struct nc_backend {
      * g - exp(y) sum(g) for log_softmax. */
     netcl_status (*softmax_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
     /* cols [N, C*kh*kw, oh*ow] <- x [N, C, H, W] (zero padding) and its
-     * adjoint, x = sum of the cols entries that read each pixel; both
-     * contiguous, one float dtype, never aliasing. */
+     * adjoint, x = sum of the cols entries that read each pixel; x
+     * contiguous, cols with any non-negative strides for its first two dims
+     * and unit stride along the last (a [K, N, L] layout read or written
+     * in place); one float dtype, never aliasing. */
     netcl_status (*im2col)(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
     netcl_status (*col2im)(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
     /* out [N, C, oh, ow] <- x [N, C, H, W]; idx (int64, max only) the

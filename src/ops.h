@@ -56,6 +56,12 @@ netcl_status nc_fwd_softmax_backward(netcl_tensor **gin, netcl_tensor *g, netcl_
 int64_t nc_window_positions(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode);
 netcl_status nc_fwd_unfold(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
                            const int64_t *s);
+/* unfold into [K, N, L] storage (K = C*kh*kw, L = oh*ow): the [K, N*L]
+ * operand of one GEMM over all samples, with no transposing copy */
+netcl_status nc_fwd_unfold_kn(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
+                              const int64_t *s);
+/* cols [N, K, L] with any strides for N and K and unit stride along L are
+ * read in place (others are copied first) */
 netcl_status nc_fwd_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *size, const int64_t *k, const int64_t *d,
                          const int64_t *p, const int64_t *s);
 netcl_status nc_pool_setup(const char *op, const netcl_tensor *x, int mode, const int64_t *k, const int64_t *s,

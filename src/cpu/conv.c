@@ -11,19 +11,38 @@
 #define ld nc_cpu_ld
 #define st nc_cpu_st
 
-typedef struct { const nc_desc *a, *b, *idx; const nc_conv_geom *c; const nc_pool_geom *p; } job;
+typedef struct { const nc_desc *a, *b, *idx; const nc_conv_geom *c; const nc_pool_geom *p; int nfast; } job;
+
+/* the element offset of cols row k of sample n (unit stride along the row) */
+static inline int64_t cols_row(const nc_desc *cols, int64_t n, int64_t k)
+{
+    return cols->offset + n * cols->strides[0] + k * cols->strides[1];
+}
+
+/* Plane p's (n, c). Planes are dealt in (n, c) order, or (c, n) when cols
+ * keeps samples next to each other ([K, N, L] storage), so that a part's
+ * successive planes write (or read) each cols row contiguously. */
+static inline void plane_of(const job *j, int64_t p, int64_t *n, int64_t *c)
+{
+    if (j->nfast) *c = p / j->c->N, *n = p % j->c->N;
+    else *n = p / j->c->C, *c = p % j->c->C;
+}
+
+static int samples_adjacent(const nc_desc *cols) { return cols->strides[0] < cols->strides[1]; }
 
 /* planes [s, e) of (n, c): the cols rows of that channel */
 static void im2col_part(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_geom *g = j->c;
-    int64_t L = g->oh * g->ow, K = g->C * g->kh * g->kw;
+    int64_t L = g->oh * g->ow;
     for (int64_t p = s; p < e; p++) {
-        int64_t n = p / g->C, c = p % g->C, xb = j->b->offset + p * g->H * g->W;
+        int64_t n, c;
+        plane_of(j, p, &n, &c);
+        int64_t xb = j->b->offset + (n * g->C + c) * g->H * g->W;
         for (int64_t ki = 0; ki < g->kh; ki++)
             for (int64_t kj = 0; kj < g->kw; kj++) {
-                int64_t row = j->a->offset + (n * K + (c * g->kh + ki) * g->kw + kj) * L;
+                int64_t row = cols_row(j->a, n, (c * g->kh + ki) * g->kw + kj);
                 for (int64_t l = 0; l < L; l++) {
                     int64_t h = (l / g->ow) * g->sh - g->ph + ki * g->dh, w = (l % g->ow) * g->sw - g->pw + kj * g->dw;
                     st(j->a, row + l, h >= 0 && h < g->H && w >= 0 && w < g->W ? ld(j->b, xb + h * g->W + w) : 0.0);
@@ -50,13 +69,13 @@ static void im2col_part_f32(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_geom *g = j->c;
-    int64_t L = g->oh * g->ow, K = g->C * g->kh * g->kw;
     for (int64_t p = s; p < e; p++) {
-        int64_t n = p / g->C, c = p % g->C;
-        const float *x = (const float *)j->b->buf + j->b->offset + p * g->H * g->W;
+        int64_t n, c;
+        plane_of(j, p, &n, &c);
+        const float *x = (const float *)j->b->buf + j->b->offset + (n * g->C + c) * g->H * g->W;
         for (int64_t ki = 0; ki < g->kh; ki++)
             for (int64_t kj = 0; kj < g->kw; kj++) {
-                float *row = (float *)j->a->buf + j->a->offset + (n * K + (c * g->kh + ki) * g->kw + kj) * L;
+                float *row = (float *)j->a->buf + cols_row(j->a, n, (c * g->kh + ki) * g->kw + kj);
                 int64_t bw = kj * g->dw - g->pw, x0, x1;
                 tap_range(g->ow, g->sw, bw, g->W, &x0, &x1);
                 for (int64_t oy = 0; oy < g->oh; oy++) {
@@ -64,6 +83,10 @@ static void im2col_part_f32(void *v, int64_t s, int64_t e)
                     int64_t h = oy * g->sh - g->ph + ki * g->dh;
                     if (h < 0 || h >= g->H) { memset(o, 0, sizeof(float) * (size_t)g->ow); continue; }
                     const float *xr = x + h * g->W;   /* tap of ox: xr[ox * sw + bw] */
+                    if (g->ow < 32) { /* short rows: library calls would cost more than the copy */
+                        for (int64_t ox = 0; ox < g->ow; ox++) o[ox] = ox >= x0 && ox < x1 ? xr[ox * g->sw + bw] : 0.0f;
+                        continue;
+                    }
                     memset(o, 0, sizeof(float) * (size_t)x0);
                     if (g->sw == 1) memcpy(o + x0, xr + x0 + bw, sizeof(float) * (size_t)(x1 - x0));
                     else for (int64_t ox = x0; ox < x1; ox++) o[ox] = xr[ox * g->sw + bw];
@@ -79,11 +102,12 @@ static void col2im_part_f32(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_geom *g = j->c;
-    int64_t L = g->oh * g->ow, K = g->C * g->kh * g->kw, HW = g->H * g->W;
+    int64_t HW = g->H * g->W;
     double *acc = malloc(sizeof(double) * (size_t)HW);
     for (int64_t p = s; p < e; p++) {
-        int64_t n = p / g->C, c = p % g->C;
-        float *x = (float *)j->a->buf + j->a->offset + p * HW;
+        int64_t n, c;
+        plane_of(j, p, &n, &c);
+        float *x = (float *)j->a->buf + j->a->offset + (n * g->C + c) * HW;
         if (!acc) { /* no scratch: the reference loops, plane by plane */
             col2im_part(v, p, p + 1);
             continue;
@@ -91,7 +115,7 @@ static void col2im_part_f32(void *v, int64_t s, int64_t e)
         memset(acc, 0, sizeof(double) * (size_t)HW);
         for (int64_t ki = 0; ki < g->kh; ki++)
             for (int64_t kj = 0; kj < g->kw; kj++) {
-                const float *row = (const float *)j->b->buf + j->b->offset + (n * K + (c * g->kh + ki) * g->kw + kj) * L;
+                const float *row = (const float *)j->b->buf + cols_row(j->b, n, (c * g->kh + ki) * g->kw + kj);
                 int64_t bw = kj * g->dw - g->pw, x0, x1;
                 tap_range(g->ow, g->sw, bw, g->W, &x0, &x1);
                 for (int64_t oy = 0; oy < g->oh; oy++) {
@@ -111,9 +135,9 @@ static void col2im_part(void *v, int64_t s, int64_t e)
 {
     const job *j = v;
     const nc_conv_geom *g = j->c;
-    int64_t L = g->oh * g->ow, K = g->C * g->kh * g->kw;
     for (int64_t p = s; p < e; p++) {
-        int64_t n = p / g->C, c = p % g->C;
+        int64_t n, c;
+        plane_of(j, p, &n, &c);
         for (int64_t h = 0; h < g->H; h++)
             for (int64_t w = 0; w < g->W; w++) {
                 double acc = 0;
@@ -123,10 +147,10 @@ static void col2im_part(void *v, int64_t s, int64_t e)
                     for (int64_t kj = 0; kj < g->kw; kj++) {
                         int64_t tw = w + g->pw - kj * g->dw;
                         if (tw < 0 || tw % g->sw || tw / g->sw >= g->ow) continue;
-                        acc += ld(j->b, j->b->offset + (n * K + (c * g->kh + ki) * g->kw + kj) * L + (th / g->sh) * g->ow + tw / g->sw);
+                        acc += ld(j->b, cols_row(j->b, n, (c * g->kh + ki) * g->kw + kj) + (th / g->sh) * g->ow + tw / g->sw);
                     }
                 }
-                st(j->a, j->a->offset + (p * g->H + h) * g->W + w, acc);
+                st(j->a, j->a->offset + ((n * g->C + c) * g->H + h) * g->W + w, acc);
             }
     }
 }
@@ -136,7 +160,7 @@ static int64_t plane_grain(int64_t work) { return work >= 65536 ? 1 : 65536 / (w
 netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g)
 {
     (void)dev;
-    job j = {cols, x, NULL, g, NULL};
+    job j = {cols, x, NULL, g, NULL, samples_adjacent(cols)};
     int f32 = cols->dtype == NETCL_DTYPE_FLOAT32 && x->dtype == NETCL_DTYPE_FLOAT32;
     nc_parallel_for(g->N * g->C, plane_grain(g->kh * g->kw * g->oh * g->ow), f32 ? im2col_part_f32 : im2col_part, &j);
     return NETCL_OK;
@@ -145,7 +169,7 @@ netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc
 netcl_status nc_cpu_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g)
 {
     (void)dev;
-    job j = {x, cols, NULL, g, NULL};
+    job j = {x, cols, NULL, g, NULL, samples_adjacent(cols)};
     int f32 = cols->dtype == NETCL_DTYPE_FLOAT32 && x->dtype == NETCL_DTYPE_FLOAT32;
     nc_parallel_for(g->N * g->C, plane_grain(g->kh * g->kw * g->H * g->W), f32 ? col2im_part_f32 : col2im_part, &j);
     return NETCL_OK;
@@ -323,7 +347,7 @@ static void pool_back_part(void *v, int64_t s, int64_t e)
 netcl_status nc_cpu_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g)
 {
     (void)dev;
-    job j = {out, x, idx, NULL, g};
+    job j = {out, x, idx, NULL, g, 0};
     int f32max = g->mode == 0 && out->dtype == NETCL_DTYPE_FLOAT32 && x->dtype == NETCL_DTYPE_FLOAT32;
     nc_parallel_for(g->N * g->C, plane_grain(g->H * g->W), f32max ? max_pool_part_f32 : pool_part, &j);
     return NETCL_OK;
@@ -333,7 +357,7 @@ netcl_status nc_cpu_pool_backward(netcl_device *dev, const nc_desc *gin, const n
                                   const nc_pool_geom *g)
 {
     (void)dev;
-    job j = {gin, gout, idx, NULL, g};
+    job j = {gin, gout, idx, NULL, g, 0};
     int f32max = g->mode == 0 && gin->dtype == NETCL_DTYPE_FLOAT32 && gout->dtype == NETCL_DTYPE_FLOAT32;
     nc_parallel_for(g->N * g->C, plane_grain(g->H * g->W * g->kh * g->kw), f32max ? max_pool_back_part_f32 : pool_back_part,
                     &j);
