@@ -146,6 +146,15 @@ function TestElementwise:test_where_every_element_size()
       lu.assertEquals(netcl.where(m, 0, row):totable(), want3, what .. ", scalar a, broadcast b")
     end
     lu.assertEquals(netcl.where(m, bT, a):totable(), want4, what .. ", transposed a")
+    -- contiguous operands at different offsets (and a tail past a multiple of 4)
+    local mf, af, bf = m:reshape(-1), a:reshape(-1), b:reshape(-1)
+    local got = netcl.where(mf:narrow(1, 3, 101), af:narrow(1, 6, 101), bf:narrow(1, 2, 101)):totable()
+    local mft, aft, bft = mf:totable(), af:totable(), bf:totable()
+    for i = 1, 101 do
+      local want
+      if mft[i + 2] then want = aft[i + 5] else want = bft[i + 1] end
+      lu.assertEquals(got[i], want, what .. ", offsets, element " .. i)
+    end
   end
 end
 

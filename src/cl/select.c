@@ -30,10 +30,18 @@ netcl_status nc_cl_where(netcl_device *dev, const nc_desc *out, const nc_desc *c
     nc_cl_meta_of(&m, 4, ops);
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "select", opts, "where_strided", &k, &wg));
+    int contig = nc_cl_meta_contiguous(&m, 4);
+    NC_TRY(nc_cl_kernel(cd, "select", opts, contig ? "where_c" : "where_strided", &k, &wg));
     cl_mem o = out->buf, c = cond->buf, x = a ? a->buf : out->buf, y = b ? b->buf : out->buf;
     cl_ulong ra = raw_bits(out->dtype, sa), rb = raw_bits(out->dtype, sb);
     cl_int ha = a != NULL, hb = b != NULL;
+    if (contig) {
+        cl_long oo = m.offsets[0], co = m.offsets[1], ao = m.offsets[2], bo = m.offsets[3], n = m.n;
+        NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, c); NC_ARG(k, 3, co); NC_ARG(k, 4, x); NC_ARG(k, 5, ao);
+        NC_ARG(k, 6, y); NC_ARG(k, 7, bo); NC_ARG(k, 8, ra); NC_ARG(k, 9, rb); NC_ARG(k, 10, ha); NC_ARG(k, 11, hb);
+        NC_ARG(k, 12, n);
+        return nc_cl_launch(cd, k, wg, (m.n + 3) / 4);   /* 4 elements per item */
+    }
     NC_ARG(k, 0, o); NC_ARG(k, 1, c); NC_ARG(k, 2, x); NC_ARG(k, 3, y); NC_ARG(k, 4, m);
     NC_ARG(k, 5, ra); NC_ARG(k, 6, rb); NC_ARG(k, 7, ha); NC_ARG(k, 8, hb);
     return nc_cl_launch(cd, k, wg, m.n);
