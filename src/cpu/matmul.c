@@ -277,12 +277,38 @@ static void epi_rows(void *vctx, int64_t r0, int64_t r1)
     }
 }
 
+/* float32 operands: epi_rows's arithmetic (double, same order, same
+ * activation) with direct loads, a row's bias taken once and ReLU inline */
+static void epi_rows_f32(void *vctx, int64_t r0, int64_t r1)
+{
+    const epi_ctx *x = vctx;
+    const nc_gemm_epi *e = x->e;
+    const float *c = e->c ? (const float *)e->c->buf + e->c->offset : NULL;
+    const float *bias = e->bias ? (const float *)e->bias->buf + e->bias->offset : NULL;
+    int64_t bs = e->bias ? e->bias->strides[0] : 0, cs = e->c ? e->c->strides[2] : 0;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t b = r / x->M, m = r % x->M;
+        float *o = (float *)x->out->buf + x->out->offset + r * x->N;
+        const float *cr = c ? c + b * e->c->strides[0] + m * e->c->strides[1] : NULL;
+        const float *bn = bias && e->bias_dim != 1 ? bias : NULL;   /* a bias along n */
+        double bm = bias && e->bias_dim == 1 ? (double)bias[m * bs] : 0;
+        for (int64_t n = 0; n < x->N; n++) {
+            double v = e->alpha * (double)o[n];
+            if (cr) v += e->beta * (double)cr[n * cs];
+            if (bias) v += bn ? (double)bn[n * bs] : bm;
+            o[n] = (float)(e->act == NETCL_OP_RELU ? (v > 0 ? v : 0) : nc_cpu_activate(e->act, v, e->act_p));
+        }
+    }
+}
+
 netcl_status nc_cpu_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *e)
 {
     NC_TRY(nc_cpu_matmul(dev, out, a, w));
     epi_ctx x = {out, e, out->sizes[1], out->sizes[2]};
     int64_t rows = out->sizes[0] * x.M;
     if (rows == 0 || x.N == 0) return NETCL_OK;
-    nc_parallel_for(rows, 65536 / (x.N + 1) + 1, epi_rows, &x);
+    int f32 = out->dtype == NETCL_DTYPE_FLOAT32 && (!e->c || e->c->dtype == NETCL_DTYPE_FLOAT32) &&
+              (!e->bias || e->bias->dtype == NETCL_DTYPE_FLOAT32);
+    nc_parallel_for(rows, 65536 / (x.N + 1) + 1, f32 ? epi_rows_f32 : epi_rows, &x);
     return NETCL_OK;
 }
