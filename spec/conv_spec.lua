@@ -160,6 +160,20 @@ function TestConv:test_cpu_float32_paths_match_reference()
     lu.assertEquals(i32:totable(), i64:totable(), "max_pool2d indices " .. pi)
     lu.assertEquals(g32:totable(), g64:float():totable(), "max_pool2d backward " .. pi)
   end
+  -- windows holding NaNs (first, middle, last tap, two of them) and ties:
+  -- the same winners in float32 (the 2x2 path and the general one) as in float64
+  local xn = x:clone()
+  xn:narrow(3, 1, 1):narrow(4, 1, 1):fill_(0 / 0)
+  xn:narrow(3, 4, 1):narrow(4, 6, 1):fill_(0 / 0)
+  xn:narrow(3, 6, 2):narrow(4, 8, 1):fill_(0 / 0)
+  xn:narrow(3, 9, 1):narrow(4, 2, 2):fill_(2.5)
+  for pi, pm in ipairs({ { k = 2, o = {} }, { k = 3, o = { stride = 2, padding = 1 } } }) do
+    local opts = { return_indices = true }
+    for k, v in pairs(pm.o) do opts[k] = v end
+    local _, i32 = netcl.max_pool2d(xn, pm.k, opts)
+    local _, i64 = netcl.max_pool2d(xn:double(), pm.k, opts)
+    lu.assertEquals(i32:totable(), i64:totable(), "max_pool2d indices with NaNs " .. pi)
+  end
 end
 
 function TestConv:test_bad_input()

@@ -241,6 +241,47 @@ static void pool_part(void *v, int64_t s, int64_t e)
     }
 }
 
+/* x[i] replaces the running maximum (best, its index *bi) as pool_part's
+ * scan does: the first tap always, later ones when larger or NaN, nothing
+ * after a NaN */
+static inline void max_take(float xv, int64_t i, float *best, int64_t *bi)
+{
+    if (*bi < 0 || (*best == *best && (xv > *best || xv != xv))) { *best = xv; *bi = i; }
+}
+
+/* The 2x2 stride-2 window with every window inside (no padding or
+ * dilation): pairs compared without branches, which give the scan's first
+ * largest tap when no tap is NaN (a later tap wins only when strictly
+ * larger); a window holding a NaN takes the scan itself. */
+static void max_pool_2x2_plane(const nc_pool_geom *g, const float *x, float *out, int64_t *idx)
+{
+    for (int64_t oh = 0; oh < g->oh; oh++) {
+        const float *r0 = x + 2 * oh * g->W, *r1 = r0 + g->W;
+        for (int64_t ow = 0; ow < g->ow; ow++) {
+            float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+            int64_t ia = 2 * oh * g->W + 2 * ow, bi;
+            float best;
+            if ((a == a) & (b == b) & (c == c) & (d == d)) {
+                int tb = b > a, td = d > c;
+                float m1 = tb ? b : a, m2 = td ? d : c;
+                int64_t i1 = ia + tb, i2 = ia + g->W + td;
+                int t2 = m2 > m1;
+                best = t2 ? m2 : m1;
+                bi = t2 ? i2 : i1;
+            } else {
+                bi = -1;
+                best = -INFINITY;
+                max_take(a, ia, &best, &bi);
+                max_take(b, ia + 1, &best, &bi);
+                max_take(c, ia + g->W, &best, &bi);
+                max_take(d, ia + g->W + 1, &best, &bi);
+            }
+            out[oh * g->ow + ow] = best;
+            idx[oh * g->ow + ow] = bi;
+        }
+    }
+}
+
 /* float32 max pooling: pool_part's loops and comparisons on the floats
  * themselves (widening to double changes no comparison). Window rows and
  * columns outside the input are cut off up front. */
@@ -249,7 +290,15 @@ static void max_pool_part_f32(void *v, int64_t s, int64_t e)
     const job *j = v;
     const nc_pool_geom *g = j->p;
     int64_t *idx = (int64_t *)j->idx->buf + j->idx->offset;
+    int two = g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->dh == 1 && g->dw == 1 && g->ph == 0 &&
+              g->pw == 0 && 2 * g->oh <= g->H && 2 * g->ow <= g->W;
     for (int64_t p = s; p < e; p++) {
+        if (two) {
+            int64_t ob = p * g->oh * g->ow;
+            max_pool_2x2_plane(g, (const float *)j->b->buf + j->b->offset + p * g->H * g->W,
+                               (float *)j->a->buf + j->a->offset + ob, idx + ob);
+            continue;
+        }
         const float *x = (const float *)j->b->buf + j->b->offset + p * g->H * g->W;
         int64_t ob = p * g->oh * g->ow;
         float *out = (float *)j->a->buf + j->a->offset + ob;
@@ -270,9 +319,7 @@ static void max_pool_part_f32(void *v, int64_t s, int64_t e)
                         for (int64_t ki = k0; ki < k1; ki++) {
                             int64_t r = (h0 + ki * g->dh) * g->W + w0;
                             for (int64_t kj = 0; kj < g->kw; kj++) {
-                                int64_t i = r + kj * g->dw;
-                                float xv = x[i];
-                                if (bi < 0 || (best == best && (xv > best || xv != xv))) { best = xv; bi = i; }
+                                max_take(x[r + kj * g->dw], r + kj * g->dw, &best, &bi);
                             }
                         }
                         out[oh * g->ow + ow] = best;
@@ -285,9 +332,7 @@ static void max_pool_part_f32(void *v, int64_t s, int64_t e)
                 for (int64_t ki = k0; ki < k1; ki++) {
                     int64_t h = h0 + ki * g->dh;
                     for (int64_t kj = l0; kj < l1; kj++) {
-                        int64_t i = h * g->W + w0 + kj * g->dw;
-                        float xv = x[i];
-                        if (bi < 0 || (best == best && (xv > best || xv != xv))) { best = xv; bi = i; }
+                        max_take(x[h * g->W + w0 + kj * g->dw], h * g->W + w0 + kj * g->dw, &best, &bi);
                     }
                 }
                 out[oh * g->ow + ow] = best;
