@@ -84,7 +84,11 @@ static void im2col_part_f32(void *v, int64_t s, int64_t e)
                     if (h < 0 || h >= g->H) { memset(o, 0, sizeof(float) * (size_t)g->ow); continue; }
                     const float *xr = x + h * g->W;   /* tap of ox: xr[ox * sw + bw] */
                     if (g->ow < 32) { /* short rows: library calls would cost more than the copy */
-                        for (int64_t ox = 0; ox < g->ow; ox++) o[ox] = ox >= x0 && ox < x1 ? xr[ox * g->sw + bw] : 0.0f;
+                        int64_t ox = 0;
+                        for (; ox < x0; ox++) o[ox] = 0.0f;
+                        if (g->sw == 1) for (; ox < x1; ox++) o[ox] = xr[ox + bw];
+                        else for (; ox < x1; ox++) o[ox] = xr[ox * g->sw + bw];
+                        for (; ox < g->ow; ox++) o[ox] = 0.0f;
                         continue;
                     }
                     memset(o, 0, sizeof(float) * (size_t)x0);
