@@ -278,7 +278,8 @@ static void epi_rows(void *vctx, int64_t r0, int64_t r1)
 }
 
 /* float32 operands: epi_rows's arithmetic (double, same order, same
- * activation) with direct loads, a row's bias taken once and ReLU inline */
+ * activation) with direct loads, a row's bias taken once, ReLU inline and
+ * no call without an activation (act < 0) */
 static void epi_rows_f32(void *vctx, int64_t r0, int64_t r1)
 {
     const epi_ctx *x = vctx;
@@ -296,7 +297,7 @@ static void epi_rows_f32(void *vctx, int64_t r0, int64_t r1)
             double v = e->alpha * (double)o[n];
             if (cr) v += e->beta * (double)cr[n * cs];
             if (bias) v += bn ? (double)bn[n * bs] : bm;
-            o[n] = (float)(e->act == NETCL_OP_RELU ? (v > 0 ? v : 0) : nc_cpu_activate(e->act, v, e->act_p));
+            o[n] = (float)(e->act < 0 ? v : e->act == NETCL_OP_RELU ? (v > 0 ? v : 0) : nc_cpu_activate(e->act, v, e->act_p));
         }
     }
 }
