@@ -9,6 +9,21 @@
  * once per item (pool_i): 64-bit division made these kernels several
  * times slower than memory speed. */
 typedef struct { long N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor; } pool_t;
+
+/* Small windows are compiled in (PG_KH, PG_KW, PG_SH, PG_SW, as conv.cl's
+ * CG_*): the tap loops unroll and the backward's divisions by the strides
+ * become shifts or multiplies. */
+#ifdef PG_KH
+#define P_KH PG_KH
+#define P_KW PG_KW
+#define P_SH PG_SH
+#define P_SW PG_SW
+#else
+#define P_KH g.kh
+#define P_KW g.kw
+#define P_SH g.sh
+#define P_SW g.sw
+#endif
 typedef struct { IX N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor; } pool_i;
 
 inline pool_i pool_narrow(pool_t g)
@@ -37,11 +52,11 @@ __kernel void pool_fwd(__global O_T *out, long oo, __global long *idx, __global 
         if (g.mode == 0) {
             A_CT best = -INFINITY;
             IX bi = -1;
-            for (IX ki = 0; ki < g.kh; ki++) {
-                IX h = oh_ * g.sh - g.ph + ki * g.dh;
+            for (IX ki = 0; ki < P_KH; ki++) {
+                IX h = oh_ * P_SH - g.ph + ki * g.dh;
                 if (h < 0 || h >= g.H) continue;
-                for (IX kj = 0; kj < g.kw; kj++) {
-                    IX w = ow_ * g.sw - g.pw + kj * g.dw;
+                for (IX kj = 0; kj < P_KW; kj++) {
+                    IX w = ow_ * P_SW - g.pw + kj * g.dw;
                     if (w < 0 || w >= g.W) continue;
                     A_CT v = A_LOAD(x, base + h * g.W + w);
                     if (bi < 0 || (!isnan(best) && (v > best || isnan(v)))) { best = v; bi = h * g.W + w; }
@@ -88,15 +103,15 @@ __kernel void pool_bwd(__global O_T *gin, long io, __global const long *idx, __g
                 }
             }
         } else {
-            for (IX ki = 0; ki < g.kh; ki++) {
+            for (IX ki = 0; ki < P_KH; ki++) {
                 IX th = h + g.ph - ki * g.dh;
-                if (th < 0 || th % g.sh) continue;
-                IX oh_ = th / g.sh;
+                if (th < 0 || th % P_SH) continue;
+                IX oh_ = th / P_SH;
                 if (oh_ >= g.oh) continue;
-                for (IX kj = 0; kj < g.kw; kj++) {
+                for (IX kj = 0; kj < P_KW; kj++) {
                     IX tw = w + g.pw - kj * g.dw;
-                    if (tw < 0 || tw % g.sw) continue;
-                    IX ow_ = tw / g.sw;
+                    if (tw < 0 || tw % P_SW) continue;
+                    IX ow_ = tw / P_SW;
                     if (ow_ >= g.ow) continue;
                     IX o = ob + oh_ * g.ow + ow_;
                     if (g.mode == 0) { if (idx[o] == h * g.W + w) acc += A_LOAD(gout, go + o); }

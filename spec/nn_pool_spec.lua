@@ -160,7 +160,14 @@ function TestPoolLayers:test_device_matches_cpu()
     local y = nn.Upsample({ scale_factor = 2, mode = "bilinear" })(v) + nn.Upsample({ size = { 10, 8 } })(nn.AvgPool2d(2)(x))
     local z = nn.AdaptiveAvgPool2d({ 3, 2 })(y)
     z:sum():backward()
-    return z, idx, x.grad
+    -- windows compiled into the OpenCL kernels (up to 7x7, strides up to 4)
+    -- and larger ones that keep the run-time geometry
+    local x2 = netcl.randn(2, 2, 19, 17, { device = d, requires_grad = true })
+    local v2, i2 = nn.MaxPool2d(9, { stride = 5, padding = 4, return_indices = true })(x2)
+    local v3, i3 = nn.MaxPool2d({ 3, 2 }, { stride = { 2, 3 }, dilation = 2, ceil_mode = true, return_indices = true })(x2)
+    local a2 = nn.AvgPool2d(8, { stride = 6, padding = 3 })(x2)
+    ;(v2:sum() + v3:sum() * 2 + a2:sum() * 3):backward()
+    return z, idx, x.grad, v2, i2, v3, i3, a2, x2.grad
   end)
 end
 

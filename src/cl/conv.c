@@ -80,10 +80,14 @@ static netcl_status pool_launch(netcl_device *dev, const char *kname, const nc_d
 {
     NC_TRY(nc_cl_enter(dev, kname, in->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
-    char opts[96];
+    char opts[160];
     nc_cl_dtype_opts(opts, sizeof opts, in->dtype, out->dtype);
     int64_t img = g->N * g->C * g->H * g->W, outs = g->N * g->C * g->oh * g->ow;
     nc_cl_index_opts(opts, sizeof opts, img > outs ? img : outs);
+    /* a window pooling (not the adaptive mode) up to 7x7 with strides up to 4 compiled in */
+    if (g->mode != 2 && g->kh <= 7 && g->kw <= 7 && g->sh <= 4 && g->sw <= 4)
+        snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPG_KH=%d -DPG_KW=%d -DPG_SH=%d -DPG_SW=%d",
+                 (int)g->kh, (int)g->kw, (int)g->sh, (int)g->sw);
     cl_kernel k;
     size_t wg;
     NC_TRY(nc_cl_kernel(cd, "pool", opts, kname, &k, &wg));
