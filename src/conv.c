@@ -91,42 +91,38 @@ static netcl_status run_col2im(netcl_tensor **out, netcl_tensor *cols, const int
     return st;
 }
 
-static netcl_status unfold_geom(netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p, const int64_t *s,
-                                nc_conv_geom *g)
+/* unfold into new storage, [N, K, L] or (kn) [K, N, L]; the kernel
+ * writes through the [N, K, L] view of either */
+static netcl_status unfold_into(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d,
+                                const int64_t *p, const int64_t *s, int kn)
 {
+    *out = NULL;
     NC_TRY(float_input("unfold", x, 4));
     NC_TRY(check_window("unfold", x, k, s, p, d));
-    return conv_geom("unfold", x, x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], k, d, p, s, g);
+    nc_conv_geom g;
+    NC_TRY(conv_geom("unfold", x, x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], k, d, p, s, &g));
+    int64_t K = g.C * g.kh * g.kw, L = g.oh * g.ow;
+    int64_t nkl[3] = {g.N, K, L}, knl[3] = {K, g.N, L}, view_strides[3] = {L, g.N * L, 1};
+    NC_TRY(nc_tensor_new(out, nc_dev(x), x->dtype, 3, kn ? knl : nkl));
+    if (netcl_tensor_numel(*out) == 0) return NETCL_OK;
+    netcl_tensor *v = NULL;
+    netcl_status st = kn ? nc_tensor_view_of(&v, *out, 3, nkl, view_strides, (*out)->offset) : NETCL_OK;
+    if (st == NETCL_OK) st = run_im2col(kn ? v : *out, x, &g);
+    netcl_tensor_release(v);
+    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+    return st;
 }
 
 netcl_status nc_fwd_unfold(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
                            const int64_t *s)
 {
-    *out = NULL;
-    nc_conv_geom g;
-    NC_TRY(unfold_geom(x, k, d, p, s, &g));
-    int64_t sizes[3] = {g.N, g.C * g.kh * g.kw, g.oh * g.ow};
-    NC_TRY(nc_tensor_new(out, nc_dev(x), x->dtype, 3, sizes));
-    netcl_status st = netcl_tensor_numel(*out) > 0 ? run_im2col(*out, x, &g) : NETCL_OK;
-    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
-    return st;
+    return unfold_into(out, x, k, d, p, s, 0);
 }
 
 netcl_status nc_fwd_unfold_kn(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
                               const int64_t *s)
 {
-    *out = NULL;
-    nc_conv_geom g;
-    NC_TRY(unfold_geom(x, k, d, p, s, &g));
-    int64_t K = g.C * g.kh * g.kw, L = g.oh * g.ow, sizes[3] = {K, g.N, L};
-    NC_TRY(nc_tensor_new(out, nc_dev(x), x->dtype, 3, sizes));
-    netcl_tensor *v = NULL;   /* the [N, K, L] view of the [K, N, L] storage */
-    netcl_status st = netcl_tensor_numel(*out) == 0 ? NETCL_OK
-                      : nc_tensor_view_of(&v, *out, 3, (int64_t[]){g.N, K, L}, (int64_t[]){L, g.N * L, 1}, (*out)->offset);
-    if (v) st = run_im2col(v, x, &g);
-    netcl_tensor_release(v);
-    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
-    return st;
+    return unfold_into(out, x, k, d, p, s, 1);
 }
 
 netcl_status nc_fwd_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *size, const int64_t *k, const int64_t *d,
