@@ -40,7 +40,7 @@ __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo
 #endif
         int h0 = (int)(l / ow) * CG_SH - ph, w0 = (int)(l % ow) * CG_SW - pw;
         __global const A_T *xc = x + xo + (n * C + c) * H * W;
-        const IX base = co + n * sn + c * (CG_KH * CG_KW) * sk + l;
+        const IX base = n * sn + c * (CG_KH * CG_KW) * sk + l;   /* from cols + co: offsets stay long */
         /* every tap loaded before any is stored: cols and x may alias as far
          * as the compiler knows, so interleaved stores kept each load
          * waiting for the one before it (a memory latency per tap) */
@@ -53,7 +53,7 @@ __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo
                 v[ki * CG_KW + kj] = (hin && w >= 0 && w < (int)W) ? A_LOAD(xc, (IX)h * W + (IX)w) : (A_CT)0;
             }
         }
-        UNROLL for (int t = 0; t < CG_KH * CG_KW; t++) O_STORE(cols, base + (IX)t * sk, v[t]);
+        UNROLL for (int t = 0; t < CG_KH * CG_KW; t++) O_STORE(cols + co, base + (IX)t * sk, v[t]);
     }
 #else
     const IX C = g.C, H = g.H, W = g.W, kh = g.kh, kw = g.kw, ow = g.ow, L = g.oh * g.ow, K = C * kh * kw;
@@ -131,7 +131,7 @@ __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co
     const IX n_all = g.N * C * H * W;
     for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
         IX w = i % W, t = i / W, h = t % H, nc = t / H;   /* nc = n * C + c */
-        const IX cb = co + (nc / C) * (IX)csn + (nc % C) * kh * kw * sk;   /* row (n, c, 0, 0) */
+        const IX cb = (nc / C) * (IX)csn + (nc % C) * kh * kw * sk;   /* row (n, c, 0, 0) from cols + co */
         A_CT acc = 0;
         for (int ki = 0; ki < (int)kh; ki++) {
             int th = (int)h + ph - ki * dh;
@@ -143,7 +143,7 @@ __kernel void col2im(__global O_T *x, long xo, __global const A_T *cols, long co
                 if (tw < 0 || (sw > 1 && tw % sw)) continue;
                 int ow_ = sw > 1 ? tw / sw : tw;
                 if (ow_ >= (int)ow) continue;
-                acc += A_LOAD(cols, cb + ((IX)ki * kw + (IX)kj) * sk + (IX)oh_ * ow + (IX)ow_);
+                acc += A_LOAD(cols + co, cb + ((IX)ki * kw + (IX)kj) * sk + (IX)oh_ * ow + (IX)ow_);
             }
         }
         O_STORE(x, xo + i, acc);

@@ -38,8 +38,8 @@ __kernel void where_c(__global O_RAW *out, long oo, __global const uchar *cond, 
     else if (has_a) WHERE_LOOP(vload4(i, a + ao), vb)
     else if (has_b) WHERE_LOOP(va, vload4(i, b + bo))
     else WHERE_LOOP(va, vb)
-    long t = (n & ~3L) + get_global_id(0);
-    if (t < n) out[oo + t] = cond[co + t] ? (has_a ? a[ao + t] : (O_RAW)sa) : (has_b ? b[bo + t] : (O_RAW)sb);
+    for (long t = (n & ~3L) + get_global_id(0); t < n; t += get_global_size(0))
+        out[oo + t] = cond[co + t] ? (has_a ? a[ao + t] : (O_RAW)sa) : (has_b ? b[bo + t] : (O_RAW)sb);
 }
 
 #if A_FLOAT

@@ -18,6 +18,12 @@ typedef struct {
     nc_iter it;
 } where_ctx;
 
+/* raw element words, allowed to alias the float or integer storage they move */
+typedef uint8_t __attribute__((may_alias)) raw8;
+typedef uint16_t __attribute__((may_alias)) raw16;
+typedef uint32_t __attribute__((may_alias)) raw32;
+typedef uint64_t __attribute__((may_alias)) raw64;
+
 /* One row in element type T: a and b are pointers with a step, where a
  * scalar operand is the scratch value with step 0, so the select has no
  * branch per operand and contiguous rows vectorise. */
@@ -51,10 +57,10 @@ static void where_row(void *vctx, const int64_t *off, const int64_t *step, int64
     const char *a = c->a ? (const char *)c->a->buf + off[2] * es : NULL;
     const char *b = c->b ? (const char *)c->b->buf + off[3] * es : NULL;
     switch (es) {
-    case 1: WHERE_ROW(uint8_t)
-    case 2: WHERE_ROW(uint16_t)
-    case 4: WHERE_ROW(uint32_t)
-    case 8: WHERE_ROW(uint64_t)
+    case 1: WHERE_ROW(raw8)
+    case 2: WHERE_ROW(raw16)
+    case 4: WHERE_ROW(raw32)
+    case 8: WHERE_ROW(raw64)
     default: break;
     }
     char *o = (char *)c->out->buf + off[0] * es;
