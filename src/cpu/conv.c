@@ -306,38 +306,18 @@ static void max_pool_part_f32(void *v, int64_t s, int64_t e)
         const float *x = (const float *)j->b->buf + j->b->offset + p * g->H * g->W;
         int64_t ob = p * g->oh * g->ow;
         float *out = (float *)j->a->buf + j->a->offset + ob;
+        const int64_t span = (g->kw - 1) * g->dw, dw = g->dw, W = g->W;
         for (int64_t oh = 0; oh < g->oh; oh++) {
-            int64_t k0, k1;   /* ki whose row oh * sh - ph + ki * dh is inside */
-            tap_range(g->kh, g->dh, oh * g->sh - g->ph, g->H, &k0, &k1);
-            int64_t h0 = oh * g->sh - g->ph, ow = 0;
-            /* windows wholly inside the row: no clipping, the same scan order */
-            int64_t lo = g->pw > 0 ? (g->pw + g->sw - 1) / g->sw : 0;
-            int64_t hi = g->W - (g->kw - 1) * g->dw + g->pw;   /* w0 + (kw-1)*dw < W  <=>  ow*sw < hi */
-            hi = hi <= 0 ? 0 : (hi + g->sw - 1) / g->sw;
-            if (hi > g->ow) hi = g->ow;
-            for (; ow < g->ow; ow++) {
-                if (ow == lo && k0 < k1)
-                    for (; ow < hi; ow++) {
-                        int64_t w0 = ow * g->sw - g->pw, bi = -1;
-                        float best = -INFINITY;
-                        for (int64_t ki = k0; ki < k1; ki++) {
-                            int64_t r = (h0 + ki * g->dh) * g->W + w0;
-                            for (int64_t kj = 0; kj < g->kw; kj++) {
-                                max_take(x[r + kj * g->dw], r + kj * g->dw, &best, &bi);
-                            }
-                        }
-                        out[oh * g->ow + ow] = best;
-                        idx[ob + oh * g->ow + ow] = bi;
-                    }
-                if (ow >= g->ow) break;
-                int64_t l0, l1, w0 = ow * g->sw - g->pw, bi = -1;
-                tap_range(g->kw, g->dw, w0, g->W, &l0, &l1);
+            int64_t k0, k1, h0 = oh * g->sh - g->ph;   /* ki whose row h0 + ki * dh is inside */
+            tap_range(g->kh, g->dh, h0, g->H, &k0, &k1);
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t w0 = ow * g->sw - g->pw, l0 = 0, l1 = g->kw, bi = -1;
+                /* a window wholly inside the row needs no clipping (tap_range's divisions) */
+                if (w0 < 0 || w0 + span >= W) tap_range(g->kw, dw, w0, W, &l0, &l1);
                 float best = -INFINITY;
                 for (int64_t ki = k0; ki < k1; ki++) {
-                    int64_t h = h0 + ki * g->dh;
-                    for (int64_t kj = l0; kj < l1; kj++) {
-                        max_take(x[h * g->W + w0 + kj * g->dw], h * g->W + w0 + kj * g->dw, &best, &bi);
-                    }
+                    int64_t r = (h0 + ki * g->dh) * W + w0;
+                    for (int64_t kj = l0; kj < l1; kj++) max_take(x[r + kj * dw], r + kj * dw, &best, &bi);
                 }
                 out[oh * g->ow + ow] = best;
                 idx[ob + oh * g->ow + ow] = bi;
