@@ -72,6 +72,11 @@ static inline int nc_desc_is_contiguous(const nc_desc *d) { return nc_is_contigu
 typedef struct nc_conv_geom {
     int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 } nc_conv_geom;
+/* cols [N, K, L] of im2col/col2im keeps samples next to each other (the
+ * [K, N, L] storage one GEMM over the batch reads): backends then deal their
+ * work over samples before channels, so each cols row is written or read
+ * contiguously */
+static inline int nc_cols_samples_adjacent(const nc_desc *cols) { return cols->strides[0] < cols->strides[1]; }
 
 /* Geometry of 2-D pooling (kernels/pool.cl mirrors it). mode 0 max, 1
  * average (count_pad: padding counts in the divisor; divisor > 0 overrides

@@ -57,7 +57,7 @@ netcl_status nc_cl_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc 
     char w[100];
     window_opts(g, w, sizeof w);
     /* the [K, N, L] layout: items run over samples before channels */
-    if (w[0] && g->N > 1 && cols->strides[0] == g->oh * g->ow) strcat(w, " -DCOLS_NFAST");
+    if (w[0] && nc_cols_samples_adjacent(cols)) strcat(w, " -DCOLS_NFAST");
     /* compiled window: an item per (n, c, l); else per (n, chunk of KCH rows, l) */
     int64_t per = w[0] ? g->C : (g->C * g->kh * g->kw + 15) / 16;   /* KCH in kernels/conv.cl */
     return conv_launch(dev, "im2col", cols, x, cols, g, g->N * per * g->oh * g->ow, largest(g, cols), w);

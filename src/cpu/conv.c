@@ -28,8 +28,6 @@ static inline void plane_of(const job *j, int64_t p, int64_t *n, int64_t *c)
     else *n = p / j->c->C, *c = p % j->c->C;
 }
 
-static int samples_adjacent(const nc_desc *cols) { return cols->strides[0] < cols->strides[1]; }
-
 /* planes [s, e) of (n, c): the cols rows of that channel */
 static void im2col_part(void *v, int64_t s, int64_t e)
 {
@@ -164,7 +162,7 @@ static int64_t plane_grain(int64_t work) { return work >= 65536 ? 1 : 65536 / (w
 netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g)
 {
     (void)dev;
-    job j = {cols, x, NULL, g, NULL, samples_adjacent(cols)};
+    job j = {cols, x, NULL, g, NULL, nc_cols_samples_adjacent(cols)};
     int f32 = cols->dtype == NETCL_DTYPE_FLOAT32 && x->dtype == NETCL_DTYPE_FLOAT32;
     nc_parallel_for(g->N * g->C, plane_grain(g->kh * g->kw * g->oh * g->ow), f32 ? im2col_part_f32 : im2col_part, &j);
     return NETCL_OK;
@@ -173,7 +171,7 @@ netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc
 netcl_status nc_cpu_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g)
 {
     (void)dev;
-    job j = {x, cols, NULL, g, NULL, samples_adjacent(cols)};
+    job j = {x, cols, NULL, g, NULL, nc_cols_samples_adjacent(cols)};
     int f32 = cols->dtype == NETCL_DTYPE_FLOAT32 && x->dtype == NETCL_DTYPE_FLOAT32;
     nc_parallel_for(g->N * g->C, plane_grain(g->kh * g->kw * g->H * g->W), f32 ? col2im_part_f32 : col2im_part, &j);
     return NETCL_OK;
