@@ -58,8 +58,13 @@
 /* tf32 operands whose k dim is not contiguous are read with 32-bit loads:
  * their tiles are rows padded by 8 elements instead (every fragment load
  * of a warp hits 32 banks, at offsets fixed per lane), the others swizzled */
+#ifdef FFMA /* float32 FMAs read chunks, so every tile is swizzled */
+#define A_PADDED 0
+#define B_PADDED 0
+#else
 #define A_PADDED (TA == 0 && !A_KCONT)
 #define B_PADDED (TA == 0 && !B_KCONT)
+#endif
 #define A_RB (A_PADDED ? (BM + 8) * ESZ : A_CPR * 16) /* bytes per tile row */
 #define B_RB (B_PADDED ? (BN + 8) * ESZ : B_CPR * 16)
 #define A_BYTES (A_ROWS * A_RB)
@@ -82,7 +87,7 @@
 #if !defined(FRAG_PIPE) && !defined(NO_FRAG_PIPE) && BM * BN >= 16384
 #define FRAG_PIPE
 #endif
-#if defined(FRAG_PIPE) && (BK / KSTEP) % 2
+#if defined(FRAG_PIPE) && ((BK / KSTEP) % 2 || defined(FFMA))
 #undef FRAG_PIPE
 #endif
 #ifdef FRAG_PIPE
@@ -340,6 +345,80 @@ inline uint tf32_lo(uint x, uint hi)
         LOAD_FRAGS_B(BF, (SA) + A_BYTES, S);                                                               \
     } while (0)
 
+#ifdef FFMA
+/* ---- FFMA: the same pipeline feeding float32 FMAs (no tensor cores) ------
+ * Each thread owns TM x TN outputs of its warp's 8TM x 4TN tile: rows
+ * FFMA_ROW(i), columns FFMA_COL(j) (relative to the warp tile). Per k it
+ * reads its TM values of a and TN of w from the stage: one 32-bit load per
+ * value of an operand whose k dim is contiguous (a chunk holds 4 k), one
+ * 16-byte load per 4 values otherwise, then TM x TN FMAs. */
+#if A_KCONT
+#define FFMA_ROW(i) (lm + 8 * (i))
+#else
+#define FFMA_ROW(i) ((lm + 8 * ((i) / 4)) * 4 + (i) % 4)
+#endif
+#if B_KCONT
+#define FFMA_COL(j) (ln + 4 * (j))
+#else
+#define FFMA_COL(j) ((ln + 4 * ((j) / 4)) * 4 + (j) % 4)
+#endif
+#define LDF4(p, off) (*(__local const float4 *)((p) + (off)))
+#define SPLAT4(v, i, x) ((v)[4 * (i)] = (x).s0, (v)[4 * (i) + 1] = (x).s1, (v)[4 * (i) + 2] = (x).s2, (v)[4 * (i) + 3] = (x).s3)
+/* An operand whose k dim is contiguous is read a chunk (4 k) at a time,
+ * one 16-byte load per row, before the chunk's 4 k-steps; the other kind
+ * is read per k-step, one 16-byte load per 4 values. The loop over a
+ * tile's chunks is unrolled (FFMA_UNROLL): ptxas then hoists much of a
+ * tile's loads (a 256-thread block of 8 x 8 takes 226 registers, and
+ * OpenCL has no launch bounds; NVIDIA's compiler ignores
+ * -cl-nv-maxrregcount), but a rolled loop ran 5-10% slower (H100). */
+#ifndef FFMA_UNROLL
+#define FFMA_UNROLL (BK / 4)
+#endif
+#ifdef NC_NO_UNROLL_PRAGMA
+#define FFMA_CLOOP
+#else
+#define FFMA_STR_(x) #x
+#define FFMA_STR(x) FFMA_STR_(x)
+#define FFMA_CLOOP _Pragma(FFMA_STR(unroll FFMA_UNROLL))
+#endif
+#define SWZ_KEY(cpr, r) ((cpr) >= 8 ? BITREV3((r) & 7) : ((r) * (cpr) / 8) & ((cpr) - 1))
+#if A_KCONT /* rows 8 apart: the swizzle is the same for all of them */
+#define FFMA_CHUNK_A(c) float4 a4[TM]; UNROLL for (int i = 0; i < TM; i++) a4[i] = LDF4(ta_, fa0 + (((c) ^ fas) << 4) + i * 8 * A_RB)
+#define FFMA_LOAD_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = GET4(a4[i], (k) % 4)
+#else /* chunk lm + 8i of the warp tile in row k: XOR its low 3 bits */
+#define FFMA_CHUNK_A(c)
+#define FFMA_LOAD_A(av, k)                                                                                    \
+    UNROLL for (int i = 0; i < TM / 4; i++)                                                                  \
+        SPLAT4(av, i, LDF4(ta_, (k) * A_RB + (wm * WTM / 4 + 8 * i + (lm ^ BITREV3((k) & 7))) * 16))
+#endif
+#if B_KCONT /* rows 4 apart: two swizzles, repeating every 8 rows */
+#define FFMA_CHUNK_B(c)                                                                                       \
+    float4 b4[TN];                                                                                           \
+    UNROLL for (int j = 0; j < TN; j++) b4[j] = LDF4(tb_, fb0[j & 1] + (((c) ^ fbs[j & 1]) << 4) + (j >> 1) * 8 * B_RB)
+#define FFMA_LOAD_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = GET4(b4[j], (k) % 4)
+#else /* chunk ln + 4j of the warp tile: 8 (j / 2) + (ln + 4 (j % 2)), the latter swizzled */
+#define FFMA_CHUNK_B(c)
+#define FFMA_LOAD_B(bv, k)                                                                                    \
+    UNROLL for (int j = 0; j < TN / 4; j++)                                                                  \
+        SPLAT4(bv, j, LDF4(tb_, (k) * B_RB + (wn * WTN / 4 + 8 * (j >> 1) + ((ln + 4 * (j & 1)) ^ BITREV3((k) & 7))) * 16))
+#endif
+#define FFMA_TILE(ta, tb)                                                                                     \
+    do {                                                                                                     \
+        __local const uchar *ta_ = (ta), *tb_ = (tb);                                                        \
+        FFMA_CLOOP for (int c = 0; c < BK / 4; c++) {                                  \
+            FFMA_CHUNK_A(c);                                                                                 \
+            FFMA_CHUNK_B(c);                                                                                 \
+            UNROLL for (int kk = 0; kk < 4; kk++) {                                                          \
+                float av[TM], bv[TN];                                                                        \
+                FFMA_LOAD_A(av, 4 * c + kk);                                                                 \
+                FFMA_LOAD_B(bv, 4 * c + kk);                                                                 \
+                UNROLL for (int i = 0; i < TM; i++)                                                          \
+                    UNROLL for (int j = 0; j < TN; j++) acc[i][j] = fma(av[i], bv[j], acc[i][j]);           \
+            }                                                                                                \
+        }                                                                                                    \
+    } while (0)
+#endif
+
 #if TA == 0
 #define ELEM uint
 #else
@@ -352,7 +431,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
               EPI_PARAMS)
 {
     __local uchar smem[STAGES * STAGE_BYTES] __attribute__((aligned(128)));
-#ifdef MMA_EMULATE
+#if defined(MMA_EMULATE) && !defined(FFMA)
     __local float xa[WM * WN * 16 * KSTEP], xb[WM * WN * KSTEP * 8];
     __local int xo[WM * WN * 32];
 #else
@@ -367,6 +446,22 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
     /* the loader's first chunk: row, chunk, local byte offset */
     const int Ar0 = tid / A_CPR, Ac0 = tid % A_CPR, As0 = AOFF(Ar0, Ac0);
     const int Br0 = tid / B_CPR, Bc0 = tid % B_CPR, Bs0 = BOFF(Br0, Bc0);
+#ifdef FFMA
+    /* lanes 8 (m) x 4 (n); a lane's rows lie 8 apart (4-row chunks 32
+     * apart when m is contiguous), its columns 4 apart (4-column chunks 16
+     * apart), so a warp's reads hit 8 (4) consecutive rows or chunks: one
+     * bank group each under the swizzle, which repeats every 8 rows */
+    const int lm = lane >> 2, ln = lane & 3;
+    /* an operand whose k dim is contiguous: the lane's first row's byte
+     * offset and swizzle key (chunk c sits at chunk c ^ key) */
+#if A_KCONT
+    const int fa0 = (wm * WTM + lm) * A_RB, fas = SWZ_KEY(A_CPR, wm * WTM + lm);
+#endif
+#if B_KCONT
+    const int fb0[2] = {(wn * WTN + ln) * B_RB, (wn * WTN + ln + 4) * B_RB};
+    const int fbs[2] = {SWZ_KEY(B_CPR, wn * WTN + ln), SWZ_KEY(B_CPR, wn * WTN + ln + 4)};
+#endif
+#else
     /* each lane's ldmatrix row address (byte offset in its tile) per k-step,
      * or per fragment for the transposed loads: the swizzle depends on the
      * row only through its low bits, which the other terms leave alone */
@@ -392,6 +487,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
 #else
     const int boffs0 = t * B_RB + (wn * WTN + g) * 4;   /* padded: element (k, n) at k * B_RB + 4 n */
 #endif
+#endif /* FFMA */
     const int mtiles = (M + BM - 1) / BM, ntiles = (N + BN - 1) / BN, ktiles = (K + BK - 1) / BK;
     const int per_batch = mtiles * ntiles;
     for (long tile = get_group_id(0); tile < (long)per_batch * nbatch; tile += get_num_groups(0)) {
@@ -407,10 +503,16 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         __global const uchar *Ag = (__global const uchar *)(ap + (long)Ar0 * A_RSTRIDE + Ac0 * CHUNK);
         __global const uchar *Bg = (__global const uchar *)(bp + (long)Br0 * B_RSTRIDE + Bc0 * CHUNK);
         const long Ags = (long)A_RSTEP * A_RSTRIDE * ESZ, Bgs = (long)B_RSTEP * B_RSTRIDE * ESZ;
+#ifdef FFMA
+        float acc[TM][TN];
+        UNROLL for (int i = 0; i < TM; i++)
+            UNROLL for (int j = 0; j < TN; j++) acc[i][j] = 0;
+#else
         float acc[MI][NI][4];
         UNROLL for (int i = 0; i < MI; i++)
             UNROLL for (int j = 0; j < NI; j++)
                 UNROLL for (int q = 0; q < 4; q++) acc[i][j][q] = 0;
+#endif
         /* prologue: tiles 0 .. FETCH_AHEAD-1 in flight (a group per tile,
          * empty or not); FRAG_PIPE fills every stage, waits for the first
          * and loads its first fragments */
@@ -452,6 +554,9 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             }
 #endif
             const int sa = rs * STAGE_BYTES;
+#ifdef FFMA
+            FFMA_TILE(smem + sa, smem + sa + A_BYTES);
+#else
             UNROLL for (int s = 0; s < BK / KSTEP; s++) {
                 uint af[MI][4], bf[NI][2];
 #ifdef FRAG_PIPE
@@ -519,11 +624,20 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                     UNROLL for (int j = 0; j < NI; j++) MMA(acc[i][j], af[i], bf[j]);
 #endif
             }
+#endif /* FFMA */
             rs = NEXT_STAGE(rs);
             ws = NEXT_STAGE(ws);
         }
         CP_WAIT(0);
         barrier(CLK_LOCAL_MEM_FENCE);   /* the next tile's prologue reuses the stages */
+#ifdef FFMA
+        UNROLL for (int i = 0; i < TM; i++)
+            UNROLL for (int j = 0; j < TN; j++) {
+                int m = m0 + wm * WTM + FFMA_ROW(i), n = n0 + wn * WTN + FFMA_COL(j);
+                if (m < M && n < N)
+                    O_STORE(out, ooff + ((long)bb * M + m) * N + n, epilogue(acc[i][j], bb, m, n, EPI_ARGS));
+            }
+#else
         UNROLL for (int i = 0; i < MI; i++)
             UNROLL for (int j = 0; j < NI; j++)
                 UNROLL for (int q = 0; q < 4; q++) {
@@ -531,5 +645,6 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                     if (m < M && n < N)
                         O_STORE(out, ooff + ((long)bb * M + m) * N + n, epilogue(acc[i][j][q], bb, m, n, EPI_ARGS));
                 }
+#endif
     }
 }

@@ -1,8 +1,9 @@
 /* gemm.c — host side of kernels/gemm.cl: the OpenCL backend's matmul and
  * fused gemm entries. A configuration (gemm.h) is chosen per call: one
  * forced through netcl_gemm_set_config or $NETCL_GEMM_CONFIG, else the
- * tensor-core kernel where it is usable (mma.c), else the tuner's winner
- * for the problem's shape class (tune.c), else a default per device type.
+ * tuner's winner for the problem's shape class (tune.c), else the
+ * tensor-core kernel or the FFMA one where they serve (mma.c,
+ * nc_gemm_untuned), else a default per device type.
  * The chosen configuration is fitted to the operands (vector widths only
  * where a dim is contiguous and aligned) and launched; a configuration the
  * device cannot run falls back to the default. */
@@ -12,13 +13,16 @@
 #include <string.h>
 
 /* ---- configurations as text ------------------------------------------------ */
-static const char *const kernel_names[] = {"tiled", "direct", "mma"};
+static const char *const kernel_names[] = {"tiled", "direct", "mma", "ffma"};
 
 void nc_gemm_cfg_format(const nc_gemm_cfg *c, char *buf, size_t len)
 {
     if (c->kernel == NC_GEMM_MMA)
         snprintf(buf, len, "mma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d stages=%d gm=%d", c->mwg, c->nwg, c->kwg,
                  c->mdimc, c->ndimc, c->stages, c->gm);
+    else if (c->kernel == NC_GEMM_FFMA)
+        snprintf(buf, len, "ffma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d vwm=%d vwn=%d stages=%d gm=%d", c->mwg, c->nwg,
+                 c->kwg, c->mdimc, c->ndimc, c->vwm, c->vwn, c->stages, c->gm);
     else if (c->kernel == NC_GEMM_DIRECT)
         snprintf(buf, len, "direct cmr=%d cnr=%d vw=%d kwg=%d mdimc=%d ndimc=%d", c->cmr, c->cnr, c->vw, c->kwg, c->mdimc,
                  c->ndimc);
@@ -40,7 +44,7 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
         s += used;
         char *eq = strchr(word, '=');
         if (!eq) {
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < 4; k++)
                 if (strcmp(word, kernel_names[k]) == 0) c->kernel = k;
             continue;
         }
@@ -61,6 +65,11 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
         return c->cmr >= 1 && c->cmr <= 16 && (c->cnr == 1 || c->cnr == 2 || c->cnr == 4 || c->cnr == 8 || c->cnr == 16) &&
                pow2(c->vw) && c->vw <= 16 && c->kwg >= 0 && c->mdimc >= 0 && c->ndimc >= 0 && (c->mdimc > 0) == (c->ndimc > 0) &&
                (c->kwg == 0 || c->mdimc > 0);
+    if (c->kernel == NC_GEMM_FFMA) /* warps of 8 x 4 lanes, each vwm x vwn outputs; mma.c checks the rest */
+        return c->mdimc > 0 && c->ndimc > 0 && c->mdimc * c->ndimc <= 16 && (c->vwm == 4 || c->vwm == 8) &&
+               (c->vwn == 8 || c->vwn == 16) && c->mwg == c->mdimc * 8 * c->vwm && c->nwg == c->ndimc * 4 * c->vwn &&
+               (c->kwg == 8 || c->kwg == 16 || c->kwg == 32) && c->stages >= 2 && c->stages <= 4 && c->gm >= 0 &&
+               c->gm <= 64;
     if (c->kernel != NC_GEMM_TILED && c->kernel != NC_GEMM_MMA) return 0;
     if (c->mwg <= 0 || c->nwg <= 0 || c->kwg <= 0 || c->mdimc <= 0 || c->ndimc <= 0 || c->pad < 0 || c->pad > 64) return 0;
     if (c->kernel == NC_GEMM_MMA) /* 16 x 16 mma tile pairs per warp; mma.c checks the rest */
@@ -304,6 +313,7 @@ netcl_status nc_gemm_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg)
     case NC_GEMM_TILED: return launch_tiled(g, cfg);
     case NC_GEMM_DIRECT: return launch_direct(g, cfg);
     case NC_GEMM_MMA: return nc_mma_usable(g) ? nc_mma_launch(g, cfg) : NETCL_ERR_UNSUPPORTED;
+    case NC_GEMM_FFMA: return nc_ffma_usable(g) ? nc_mma_launch(g, cfg) : NETCL_ERR_UNSUPPORTED;
     default: return NETCL_ERR_UNSUPPORTED;
     }
 }
@@ -317,9 +327,25 @@ void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why)
     const char *env = getenv("NETCL_GEMM_CONFIG");
     if (env && *env && nc_gemm_cfg_parse(cfg, env)) { *why = "NETCL_GEMM_CONFIG"; return; }
     if (nc_gemm_tuned(g, cfg)) { *why = "tuned"; return; }
-    if (nc_mma_usable(g)) { nc_mma_default(g, cfg); *why = "default"; return; }
-    nc_gemm_default(g, cfg);
+    nc_gemm_untuned(g, cfg);
     *why = "default";
+}
+
+/* Without a tuned entry: the tensor cores where usable; float32 FMAs fed by
+ * cp.async (mma.c) where an operand is transposed, or K >= 512, and 64x64
+ * blocks fill the device; else the device type's default. H100: tn / nt
+ * 4096^3 43-45 against 31-35 TFLOP/s for gemm_tiled, and the ResNet-18
+ * convolutions' backward products with them (256x8^2 f+b 0.505 -> 0.440
+ * ms); with both operands row-major only long products gain (8192^3 43
+ * against 42), and Winograd's short-K ones lost (0.165 -> 0.189 ms).
+ * Smaller products keep gemm_tiled's 32x32 tiles. */
+void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
+{
+    int nn = layout_of(g->a) == 'n' && layout_of(g->w) == 'n';
+    int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
+    if (nc_mma_usable(g)) nc_mma_default(g, cfg);
+    else if ((!nn || g->K >= 512) && nc_gemm_groups(g, 64, 64) >= cu && nc_ffma_usable(g)) nc_ffma_default(g, cfg);
+    else nc_gemm_default(g, cfg);
 }
 
 netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi)

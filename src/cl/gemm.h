@@ -9,16 +9,17 @@
 
 #include "cl.h"
 
-typedef enum { NC_GEMM_TILED = 0, NC_GEMM_DIRECT = 1, NC_GEMM_MMA = 2 } nc_gemm_kernel;
+typedef enum { NC_GEMM_TILED = 0, NC_GEMM_DIRECT = 1, NC_GEMM_MMA = 2, NC_GEMM_FFMA = 3 } nc_gemm_kernel;
 
 typedef struct nc_gemm_cfg {
     int kernel;                                  /* nc_gemm_kernel */
     /* tiled: work-group tile, threads, local read chunks, global vector width, padding;
-     * mma: mwg x nwg x kwg block tile, mdimc x ndimc warps, pad = pipeline stages */
+     * mma: mwg x nwg x kwg block tile, mdimc x ndimc warps;
+     * ffma: the same, and vwm x vwn outputs a thread */
     int mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, vw, pad;
     int cmr, cnr;                                /* direct: rows x cols per work item */
-    int stages;                                  /* mma: cp.async pipeline depth */
-    int gm;                                      /* mma: raster group (m-tiles walking the n-tiles together; 0 = 8) */
+    int stages;                                  /* mma, ffma: cp.async pipeline depth */
+    int gm;                                      /* mma, ffma: raster group (m-tiles walking the n-tiles together; 0 = 8) */
 } nc_gemm_cfg;
 
 /* One GEMM as the kernels see it: out [B,M,N] = epi(a [B,M,K] @ w [B,K,N]). */
@@ -44,7 +45,7 @@ typedef struct nc_gemm_state {
     int nentries, capentries;
     char cache_note[1400];         /* why the cache file was ignored, or "" */
     int tc_probed;                 /* tensor-core probe ran (mma.c) */
-    int tc_ok[3];                  /* tf32, f16, bf16 passed */
+    int tc_ok[4];                  /* tf32, f16, bf16, ffma (float32 FMAs fed by cp.async) passed */
     char tc_status[256];
 } nc_gemm_state;
 /* The device's state, created on first use (NULL only when out of memory). */
@@ -63,7 +64,10 @@ netcl_status nc_gemm_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg);
 /* The configuration a call gets; *why: "forced", "NETCL_GEMM_CONFIG",
  * "tuned" or "default". */
 void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why);
-/* The configuration used without a tuned entry. */
+/* The configuration used without a tuned entry (the tensor-core or FFMA
+ * kernel where it serves, else nc_gemm_default), and the device type's
+ * default of the kernels in gemm.cl. */
+void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 /* Work-groups of an mwg x nwg tiling of g (all batches), and the share of
  * a t x t tiling's work that lands inside the product (not on padding). */
@@ -86,6 +90,10 @@ netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k);
  * dtype, fp32_precision not "ieee" for float32, operand layouts cp.async can copy), its
  * default configuration and candidates, and the launch (no usability check). */
 int nc_mma_usable(const nc_gemm_call *g);
+/* The same pipeline feeding float32 FMAs (ieee float32 on those devices). */
+int nc_ffma_usable(const nc_gemm_call *g);
+void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
+int nc_ffma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg);

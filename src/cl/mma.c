@@ -1,7 +1,10 @@
 /* mma.c — the tensor-core GEMM path (kernels/gemm_mma.cl) on
  * NVIDIA OpenCL devices of compute capability 8.0 or newer: inline PTX
  * mma.sync (tf32 m16n8k8, f16/bf16 m16n8k16, f32 accumulators) fed by
- * cp.async through swizzled local tiles and read with ldmatrix. Nothing here runs on other devices: the PTX would not compile.
+ * cp.async through swizzled local tiles and read with ldmatrix; and the
+ * same pipeline feeding float32 FMAs (NC_GEMM_FFMA, -DFFMA) for IEEE
+ * float32 products. Nothing here runs on other devices: the PTX would not
+ * compile.
  *
  * The probe: before a dtype first uses the path, the real kernel (default
  * configuration) runs on a small problem with edges in two layouts and its
@@ -16,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const dt_names[3] = {"tf32", "f16", "bf16"};
+static const char *const dt_names[4] = {"tf32", "f16", "bf16", "ffma"};
+#define KIND_FFMA 3 /* the probe slot of the FFMA kernel */
 
 static int emulated(void)
 {
@@ -65,6 +69,25 @@ int nc_mma_usable(const nc_gemm_call *g)
     return s->tc_ok[kind] == 1;
 }
 
+int nc_ffma_usable(const nc_gemm_call *g)
+{
+    if (g->out->dtype != NETCL_DTYPE_FLOAT32 || !hardware_ok(g->dev)) return 0;
+    if (!operand_ok(g->a, 4, g->B) || !operand_ok(g->w, 4, g->B)) return 0;
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
+    if (!s) return 0;
+    probe(g->dev, s, KIND_FFMA);
+    return s->tc_ok[KIND_FFMA] == 1;
+}
+
+void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
+{
+    int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
+    if (nc_gemm_groups(g, 128, 64) >= cu && nc_gemm_fill(g, 128) >= 0.8 * nc_gemm_fill(g, 64))
+        *c = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 128, 64, 32, 2, 2, 8, 8, 1, 0, 0, 0, 2, 8};
+    else
+        *c = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
+}
+
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
     /* 128 x 128 blocks of four 64 x 64 warp tiles, three stages of
@@ -111,6 +134,28 @@ int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
     return n;
 }
 
+/* The FFMA kernel's tuning candidates, in the configuration syntax
+ * (mwg = 8 mdimc vwm, nwg = 4 ndimc vwn: warps of 8 x 4 lanes) */
+static const char *const candidates_ffma[] = {
+    "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=8 vwn=8 stages=4 gm=8",
+    "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=1 vwm=8 vwn=16 stages=4 gm=8",
+    "ffma mwg=128 nwg=128 kwg=16 mdimc=2 ndimc=4 vwm=8 vwn=8 stages=3 gm=8",
+    "ffma mwg=128 nwg=128 kwg=16 mdimc=2 ndimc=2 vwm=8 vwn=16 stages=3 gm=8",
+    "ffma mwg=128 nwg=128 kwg=8 mdimc=2 ndimc=4 vwm=8 vwn=8 stages=4 gm=8",
+    "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=4 gm=8",
+    "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=8 vwn=8 stages=2 gm=8",
+    "ffma mwg=64 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
+};
+
+int nc_ffma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
+{
+    if (!nc_ffma_usable(g)) return 0;
+    int n = 0;
+    for (int i = 0; i < (int)(sizeof candidates_ffma / sizeof candidates_ffma[0]) && n < max; i++)
+        if (nc_gemm_cfg_parse(&out[n], candidates_ffma[i])) n++;
+    return n;
+}
+
 /* Local memory of one pipeline stage in bytes, as gemm_mma.cl lays it out:
  * swizzled tiles carry no padding; tf32 tiles whose k dim is not the
  * contiguous one are rows padded by 8 elements. */
@@ -142,30 +187,37 @@ static void epilogue_opts(const nc_gemm_epi *e, char *buf, size_t len)
 
 netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
 {
-    int kind = mma_kind(g->out->dtype);
+    int ffma = c->kernel == NC_GEMM_FFMA;
+    int kind = ffma ? (g->out->dtype == NETCL_DTYPE_FLOAT32 ? 0 : -1) : mma_kind(g->out->dtype);
     int threads = c->mdimc * c->ndimc * 32, chunk = kind == 0 ? 4 : 8;
     int kstep = kind == 0 ? 8 : 16;
-    /* whole k-steps per tile, whole ldmatrix pairs of B fragments per warp,
-     * at least two 16-byte chunks along every tile row */
-    if (kind < 0 || c->kernel != NC_GEMM_MMA || c->mwg % (16 * c->mdimc) || c->nwg % (16 * c->ndimc) ||
-        c->kwg % kstep || c->kwg < 2 * chunk || c->stages < 2 || c->stages > 4 ||
+    /* whole k-steps per tile, whole ldmatrix pairs of B fragments per warp
+     * (ffma: warp tiles of 8 vwm x 4 vwn), at least two 16-byte chunks along
+     * every tile row */
+    if (kind < 0 || (c->kernel != NC_GEMM_MMA && !ffma) || c->stages < 2 || c->stages > 4 ||
         !operand_ok(g->a, chunk, g->B) || !operand_ok(g->w, chunk, g->B))
         return NETCL_ERR_UNSUPPORTED;
+    if (ffma ? c->mwg != c->mdimc * 8 * c->vwm || c->nwg != c->ndimc * 4 * c->vwn || c->vwm % 4 || c->vwn % 8 ||
+                   c->kwg % 4 || c->kwg < 8
+             : c->mwg % (16 * c->mdimc) || c->nwg % (16 * c->ndimc) || c->kwg % kstep || c->kwg < 2 * chunk)
+        return NETCL_ERR_UNSUPPORTED;
     int a_kc = k_contig(g->a, 2), b_kc = k_contig(g->w, 1);
-    int stages = fit_stages(c, g->dev, kind, a_kc, b_kc);
+    /* ffma tiles are all swizzled, none padded */
+    int stages = fit_stages(c, g->dev, kind, a_kc || ffma, b_kc || ffma);
     if (!stages || threads > g->dev->max_work_group) return NETCL_ERR_UNSUPPORTED;
     /* a tile row's chunks are copied by distinct threads (threads >= chunks per row) */
     int64_t a_cpr = (a_kc ? c->kwg : c->mwg) / chunk, b_cpr = (b_kc ? c->kwg : c->nwg) / chunk;
     if (a_cpr > threads || b_cpr > threads) return NETCL_ERR_UNSUPPORTED;
     nc_cl_device *cd = nc_cl_dev(g->dev);
-    char opts[400], epi[64];
+    char opts[400], epi[64], ffma_opts[40] = "";
+    if (ffma) snprintf(ffma_opts, sizeof ffma_opts, " -DFFMA -DTM=%d -DTN=%d", c->vwm, c->vwn);
     nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
     epilogue_opts(g->epi, epi, sizeof epi);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n,
-             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s",
-             c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi,
-             kind == 0 && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "");
+             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s",
+             c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi, ffma_opts,
+             kind == 0 && !ffma && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "");
     cl_kernel k;
     size_t wg, kmax = 0;
     NC_TRY(nc_cl_kernel(cd, "gemm+gemm_mma", opts, "gemm_mma", &k, &wg));
@@ -184,7 +236,7 @@ netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
  * transposed; "" when both results are right, else why not. */
 static void probe_cfg(netcl_device *dev, int kind, char *why, size_t len)
 {
-    static const netcl_dtype dts[3] = {NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT16, NETCL_DTYPE_BFLOAT16};
+    static const netcl_dtype dts[4] = {NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT16, NETCL_DTYPE_BFLOAT16, NETCL_DTYPE_FLOAT32};
     const int64_t M = 72, N = 40, K = 56;
     why[0] = 0;
     for (int layout = 0; layout < 2 && !why[0]; layout++) {
@@ -199,11 +251,16 @@ static void probe_cfg(netcl_device *dev, int kind, char *why, size_t len)
         nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
         nc_gemm_call g = {dev, &dout, &da, &dw, &e, 1, M, N, K};
         nc_gemm_cfg cfg;
-        nc_mma_default(&g, &cfg);
-        cfg.mwg = cfg.nwg = 64, cfg.stages = 3;   /* several blocks and pipeline stages */
+        if (kind == KIND_FFMA) /* 64 x 64 blocks of 2 x 2 warps: several blocks */
+            cfg = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 64, 64, 16, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
+        else {
+            nc_mma_default(&g, &cfg);
+            cfg.mwg = cfg.nwg = 64, cfg.stages = 3;   /* several blocks and pipeline stages */
+        }
         double err = nc_gemm_check_cfg(dev, dts[kind], M, N, K, layout, layout, &cfg);
         if (err < 0) snprintf(why, len, "%s: %.150s", dt_names[kind], netcl_last_error());
-        else if (!(err <= 1e-2)) snprintf(why, len, "%s: wrong result (relative error %.2g)", dt_names[kind], err);
+        else if (!(err <= (kind == KIND_FFMA ? 1e-4 : 1e-2)))
+            snprintf(why, len, "%s: wrong result (relative error %.2g)", dt_names[kind], err);
     }
 }
 

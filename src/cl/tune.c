@@ -221,8 +221,9 @@ static void append(char *report, int64_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Candidates for g: mma ones first where that path is usable, then the
- * device type's list, de-duplicated against the default. */
+/* Candidates for g: mma ones alone where that path is usable; else the
+ * untuned choice, the FFMA kernel's where it is usable, then the device
+ * type's list, de-duplicated against the first. */
 static int candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
 {
     int n = nc_mma_candidates(g, out, max);
@@ -230,10 +231,14 @@ static int candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
     const nc_gemm_cfg *list = g->dev->type == NETCL_DEVICE_OPENCL_CPU ? cpu_candidates : gpu_candidates;
     int count = g->dev->type == NETCL_DEVICE_OPENCL_CPU ? (int)(sizeof cpu_candidates / sizeof cpu_candidates[0])
                                                         : (int)(sizeof gpu_candidates / sizeof gpu_candidates[0]);
-    nc_gemm_default(g, &out[0]);
+    nc_gemm_cfg ffma[16];
+    int nffma = nc_ffma_candidates(g, ffma, 16);
+    nc_gemm_untuned(g, &out[0]);
     n = 1;
-    for (int i = 0; i < count && n < max; i++)
-        if (memcmp(&list[i], &out[0], sizeof out[0]) != 0) out[n++] = list[i];
+    for (int i = 0; i < nffma + count && n < max; i++) {
+        const nc_gemm_cfg *c = i < nffma ? &ffma[i] : &list[i - nffma];
+        if (memcmp(c, &out[0], sizeof out[0]) != 0) out[n++] = *c;
+    }
     return n;
 }
 
@@ -276,7 +281,7 @@ double nc_gemm_check_cfg(netcl_device *dev, netcl_dtype dt, int64_t M, int64_t N
     nc_gemm_call g = {dev, &b.dout, &b.da, &b.dw, &epi, 1, M, N, K};
     int lowp = dt != NETCL_DTYPE_FLOAT32 && dt != NETCL_DTYPE_FLOAT64;
     if (st == NETCL_OK) st = reference(&g, &b, lowp ? 1e-2 : 1e-4);
-    if (st == NETCL_OK) st = cfg->kernel == NC_GEMM_MMA ? nc_mma_launch(&g, cfg) : nc_gemm_launch(&g, cfg);
+    if (st == NETCL_OK) st = cfg->kernel == NC_GEMM_MMA || cfg->kernel == NC_GEMM_FFMA ? nc_mma_launch(&g, cfg) : nc_gemm_launch(&g, cfg);
     if (st == NETCL_ERR_UNSUPPORTED) st = nc_fail(st, "the configuration does not fit %s", dev->name);
     if (st == NETCL_OK) st = read_floats(cd, b.o, dt, M * N, b.got);
     double err = st == NETCL_OK ? rel_error(b.got, b.want, M * N) : -1;
