@@ -145,6 +145,7 @@ static const char *const candidates_ffma[] = {
     "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=4 gm=8",
     "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=8 vwn=8 stages=2 gm=8",
     "ffma mwg=64 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
+    "ffma mwg=64 nwg=128 kwg=32 mdimc=1 ndimc=4 vwm=8 vwn=8 stages=2 gm=8",
 };
 
 int nc_ffma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
