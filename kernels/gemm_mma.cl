@@ -8,7 +8,9 @@
  * Tensor cores through inline PTX (NVIDIA, sm_80+): TA = 0 float32 inputs
  * rounded to the nearest tf32 (cvt.rna; TF32X3 splits each into two tf32
  * parts and sums three products, for float32 accuracy) and mma.m16n8k8; TA = 1/2 float16 / bfloat16
- * with mma.m16n8k16; float32 accumulators either way.
+ * with mma.m16n8k16; float32 accumulators either way. FFMA (IEEE float32,
+ * TA = 0): the same pipeline feeding float32 FMAs, TM x TN outputs a thread
+ * (below, "FFMA").
  * Options: BM BN BK (block tile), WM WN (warps along m, n; each warp owns a
  * (BM/WM) x (BN/WN) tile of MI x NI mma tiles), STAGES (cp.async pipeline
  * depth), A_KCONT / B_KCONT (1: the operand's k dim is contiguous; else m
@@ -349,9 +351,9 @@ inline uint tf32_lo(uint x, uint hi)
 /* ---- FFMA: the same pipeline feeding float32 FMAs (no tensor cores) ------
  * Each thread owns TM x TN outputs of its warp's 8TM x 4TN tile: rows
  * FFMA_ROW(i), columns FFMA_COL(j) (relative to the warp tile). Per k it
- * reads its TM values of a and TN of w from the stage: one 32-bit load per
- * value of an operand whose k dim is contiguous (a chunk holds 4 k), one
- * 16-byte load per 4 values otherwise, then TM x TN FMAs. */
+ * takes its TM values of a and TN of w from the stage (an operand whose k
+ * dim is contiguous: one 16-byte load per row for 4 k-steps; otherwise one
+ * 16-byte load per 4 values per k-step), then TM x TN FMAs. */
 #if A_KCONT
 #define FFMA_ROW(i) (lm + 8 * (i))
 #else

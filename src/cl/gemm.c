@@ -74,7 +74,7 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
     if (c->mwg <= 0 || c->nwg <= 0 || c->kwg <= 0 || c->mdimc <= 0 || c->ndimc <= 0 || c->pad < 0 || c->pad > 64) return 0;
     if (c->kernel == NC_GEMM_MMA) /* 16 x 16 mma tile pairs per warp; mma.c checks the rest */
         return c->mdimc * c->ndimc <= 16 && c->mwg % (16 * c->mdimc) == 0 && c->nwg % (16 * c->ndimc) == 0 &&
-               c->kwg % 8 == 0 && c->stages >= 2 && c->stages <= 4 && c->gm >= 0 && c->gm <= 64;
+               c->kwg % 8 == 0 && pow2(c->kwg) && c->stages >= 2 && c->stages <= 4 && c->gm >= 0 && c->gm <= 64;
     return c->mwg % c->mdimc == 0 && c->nwg % c->ndimc == 0 && pow2(c->vwm) && pow2(c->vwn) && pow2(c->vw) &&
            c->vwm <= 8 && c->vwn <= 8 && c->vw <= 8 && (c->mwg / c->mdimc) % c->vwm == 0 &&
            (c->nwg / c->ndimc) % c->vwn == 0 && c->mdimc * c->ndimc <= 1024;

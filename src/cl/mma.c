@@ -194,13 +194,16 @@ netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
     int kstep = kind == 0 ? 8 : 16;
     /* whole k-steps per tile, whole ldmatrix pairs of B fragments per warp
      * (ffma: warp tiles of 8 vwm x 4 vwn), at least two 16-byte chunks along
-     * every tile row */
-    if (kind < 0 || (c->kernel != NC_GEMM_MMA && !ffma) || c->stages < 2 || c->stages > 4 ||
-        !operand_ok(g->a, chunk, g->B) || !operand_ok(g->w, chunk, g->B))
+     * every tile row and a power of two of them (the swizzle permutes a
+     * row's chunks by XOR: 3 or 6 chunks a row would leave it) */
+    if (kind < 0 || (c->kernel != NC_GEMM_MMA && !ffma) || c->stages < 2 || c->stages > 4 || c->mdimc <= 0 ||
+        c->ndimc <= 0 || c->kwg <= 0 || (c->kwg & (c->kwg - 1)) || !operand_ok(g->a, chunk, g->B) ||
+        !operand_ok(g->w, chunk, g->B))
         return NETCL_ERR_UNSUPPORTED;
-    if (ffma ? c->mwg != c->mdimc * 8 * c->vwm || c->nwg != c->ndimc * 4 * c->vwn || c->vwm % 4 || c->vwn % 8 ||
-                   c->kwg % 4 || c->kwg < 8
-             : c->mwg % (16 * c->mdimc) || c->nwg % (16 * c->ndimc) || c->kwg % kstep || c->kwg < 2 * chunk)
+    if (ffma ? c->vwm <= 0 || c->vwn <= 0 || c->mwg != c->mdimc * 8 * c->vwm || c->nwg != c->ndimc * 4 * c->vwn ||
+                   c->vwm % 4 || c->vwn % 8 || c->kwg < 8
+             : c->mwg <= 0 || c->nwg <= 0 || c->mwg % (16 * c->mdimc) || c->nwg % (16 * c->ndimc) || c->kwg % kstep ||
+                   c->kwg < 2 * chunk)
         return NETCL_ERR_UNSUPPORTED;
     int a_kc = k_contig(g->a, 2), b_kc = k_contig(g->w, 1);
     /* ffma tiles are all swizzled, none padded */
