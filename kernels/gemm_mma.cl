@@ -106,7 +106,8 @@
  * ever copy those). It depends on r only through r % 8 (cpr >= 8) or
  * r * cpr / 8 % cpr, so moving 8 rows keeps it. */
 #define BITREV3(x) ((((x) & 1) << 2) | ((x) & 2) | (((x) >> 2) & 1))
-#define SWZ(cpr, r, c) ((cpr) >= 8 ? (c) ^ BITREV3((r) & 7) : (c) ^ (((r) * (cpr) / 8) & ((cpr) - 1)))
+#define SWZ_KEY(cpr, r) ((cpr) >= 8 ? BITREV3((r) & 7) : ((r) * (cpr) / 8) & ((cpr) - 1))
+#define SWZ(cpr, r, c) ((c) ^ SWZ_KEY(cpr, r))
 #define TOFF(cpr, r, c) ((((r) * (cpr)) + SWZ(cpr, r, c)) * 16) /* byte offset of (row, chunk) */
 #define AOFF(r, c) (A_PADDED ? (r) * A_RB + (c) * 16 : TOFF(A_CPR, r, c))
 #define BOFF(r, c) (B_PADDED ? (r) * B_RB + (c) * 16 : TOFF(B_CPR, r, c))
@@ -369,21 +370,10 @@ inline uint tf32_lo(uint x, uint hi)
 /* An operand whose k dim is contiguous is read a chunk (4 k) at a time,
  * one 16-byte load per row, before the chunk's 4 k-steps; the other kind
  * is read per k-step, one 16-byte load per 4 values. The loop over a
- * tile's chunks is unrolled (FFMA_UNROLL): ptxas then hoists much of a
- * tile's loads (a 256-thread block of 8 x 8 takes 226 registers, and
- * OpenCL has no launch bounds; NVIDIA's compiler ignores
- * -cl-nv-maxrregcount), but a rolled loop ran 5-10% slower (H100). */
-#ifndef FFMA_UNROLL
-#define FFMA_UNROLL (BK / 4)
-#endif
-#ifdef NC_NO_UNROLL_PRAGMA
-#define FFMA_CLOOP
-#else
-#define FFMA_STR_(x) #x
-#define FFMA_STR(x) FFMA_STR_(x)
-#define FFMA_CLOOP _Pragma(FFMA_STR(unroll FFMA_UNROLL))
-#endif
-#define SWZ_KEY(cpr, r) ((cpr) >= 8 ? BITREV3((r) & 7) : ((r) * (cpr) / 8) & ((cpr) - 1))
+ * tile's chunks is unrolled too: ptxas then hoists much of a tile's loads
+ * (a 256-thread block of 8 x 8 takes 226 registers, and OpenCL has no
+ * launch bounds; NVIDIA's compiler ignores -cl-nv-maxrregcount), but a
+ * rolled loop ran 5-10% slower (H100). */
 #if A_KCONT /* rows 8 apart: the swizzle is the same for all of them */
 #define FFMA_CHUNK_A(c) float4 a4[TM]; UNROLL for (int i = 0; i < TM; i++) a4[i] = LDF4(ta_, fa0 + (((c) ^ fas) << 4) + i * 8 * A_RB)
 #define FFMA_LOAD_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = GET4(a4[i], (k) % 4)
@@ -391,7 +381,7 @@ inline uint tf32_lo(uint x, uint hi)
 #define FFMA_CHUNK_A(c)
 #define FFMA_LOAD_A(av, k)                                                                                    \
     UNROLL for (int i = 0; i < TM / 4; i++)                                                                  \
-        SPLAT4(av, i, LDF4(ta_, (k) * A_RB + (wm * WTM / 4 + 8 * i + (lm ^ BITREV3((k) & 7))) * 16))
+        SPLAT4(av, i, LDF4(ta_, (k) * A_RB + (wm * WTM / 4 + 8 * i + (lm ^ SWZ_KEY(A_CPR, k))) * 16))
 #endif
 #if B_KCONT /* rows 4 apart: two swizzles, repeating every 8 rows */
 #define FFMA_CHUNK_B(c)                                                                                       \
@@ -402,12 +392,12 @@ inline uint tf32_lo(uint x, uint hi)
 #define FFMA_CHUNK_B(c)
 #define FFMA_LOAD_B(bv, k)                                                                                    \
     UNROLL for (int j = 0; j < TN / 4; j++)                                                                  \
-        SPLAT4(bv, j, LDF4(tb_, (k) * B_RB + (wn * WTN / 4 + 8 * (j >> 1) + ((ln + 4 * (j & 1)) ^ BITREV3((k) & 7))) * 16))
+        SPLAT4(bv, j, LDF4(tb_, (k) * B_RB + (wn * WTN / 4 + 8 * (j >> 1) + ((ln + 4 * (j & 1)) ^ SWZ_KEY(B_CPR, k))) * 16))
 #endif
 #define FFMA_TILE(ta, tb)                                                                                     \
     do {                                                                                                     \
         __local const uchar *ta_ = (ta), *tb_ = (tb);                                                        \
-        FFMA_CLOOP for (int c = 0; c < BK / 4; c++) {                                  \
+        UNROLL for (int c = 0; c < BK / 4; c++) {                                                            \
             FFMA_CHUNK_A(c);                                                                                 \
             FFMA_CHUNK_B(c);                                                                                 \
             UNROLL for (int kk = 0; kk < 4; kk++) {                                                          \
