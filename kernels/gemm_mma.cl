@@ -121,6 +121,10 @@ inline void cp_async16(__local uchar *dst, __global const uchar *src, bool ok)
 {
     UNROLL for (int e = 0; e < 16; e++) dst[e] = ok ? src[e] : (uchar)0;
 }
+inline void cp_async4(__local uchar *dst, __global const uchar *src, bool ok)
+{
+    *(__local uint *)dst = ok ? *(__global const uint *)src : 0u;
+}
 #define CP_COMMIT()
 #define CP_WAIT(n)
 /* cvt.rna.tf32.f32: to nearest, ties away (Inf and NaN kept, NaN quiet) */
@@ -206,6 +210,13 @@ inline void cp_async16(__local uchar *dst, __global const uchar *src, bool ok)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"((ulong)src), "r"(ok ? 16 : 0)
                  : "memory");
 }
+/* one element (the implicit convolution's gathers): .ca, as .cg takes only 16 bytes */
+inline void cp_async4(__local uchar *dst, __global const uchar *src, bool ok)
+{
+    uint s = (uint)(ulong)dst;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"((ulong)src), "r"(ok ? 4 : 0)
+                 : "memory");
+}
 #define CP_COMMIT() asm volatile("cp.async.commit_group;\n" ::: "memory")
 #define CP_WAIT(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory")
 #define LDSM_X4(r, off, trans)                                                                             \
@@ -287,11 +298,18 @@ inline uint tf32_lo(uint x, uint hi)
 #define B_KSTRIDE bs1
 #define B_OK(r, c, k0) ((k0) + (r) < K && n0 + (c) * CHUNK < N)
 #endif
+/* where k-tile k0 starts along an operand, in elements from its k = 0 */
+#define B_KOFF(k0) ((k0) * B_KSTRIDE)
+#ifdef CONV_W /* dy [img, O, L] as [O][k = (img, l)]: a k-tile lies in one image (BK divides L) */
+#define A_KOFF(k0) ((k0) / CV_L * (CV_O * CV_L) + (k0) % CV_L)
+#else
+#define A_KOFF(k0) ((k0) * A_KSTRIDE)
+#endif
 #define X_PRESENT(X, j) (N##X * THREADS == X##_ROWS * X##_CPR || tid + (j) * THREADS < X##_ROWS * X##_CPR)
 #define X_SOFF(X, j) (X##_SSTEP_OK ? X##s0 + (j) * X##_RSTEP * X##_RB : X##OFF(X##r0 + (j) * X##_RSTEP, X##c0))
 #define LOAD_OPERAND(X, xs, k0)                                                                           \
     do {                                                                                                 \
-        __global const uchar *src_ = X##g + (long)(k0) * X##_KSTRIDE * ESZ;                              \
+        __global const uchar *src_ = X##g + (long)X##_KOFF(k0) * ESZ;                                     \
         if (full) {                                                                                      \
             UNROLL for (int j = 0; j < N##X; j++)                                                        \
                 if (X_PRESENT(X, j)) cp_async16((xs) + X_SOFF(X, j), src_ + j * X##gs, true);            \
@@ -303,11 +321,68 @@ inline uint tf32_lo(uint x, uint hi)
                 }                                                                                        \
         }                                                                                                \
     } while (0)
+#ifdef CONV_X
+/* The forward convolution as an implicit GEMM (CONV_X; B_KCONT 0, one
+ * batch): B[k][n] = x[img, c, oh SH - PH + kh DH, ow SW - PW + kw DW] for
+ * k = (c, kh, kw) and n = (img, oh, ow), 0 in the padding, copied one
+ * 4-byte element at a time (zero-filled where a tap falls outside), to the
+ * places a chunk's four elements take in the stage. A thread's chunk
+ * column is the same in every k-tile, so its four pixels' input origins
+ * are worked out once per output tile (cx_*); a row costs its tap's
+ * offset. The geometry is compiled in (CV_*): divisions by constants. The
+ * output goes to y [img, M, OH*OW]. */
+#define CV_KK (CV_KH * CV_KW)
+#define CV_HW (CV_H * CV_W)
+#define CV_L (CV_OH * CV_OW)
+#define LOAD_B(xs, k0)                                                                                     \
+    UNROLL for (int j = 0; j < NB; j++)                                                                    \
+        if (X_PRESENT(B, j)) {                                                                             \
+            const int k_ = (k0) + Br0 + j * B_RSTEP, c_ = k_ / CV_KK, t_ = k_ - c_ * CV_KK, kh_ = t_ / CV_KW; \
+            const int dh_ = kh_ * CV_DH, dw_ = (t_ - kh_ * CV_KW) * CV_DW, tap_ = c_ * CV_HW + dh_ * CV_W + dw_; \
+            const bool kin_ = full || k_ < K;                                                              \
+            __local uchar *d_ = (xs) + X_SOFF(B, j);                                                       \
+            UNROLL for (int e = 0; e < 4; e++) {                                                           \
+                const bool ok_ = kin_ && (uint)(cx_ih[e] + dh_) < CV_H && (uint)(cx_iw[e] + dw_) < CV_W;   \
+                cp_async4(d_ + 4 * e, (__global const uchar *)(ok_ ? cx_x + cx_off[e] + tap_ : cx_x), ok_); \
+            }                                                                                              \
+        }
+#elif defined(CONV_W)
+/* Backward-weight (CONV_W; B_KCONT 1; the batch index is a slice of CV_IP
+ * images): dw_s [O, C*KH*KW] = dy_s [O, (img, l)] @ B, B[k = (img, oh,
+ * ow)][n = (c, kh, kw)] = x at that tap, the chunks along k (4 pixels of
+ * one image). A thread's rows (taps) stay the same through the slice, so
+ * their offsets are worked out once per output tile (cw_*); a k-tile
+ * costs its four pixels' origins. */
+#define CV_KK (CV_KH * CV_KW)
+#define CV_HW (CV_H * CV_W)
+#define CV_L (CV_OH * CV_OW)
+#define LOAD_B(xs, k0)                                                                                     \
+    do {                                                                                                   \
+        const int p0_ = (k0) % CV_L + Bc0 * CHUNK, img_ = bb * CV_IP + (k0) / CV_L;                        \
+        int ih_[4], iw_[4], off_[4];                                                                       \
+        UNROLL for (int e = 0; e < 4; e++) {                                                               \
+            const int oh_ = (p0_ + e) / CV_OW;                                                             \
+            ih_[e] = oh_ * CV_SH - CV_PH, iw_[e] = (p0_ + e - oh_ * CV_OW) * CV_SW - CV_PW;                \
+            off_[e] = img_ * (CV_C * CV_HW) + ih_[e] * CV_W + iw_[e];                                      \
+        }                                                                                                  \
+        const bool kin_ = full || (k0) + Bc0 * CHUNK < K;                                                  \
+        UNROLL for (int j = 0; j < NB; j++)                                                                \
+            if (X_PRESENT(B, j)) {                                                                         \
+                __local uchar *d_ = (xs) + X_SOFF(B, j);                                                   \
+                UNROLL for (int e = 0; e < 4; e++) {                                                       \
+                    const bool ok_ = kin_ && (uint)(ih_[e] + cw_dh[j]) < CV_H && (uint)(iw_[e] + cw_dw[j]) < CV_W; \
+                    cp_async4(d_ + 4 * e, (__global const uchar *)(ok_ ? cx_x + off_[e] + cw_tap[j] : cx_x), ok_); \
+                }                                                                                          \
+            }                                                                                              \
+    } while (0)
+#else
+#define LOAD_B(xs, k0) LOAD_OPERAND(B, xs, k0)
+#endif
 #define LOAD_TILE(k0, stage)                                                                               \
     do {                                                                                                   \
         __local uchar *sa_ = smem + (stage) * STAGE_BYTES;                                                 \
         LOAD_OPERAND(A, sa_, k0);                                                                          \
-        LOAD_OPERAND(B, sa_ + A_BYTES, k0);                                                                \
+        LOAD_B(sa_ + A_BYTES, k0);                                                                         \
     } while (0)
 
 /* One k-step's fragments (step S of the tile at local byte offset SA:
@@ -411,6 +486,12 @@ inline uint tf32_lo(uint x, uint hi)
     } while (0)
 #endif
 
+#ifdef CONV_X
+#define OUT_INDEX(m, n) (((long)((n) / CV_L) * M + (m)) * CV_L + (n) % CV_L)
+#else
+#define OUT_INDEX(m, n) (((long)bb * M + (m)) * N + (n))
+#endif
+
 #if TA == 0
 #define ELEM uint
 #else
@@ -480,7 +561,10 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
     const int boffs0 = t * B_RB + (wn * WTN + g) * 4;   /* padded: element (k, n) at k * B_RB + 4 n */
 #endif
 #endif /* FFMA */
-    const int mtiles = (M + BM - 1) / BM, ntiles = (N + BN - 1) / BN, ktiles = (K + BK - 1) / BK;
+#ifdef CONV_W
+    const int Kall = K;   /* a slice's pixels: the last slice may hold fewer images */
+#endif
+    const int mtiles = (M + BM - 1) / BM, ntiles = (N + BN - 1) / BN;
     const int per_batch = mtiles * ntiles;
     for (long tile = get_group_id(0); tile < (long)per_batch * nbatch; tile += get_num_groups(0)) {
         /* raster: groups of GM m-tiles walk the n-tiles together */
@@ -490,11 +574,41 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         const int m0 = mt * BM, n0 = nt * BN;
         __global const ELEM *ap = (__global const ELEM *)(a + aoff + bb * as0) + (long)m0 * (A_KCONT ? as1 : 1);
         __global const ELEM *bp = (__global const ELEM *)(w + woff + bb * bs0) + (long)n0 * (B_KCONT ? bs2 : 1);
+#ifdef CONV_W
+        const int K = max(0, min(Kall, (CV_N - bb * CV_IP) * CV_L));
+#endif
+        const int ktiles = (K + BK - 1) / BK;
         const bool inner = m0 + BM <= M && n0 + BN <= N;
         /* this thread's first chunks and the byte steps between its chunks */
         __global const uchar *Ag = (__global const uchar *)(ap + (long)Ar0 * A_RSTRIDE + Ac0 * CHUNK);
         __global const uchar *Bg = (__global const uchar *)(bp + (long)Br0 * B_RSTRIDE + Bc0 * CHUNK);
         const long Ags = (long)A_RSTEP * A_RSTRIDE * ESZ, Bgs = (long)B_RSTEP * B_RSTRIDE * ESZ;
+#ifdef CONV_X
+        /* this thread's four pixels: input origin and offset (a pixel past
+         * N gets an origin no tap brings inside) */
+        __global const A_T *cx_x = w + woff;
+        int cx_ih[4], cx_iw[4], cx_off[4];
+        UNROLL for (int e = 0; e < 4; e++) {
+            const int n_ = n0 + Bc0 * CHUNK + e, img = n_ / CV_L, p_ = n_ - img * CV_L, oh = p_ / CV_OW;
+            cx_ih[e] = oh * CV_SH - CV_PH;
+            cx_iw[e] = (p_ - oh * CV_OW) * CV_SW - CV_PW;
+            cx_off[e] = img * (CV_C * CV_HW) + cx_ih[e] * CV_W + cx_iw[e];
+            if (n_ >= N) cx_ih[e] = -(1 << 28);
+        }
+#elif defined(CONV_W)
+        /* this thread's taps (rows of B's tile): offset from a pixel's
+         * origin and the shift that must stay inside x (a tap past N never
+         * fits) */
+        __global const A_T *cx_x = w + woff;
+        int cw_tap[NB], cw_dh[NB], cw_dw[NB];
+        UNROLL for (int j = 0; j < NB; j++) {
+            const int n_ = n0 + Br0 + j * B_RSTEP, c_ = n_ / CV_KK, t_ = n_ - c_ * CV_KK, kh_ = t_ / CV_KW;
+            cw_dh[j] = kh_ * CV_DH;
+            cw_dw[j] = (t_ - kh_ * CV_KW) * CV_DW;
+            cw_tap[j] = c_ * CV_HW + cw_dh[j] * CV_W + cw_dw[j];
+            if (n_ >= N) cw_dh[j] = -(1 << 28);
+        }
+#endif
 #ifdef FFMA
         float acc[TM][TN];
         UNROLL for (int i = 0; i < TM; i++)
@@ -627,7 +741,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             UNROLL for (int j = 0; j < TN; j++) {
                 int m = m0 + wm * WTM + FFMA_ROW(i), n = n0 + wn * WTN + FFMA_COL(j);
                 if (m < M && n < N)
-                    O_STORE(out, ooff + ((long)bb * M + m) * N + n, epilogue(acc[i][j], bb, m, n, EPI_ARGS));
+                    O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(acc[i][j], bb, m, n, EPI_ARGS));
             }
 #else
         UNROLL for (int i = 0; i < MI; i++)
@@ -635,7 +749,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                 UNROLL for (int q = 0; q < 4; q++) {
                     int m = m0 + wm * WTM + i * 16 + g + (q >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t + (q & 1);
                     if (m < M && n < N)
-                        O_STORE(out, ooff + ((long)bb * M + m) * N + n, epilogue(acc[i][j][q], bb, m, n, EPI_ARGS));
+                        O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(acc[i][j][q], bb, m, n, EPI_ARGS));
                 }
 #endif
     }

@@ -203,6 +203,50 @@ function TestConvAlgos:test_planner_choices()
   lu.assertErrorMsgContains("do not match weight", function() netcl.conv2d_strategy({ 1, 3, 8, 8 }, { 4, 2, 3, 3 }, o) end)
 end
 
+-- The forward and backward-weight passes as implicit GEMMs on the FFMA
+-- kernel (x gathered by its copies, geometry compiled in): on NVIDIA sm_80+
+-- as it is, on other OpenCL devices through NETCL_MMA_EMULATE (plain
+-- copies for cp.async). Odd sizes, padding, strides, a dilation, a fused
+-- bias and ReLU, a partial k-tile (K = 36 over 32-deep tiles), k-tiles of
+-- 16 and 32 pixels, and on a 2-core PoCL device backward-weight slices of
+-- 2 images over 5 (the last one short); the planner takes the kernel for
+-- a stride-2 3x3 layer where it serves.
+function TestConvAlgos:test_ffma_implicit_passes()
+  lu.skipIf(H.is_cpu, "the FFMA kernel is an OpenCL kernel")
+  local ffi = require("ffi")
+  pcall(ffi.cdef, "int setenv(const char *, const char *, int); int unsetenv(const char *);")
+  local nvidia = H.device_info().vendor:find("NVIDIA") ~= nil
+  if not nvidia then ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1) end
+  local ok, err = pcall(function()
+    for _, gm in ipairs({ { 5, 4, 33, 32, 8, 3, 3, { stride = 2, padding = 1 } },
+                          { 2, 8, 12, 16, 5, 3, 3, { padding = 2, dilation = 2, stride = { 2, 1 } } } }) do
+      netcl.manual_seed(26)
+      local x = netcl.randn(gm[1], gm[2], gm[3], gm[4], { device = dev })
+      local w = netcl.randn(gm[5], gm[2], gm[6], gm[7], { device = dev })
+      local b = netcl.randn(gm[5], { device = dev })
+      local o = { stride = gm[8].stride, padding = gm[8].padding, dilation = gm[8].dilation, act = "relu" }
+      local want = with_algo("direct", function() return F.conv2d(x, w, b, o) end)
+      local got = with_algo("implicit_gemm", function() return F.conv2d(x, w, b, o) end)
+      H.assert_close(got, want, 1e-4, 1e-4, "implicit forward")
+      local dw = {}
+      for i, algo in ipairs({ "direct", "implicit_gemm" }) do
+        local wr = w:clone():requires_grad_()
+        local y = with_algo(algo, function() return F.conv2d(x, wr, nil, gm[8]) end)
+        netcl.manual_seed(27)
+        with_algo(algo, function() y:backward(netcl.randn(y:size(), { device = dev })) end)
+        dw[i] = wr.grad
+      end
+      H.assert_close(dw[2], dw[1], 1e-4, 1e-4 * math.max(1, dw[1]:abs():max():item()), "implicit backward-weight")
+    end
+    if not nvidia or (H.device_info().tensor_cores or ""):find("tf32", 1, true) then
+      lu.assertEquals(netcl.conv2d_strategy({ 128, 64, 32, 32 }, { 128, 64, 3, 3 }, { device = dev, stride = 2, padding = 1 }),
+        "implicit_gemm")
+    end
+  end)
+  if not nvidia then ffi.C.unsetenv("NETCL_MMA_EMULATE") end
+  if not ok then error(err, 0) end
+end
+
 function TestConvAlgos:test_set_conv_algo()
   lu.assertErrorMsgContains("unknown strategy 'fft'", function() netcl.set_conv_algo("fft") end)
   netcl.set_conv_algo("auto")

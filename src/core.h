@@ -268,6 +268,11 @@ typedef struct nc_backend {
      * sums that the caller adds. All contiguous, one float dtype. */
     netcl_status (*conv_gemm)(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
                               const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
+    /* Whether conv_gemm runs this pass at about a plain product's speed
+     * (no unfold to pay for, so the planner prefers it to im2col): 0 no,
+     * else 1, or for backward-weight the kslices it wants; may be NULL
+     * (never). */
+    int64_t (*conv_gemm_fast)(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
     /* Tiled direct convolution: out y <- x, w of geometry g through
      * local-memory tiles of input and weights, epi fused (may be NULL).
      * flip: w is the [C, O, KH, KW] weight of a stride-1 convolution whose

@@ -143,6 +143,7 @@ static const nc_backend opencl_backend = {
     .settle = nc_cl_settle,
     .conv = nc_cl_conv,
     .conv_gemm = nc_cl_conv_gemm,
+    .conv_gemm_fast = nc_cl_conv_gemm_fast,
     .conv_tiled = nc_cl_conv_tiled,
     .conv_tiled_weight = nc_cl_conv_tiled_weight,
     .bn = nc_cl_bn,

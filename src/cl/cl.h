@@ -6,7 +6,7 @@
 #include "loader.h"
 
 typedef struct nc_cl_program {
-    char key[256];              /* family + options */
+    char key[1024];             /* family + options (longer ones are refused, never cut) */
     cl_program program;
     int nkernels;
     struct { char name[48]; cl_kernel kernel; size_t wg; } kernels[192];
@@ -112,6 +112,7 @@ netcl_status nc_cl_class_loss_backward(netcl_device *dev, const nc_desc *gx, con
                                         double eps);
 netcl_status nc_cl_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+int64_t nc_cl_conv_gemm_fast(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
 netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
                              const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
 netcl_status nc_cl_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *out, const nc_desc *x,

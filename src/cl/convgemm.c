@@ -2,7 +2,10 @@
  * devices: gemm.cl's gemm_tiled with kernels/convgemm.cl's gathers
  * (program "convgemm+gemm"), one launch per pass, the GEMM's batch running
  * over the groups (times the K slices of backward-weight). The gathers
- * divide by runtime sizes through magic numbers computed here. */
+ * divide by runtime sizes through magic numbers computed here. Where the
+ * FFMA kernel serves (mma.c: NVIDIA sm_80+, float32, groups 1), the
+ * forward and backward-weight passes run on it instead, x gathered by its
+ * cp.async copies. */
 #include "gemm.h"
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +53,16 @@ static void choose(const nc_gemm_call *c, nc_gemm_cfg *cfg)
     nc_gemm_default(c, cfg);
 }
 
+/* the planner's question (backend conv_gemm_fast): does this pass's
+ * implicit GEMM run on the pipelined kernel, at a plain product's speed?
+ * (backward-weight: in how many K slices). Not for 1x1 windows, whose
+ * unfold is a strided copy of x: ResNet's 1x1 stride-2 layer ran 0.159 ms
+ * f+b through im2col against 0.172 gathered (H200). */
+int64_t nc_cl_conv_gemm_fast(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
+{
+    return g->KH * g->KW > 1 ? nc_ffma_conv_usable(dev, g, pass, dt) : 0;
+}
+
 netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
                              const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices)
 {
@@ -57,6 +70,12 @@ netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv
                                          "conv2d backward-weight (implicit gemm)"};
     NC_TRY(nc_cl_enter(dev, names[pass], a->dtype, out->dtype));
     if (kslices < 1 || pass != NC_CONV_PASS_WEIGHT) kslices = 1;
+    if (nc_ffma_conv_usable(dev, g, pass, a->dtype)) {
+        nc_gemm_epi e = {1, 0, NULL, NULL, 1, -1, 0};
+        if (pass == NC_CONV_PASS_FWD && epi) e.bias = epi->bias, e.act = epi->act, e.act_p = epi->act_p;
+        netcl_status st = nc_ffma_conv_launch(dev, g, pass, out, a, b, &e, kslices);
+        if (st != NETCL_ERR_UNSUPPORTED) return st;   /* else the tiled kernel below */
+    }
     conv_gemm p;
     plan(pass, g, a, b, kslices, &p);
     if (p.M * g->G > INT32_MAX || p.N > INT32_MAX || p.K > INT32_MAX || p.batches > INT32_MAX)

@@ -97,6 +97,15 @@ int nc_ffma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg);
+/* The FFMA kernel as a convolution pass (groups 1, float32), the input
+ * gathered by its copies: forward y <- x, b = w, e fused; backward-weight
+ * out [slices, O, C*KH*KW] <- x, b = dy, slice s summing images [s ip,
+ * (s+1) ip), ip = ceil(N / slices) (slices past the images come out 0).
+ * usable: 0 where the kernel cannot serve the pass, else 1 (forward) or
+ * the slices it wants (backward-weight). */
+int64_t nc_ffma_conv_usable(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
+netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, const nc_desc *out,
+                                 const nc_desc *x, const nc_desc *b, const nc_gemm_epi *e, int64_t slices);
 
 /* tune.c: runs cfg (any kernel, no usability check) on a random problem
  * and returns its relative error against the reference kernel; < 0 when it

@@ -186,7 +186,17 @@ static void epilogue_opts(const nc_gemm_epi *e, char *buf, size_t len)
     snprintf(buf, len, " -DEPI_FLAGS=%d -DEPI_ACT=%d", flags, nc_gemm_act_ok(e->act) ? e->act : -1);
 }
 
-netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
+/* A convolution pass run as an implicit GEMM with w's elements gathered
+ * from x: the forward (-DCONV_X, B_KCONT 0) or backward-weight (-DCONV_W,
+ * B_KCONT 1, the batch index a slice of ip images). */
+typedef struct {
+    const nc_conv_args *g;
+    nc_conv_pass pass;
+    int64_t ip;
+} conv_gather;
+
+/* conv: NULL for a plain product */
+static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const conv_gather *conv)
 {
     int ffma = c->kernel == NC_GEMM_FFMA;
     int kind = ffma ? (g->out->dtype == NETCL_DTYPE_FLOAT32 ? 0 : -1) : mma_kind(g->out->dtype);
@@ -198,14 +208,14 @@ netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
      * row's chunks by XOR: 3 or 6 chunks a row would leave it) */
     if (kind < 0 || (c->kernel != NC_GEMM_MMA && !ffma) || c->stages < 2 || c->stages > 4 || c->mdimc <= 0 ||
         c->ndimc <= 0 || c->kwg <= 0 || (c->kwg & (c->kwg - 1)) || !operand_ok(g->a, chunk, g->B) ||
-        !operand_ok(g->w, chunk, g->B))
+        (!conv && !operand_ok(g->w, chunk, g->B)))
         return NETCL_ERR_UNSUPPORTED;
     if (ffma ? c->vwm <= 0 || c->vwn <= 0 || c->mwg != c->mdimc * 8 * c->vwm || c->nwg != c->ndimc * 4 * c->vwn ||
                    c->vwm % 4 || c->vwn % 8 || c->kwg < 8
              : c->mwg <= 0 || c->nwg <= 0 || c->mwg % (16 * c->mdimc) || c->nwg % (16 * c->ndimc) || c->kwg % kstep ||
                    c->kwg < 2 * chunk)
         return NETCL_ERR_UNSUPPORTED;
-    int a_kc = k_contig(g->a, 2), b_kc = k_contig(g->w, 1);
+    int a_kc = k_contig(g->a, 2), b_kc = conv ? conv->pass == NC_CONV_PASS_WEIGHT : k_contig(g->w, 1);
     /* ffma tiles are all swizzled, none padded */
     int stages = fit_stages(c, g->dev, kind, a_kc || ffma, b_kc || ffma);
     if (!stages || threads > g->dev->max_work_group) return NETCL_ERR_UNSUPPORTED;
@@ -213,14 +223,27 @@ netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
     int64_t a_cpr = (a_kc ? c->kwg : c->mwg) / chunk, b_cpr = (b_kc ? c->kwg : c->nwg) / chunk;
     if (a_cpr > threads || b_cpr > threads) return NETCL_ERR_UNSUPPORTED;
     nc_cl_device *cd = nc_cl_dev(g->dev);
-    char opts[400], epi[64], ffma_opts[40] = "";
+    char opts[700], epi[64], ffma_opts[40] = "", conv_opts[300] = "";
     if (ffma) snprintf(ffma_opts, sizeof ffma_opts, " -DFFMA -DTM=%d -DTN=%d", c->vwm, c->vwn);
+    if (conv) {
+        const nc_conv_args *v = conv->g;
+        int n = snprintf(conv_opts, sizeof conv_opts,
+                         " -DCONV_%c -DCV_C=%lld -DCV_H=%lld -DCV_W=%lld -DCV_KH=%lld -DCV_KW=%lld -DCV_SH=%lld"
+                         " -DCV_SW=%lld -DCV_PH=%lld -DCV_PW=%lld -DCV_DH=%lld -DCV_DW=%lld -DCV_OH=%lld -DCV_OW=%lld",
+                         conv->pass == NC_CONV_PASS_WEIGHT ? 'W' : 'X', (long long)v->C, (long long)v->H,
+                         (long long)v->W, (long long)v->KH, (long long)v->KW, (long long)v->SH, (long long)v->SW,
+                         (long long)v->PH, (long long)v->PW, (long long)v->DH, (long long)v->DW, (long long)v->OH,
+                         (long long)v->OW);
+        if (conv->pass == NC_CONV_PASS_WEIGHT)
+            snprintf(conv_opts + n, sizeof conv_opts - n, " -DCV_N=%lld -DCV_O=%lld -DCV_IP=%lld", (long long)v->N,
+                     (long long)v->O, (long long)conv->ip);
+    }
     nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
     epilogue_opts(g->epi, epi, sizeof epi);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n,
-             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s",
-             c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi, ffma_opts,
+             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s%s",
+             c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi, ffma_opts, conv_opts,
              kind == 0 && !ffma && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "");
     cl_kernel k;
     size_t wg, kmax = 0;
@@ -232,6 +255,99 @@ netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c)
     int64_t tiles = ((g->M + c->mwg - 1) / c->mwg) * ((g->N + c->nwg - 1) / c->nwg) * g->B;
     size_t global = (size_t)(tiles < (1 << 20) ? tiles : (1 << 20)) * (size_t)threads, local = (size_t)threads;
     return nc_cl_launch_nd(cd, k, 1, &global, &local);
+}
+
+netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL); }
+
+/* ---- convolution passes as implicit GEMMs ----------------------------------------- */
+/* forward: y [N, O, OH*OW] = w [O, K] @ B, B [K = C*KH*KW, N*OH*OW]
+ * gathered from x; backward-weight: part [S, O, K] with part s = dy_s [O,
+ * ip*L] @ B_s, B_s [ip*L, K] gathered from the slice's x (L = OH*OW). Both
+ * float32 products of one group, sizes in 32-bit indices; the forward's
+ * weight rows in whole 16-byte chunks, backward-weight's k-tiles inside one
+ * image (kwg divides L). */
+static int conv_fits(const nc_conv_args *cv, nc_conv_pass pass)
+{
+    int64_t K = cv->C * cv->KH * cv->KW, L = cv->OH * cv->OW, lim = (int64_t)1 << 31;
+    if (cv->G != 1 || cv->N * cv->C * cv->H * cv->W >= lim || cv->N * cv->O * L >= lim || cv->O * K >= lim)
+        return 0;
+    return pass == NC_CONV_PASS_FWD ? K % 4 == 0 : pass == NC_CONV_PASS_WEIGHT && L % 8 == 0 && cv->N * cv->O * K < lim;
+}
+
+/* backward-weight's block: 128 x 64 (64 x 64 for 64 or fewer output
+ * channels), k-tiles that divide L */
+static void weight_cfg(const nc_conv_args *cv, nc_gemm_cfg *c)
+{
+    int64_t L = cv->OH * cv->OW;
+    if (cv->O > 64) *c = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 128, 64, 32, 2, 2, 8, 8, 1, 0, 0, 0, 2, 8};
+    else *c = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
+    if (L % 32) c->kwg = L % 16 ? 8 : 16, c->stages = 4;
+}
+
+/* images per slice: fewest rounds of blocks times images a block sums
+ * (ties to more images: fewer partial sums), at least 2 k-tiles a slice */
+static int64_t weight_images(const netcl_device *dev, const nc_conv_args *cv)
+{
+    nc_gemm_cfg c;
+    weight_cfg(cv, &c);
+    int64_t K = cv->C * cv->KH * cv->KW, L = cv->OH * cv->OW;
+    int64_t tiles = ((cv->O + c.mwg - 1) / c.mwg) * ((K + c.nwg - 1) / c.nwg);
+    int64_t slots = 2 * (dev->compute_units > 0 ? dev->compute_units : 1), best = cv->N, best_cost = -1;
+    for (int64_t ip = cv->N; ip >= 1; ip--) {
+        if (ip * L < 2 * c.kwg && ip < cv->N) break;
+        int64_t S = (cv->N + ip - 1) / ip, cost = (tiles * S + slots - 1) / slots * ip;
+        if (best_cost < 0 || cost < best_cost) best = ip, best_cost = cost;
+    }
+    return best;
+}
+
+static int conv_usable(netcl_device *dev, const nc_conv_args *cv, nc_conv_pass pass, netcl_dtype dt)
+{
+    if (dt != NETCL_DTYPE_FLOAT32 || !hardware_ok(dev) || !conv_fits(cv, pass)) return 0;
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
+    if (!s) return 0;
+    probe(dev, s, KIND_FFMA);
+    return s->tc_ok[KIND_FFMA] == 1;
+}
+
+int64_t nc_ffma_conv_usable(netcl_device *dev, const nc_conv_args *cv, nc_conv_pass pass, netcl_dtype dt)
+{
+    if (!conv_usable(dev, cv, pass, dt)) return 0;
+    if (pass != NC_CONV_PASS_WEIGHT) return 1;
+    int64_t ip = weight_images(dev, cv);
+    return (cv->N + ip - 1) / ip;
+}
+
+netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *cv, nc_conv_pass pass, const nc_desc *out,
+                                 const nc_desc *x, const nc_desc *b, const nc_gemm_epi *e, int64_t slices)
+{
+    if (!conv_usable(dev, cv, pass, out->dtype) || (pass == NC_CONV_PASS_WEIGHT && slices < 1))
+        return NETCL_ERR_UNSUPPORTED;
+    int64_t K = cv->C * cv->KH * cv->KW, L = cv->OH * cv->OW;
+    nc_desc da = *b, dx = *x, dy = *out;
+    da.ndim = dx.ndim = dy.ndim = 3;
+    memset(dx.strides, 0, sizeof dx.strides);
+    nc_gemm_cfg cfg;
+    nc_gemm_call g;
+    conv_gather cg = {cv, pass, 0};
+    if (pass == NC_CONV_PASS_FWD) {   /* a = w [O, K], out [1, O, N*L] (scattered to [N, O, L]) */
+        da.sizes[0] = dx.sizes[0] = dy.sizes[0] = 1;
+        da.sizes[1] = cv->O, da.sizes[2] = K, da.strides[0] = 0, da.strides[1] = K, da.strides[2] = 1;
+        dx.sizes[1] = K, dx.sizes[2] = cv->N * L;
+        dy.sizes[1] = cv->O, dy.sizes[2] = cv->N * L, dy.strides[0] = 0, dy.strides[1] = cv->N * L, dy.strides[2] = 1;
+        g = (nc_gemm_call){dev, &dy, &da, &dx, e, 1, cv->O, cv->N * L, K};
+        nc_ffma_default(&g, &cfg);
+    } else {                          /* a = dy [S][O, ip*L], out [S, O, K] */
+        cg.ip = (cv->N + slices - 1) / slices;
+        da.sizes[0] = dx.sizes[0] = dy.sizes[0] = slices;
+        da.sizes[1] = cv->O, da.sizes[2] = cg.ip * L;
+        da.strides[0] = cg.ip * cv->O * L, da.strides[1] = L, da.strides[2] = 1;
+        dx.sizes[1] = cg.ip * L, dx.sizes[2] = K;
+        dy.sizes[1] = cv->O, dy.sizes[2] = K, dy.strides[0] = cv->O * K, dy.strides[1] = K, dy.strides[2] = 1;
+        g = (nc_gemm_call){dev, &dy, &da, &dx, e, slices, cv->O, K, cg.ip * L};
+        weight_cfg(cv, &cfg);
+    }
+    return launch(&g, &cfg, &cg);
 }
 
 /* ---- the probe ------------------------------------------------------------------- */

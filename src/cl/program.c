@@ -158,13 +158,18 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
         free(body);
         return nc_fail(NETCL_ERR_BACKEND, "OpenCL: kernel source '%s' not found (embedded or in NETCL_KERNEL_DIR)", family);
     }
-    char opts[600];
+    char opts[1400];
     /* -DNC_FP64: the host's view of fp64 support, which picks WIDE_T (common.cl) */
     /* NETCL_CL_OPTIONS: extra compiler options for experiments (e.g.
      * NVIDIA's -cl-nv-verbose, whose ptxas report NETCL_DEBUG=2 prints) */
     const char *extra = getenv("NETCL_CL_OPTIONS");
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2%s %s%s%s", cd->dev->has_fp64 ? " -DNC_FP64" : "", options,
-             extra && *extra ? " " : "", extra ? extra : "");
+    if (snprintf(opts, sizeof opts, "-cl-std=CL1.2%s %s%s%s", cd->dev->has_fp64 ? " -DNC_FP64" : "", options,
+                 extra && *extra ? " " : "", extra ? extra : "") >= (int)sizeof opts) {
+        free(common);
+        free(ops);
+        free(body);
+        return nc_fail(NETCL_ERR_BACKEND, "OpenCL: the build options of program %s are too long (NETCL_CL_OPTIONS?)", family);
+    }
     const char *srcs[3] = {common, ops, body};
     uint64_t h = 0xcbf29ce484222325ULL;
     h = fnv1a(h, common); h = fnv1a(h, ops); h = fnv1a(h, body); h = fnv1a(h, opts);
@@ -255,8 +260,10 @@ static void slot_add(nc_cl_device *cd, uint64_t h, nc_cl_program *p, int k)
 static netcl_status kernel_create(nc_cl_device *cd, const char *family, const char *options, const char *name,
                                   nc_cl_program **prog, int *index)
 {
-    char key[256];
-    snprintf(key, sizeof key, "%s|%s", family, options);
+    char key[sizeof cd->programs->key];
+    if (snprintf(key, sizeof key, "%s|%s", family, options) >= (int)sizeof key)
+        return nc_fail(NETCL_ERR_BACKEND, "OpenCL: the build options of program %s are too long (%zu characters)", family,
+                       strlen(options));
     nc_cl_program *p = cd->programs;
     while (p && strcmp(p->key, key) != 0) p = p->next;
     if (!p) {
