@@ -474,6 +474,28 @@ function TestGemm:test_ffma_emulated()
   lu.assertFalse(ffma_serves())
 end
 
+-- Large row-major float32 products copy a to m-contiguous first where the
+-- FFMA kernel serves (src/linalg.c, a_mfast), and run in the tn layout's
+-- default blocks: the same values as the cpu's. On NVIDIA as it is, on
+-- other OpenCL devices through emulation.
+function TestGemm:test_ffma_row_major_a_copied()
+  lu.skipIf(H.is_cpu, "the FFMA kernel is an OpenCL kernel")
+  local nvidia = H.device_info().vendor:find("NVIDIA") ~= nil
+  if not nvidia then ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1) end
+  local ok, err = pcall(function()
+    if not ffma_serves() then return end
+    with_cache_dir(function()
+      netcl.tune_cache_reload(H.device)
+      lu.assertStrContains(netcl.gemm_config(2048, 4096, 1024, { device = H.device }),
+        "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=1 vwm=8 vwn=16 stages=4 gm=8 (default; a copied m-contiguous first)")
+    end)
+    local a, b = operands(H.device, 1024, 1024, 4096, false, false)
+    H.assert_close(a:matmul(b):to("cpu"), a:to("cpu"):matmul(b:to("cpu")), tol(1024))
+  end)
+  if not nvidia then ffi.C.unsetenv("NETCL_MMA_EMULATE") end
+  if not ok then error(err, 0) end
+end
+
 function TestGemm:test_ffma_config_parse()
   lu.skipIf(H.is_cpu, "the cpu backend has one kernel (or BLAS)")
   -- a thread tile that does not make the block, a pipeline too deep, a

@@ -347,6 +347,10 @@ typedef struct nc_backend {
      * alias out. */
     netcl_status (*gemm)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
                          const nc_gemm_epi *epi);
+    /* Whether matmul / gemm of a [1,M,K] and w [1,K,N] as given runs faster,
+     * copy included, with a copied so that its m dim is the contiguous one
+     * (a's k dim contiguous now); may be NULL (never). */
+    int (*gemm_wants_a_mfast)(netcl_device *dev, const nc_desc *a, const nc_desc *w);
 } nc_backend;
 
 /* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out

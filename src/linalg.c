@@ -43,6 +43,24 @@ static netcl_status epilogue_c(netcl_tensor **c3, netcl_tensor *c, int ndim, con
     return st;
 }
 
+/* Where the backend runs the product faster with a's m dim contiguous
+ * (gemm_wants_a_mfast: NVIDIA's FFMA kernel, about 10% on large row-major
+ * float32 products, the copy included), a pooled copy of a so laid out
+ * replaces *x; the caller releases it. NULL (and *x as it was) otherwise,
+ * or where the copy fails: the product runs as given. */
+static netcl_tensor *a_mfast(netcl_device *dev, netcl_tensor *a3, nc_desc *x, const nc_desc *y)
+{
+    if (!dev->backend->gemm_wants_a_mfast || a3->sizes[0] != 1 || !dev->backend->gemm_wants_a_mfast(dev, x, y))
+        return NULL;
+    netcl_tensor *t = NULL, *c = NULL, *am = NULL;
+    if (nc_fwd_tensor_transpose(&t, a3, 1, 2) == NETCL_OK && nc_fwd_tensor_contiguous(&c, t) == NETCL_OK &&
+        nc_fwd_tensor_transpose(&am, c, 1, 2) == NETCL_OK)
+        nc_desc_of(x, am);
+    netcl_tensor_release(t);
+    netcl_tensor_release(c);
+    return am;
+}
+
 /* One backend call: matmul, or gemm with the epilogue of ga. */
 static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor *b3, const gemm_args *ga, int ndim,
                                 const int64_t *oshape)
@@ -52,14 +70,21 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
     nc_desc_of(&o, o3);
     nc_desc_of(&x, a3);
     nc_desc_of(&y, b3);
-    if (!ga) return a3->sizes[2] == 0 ? dev->backend->fill(dev, &o, 0) : dev->backend->matmul(dev, &o, &x, &y);
+    netcl_tensor *am = a_mfast(dev, a3, &x, &y);
+    netcl_status st;
+    if (!ga) {
+        st = a3->sizes[2] == 0 ? dev->backend->fill(dev, &o, 0) : dev->backend->matmul(dev, &o, &x, &y);
+        netcl_tensor_release(am);
+        return st;
+    }
     netcl_tensor *c3 = NULL;
-    if (ga->c) NC_TRY(epilogue_c(&c3, ga->c, ndim, oshape, o3->sizes[0]));
+    st = ga->c ? epilogue_c(&c3, ga->c, ndim, oshape, o3->sizes[0]) : NETCL_OK;
     if (c3) nc_desc_of(&cd, c3);
     if (ga->bias) nc_desc_of(&bd, ga->bias);
     nc_gemm_epi e = {ga->alpha, ga->beta, c3 ? &cd : NULL, ga->bias ? &bd : NULL, ga->bias_rows ? 1 : 2, ga->act, ga->act_p};
-    netcl_status st = dev->backend->gemm(dev, &o, &x, &y, &e);
+    if (st == NETCL_OK) st = dev->backend->gemm(dev, &o, &x, &y, &e);
     netcl_tensor_release(c3);
+    netcl_tensor_release(am);
     return st;
 }
 

@@ -144,6 +144,7 @@ static const nc_backend opencl_backend = {
     .conv = nc_cl_conv,
     .conv_gemm = nc_cl_conv_gemm,
     .conv_gemm_fast = nc_cl_conv_gemm_fast,
+    .gemm_wants_a_mfast = nc_cl_gemm_wants_a_mfast,
     .conv_tiled = nc_cl_conv_tiled,
     .conv_tiled_weight = nc_cl_conv_tiled_weight,
     .bn = nc_cl_bn,

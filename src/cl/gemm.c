@@ -348,6 +348,27 @@ void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
     else nc_gemm_default(g, cfg);
 }
 
+/* Row-major float32 products large enough that copying a to m-contiguous
+ * (the FFMA kernel's fastest layout, tn) pays: H200, 4096^3 41.4 -> 43.8
+ * and 8192^3 42.9 -> 48.2 TFLOP/s with the copy (0.16 / 0.53 ms) counted;
+ * not where a configuration is forced (experiments), nor at N < 4096, where
+ * the copy's share (about 180 / N of the product's time) eats the gain. */
+int nc_cl_gemm_wants_a_mfast(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+{
+    int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
+    if (a->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_IEEE || layout_of(a) != 'n' ||
+        layout_of(w) != 'n' || N < 4096 || M < 1024 || K < 1024 || M % 4 || K % 4 || M > INT32_MAX || K > INT32_MAX)
+        return 0;
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
+    const char *env = getenv("NETCL_GEMM_CONFIG");
+    if (!s || s->has_forced || (env && *env)) return 0;
+    nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
+    nc_desc out = {0};
+    out.dtype = a->dtype;
+    nc_gemm_call g = {dev, &out, a, w, &e, 1, M, N, K};
+    return nc_ffma_usable(&g);
+}
+
 netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi)
 {
     NC_TRY(nc_cl_enter(dev, "matmul", a->dtype, a->dtype));

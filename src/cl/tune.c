@@ -344,6 +344,10 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
     desc3(&da, NULL, dtype, m, k, trans_a);
     desc3(&dw, NULL, dtype, k, n, trans_b);
     desc3(&dout, NULL, dtype, m, n, 0);
+    /* matmul copies a large row-major a to m-contiguous first where that
+     * runs faster (src/linalg.c): the product it then runs */
+    int copied = !trans_a && nc_cl_gemm_wants_a_mfast(dev, &da, &dw);
+    if (copied) desc3(&da, NULL, dtype, m, k, 1);
     nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
     nc_gemm_call g = {dev, &dout, &da, &dw, &epi, 1, m, n, k};
     nc_gemm_cfg cfg;
@@ -351,6 +355,6 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
     nc_gemm_choose(&g, &cfg, &why);
     char text[200];
     nc_gemm_cfg_format(&cfg, text, sizeof text);
-    snprintf(buf, (size_t)len, "%s (%s)", text, why);
+    snprintf(buf, (size_t)len, "%s (%s%s)", text, why, copied ? "; a copied m-contiguous first" : "");
     return NETCL_OK;
 }
