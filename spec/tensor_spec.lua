@@ -65,6 +65,26 @@ function TestTensor:test_views_share_storage()
   lu.assertEquals(t:flatten():size(), { 6 })
 end
 
+-- contiguous() of transposed matrices and batches of them (OpenCL: the
+-- copy kernel's local-memory tiles, edges of partial tiles, a view offset),
+-- with and without a dtype conversion, against the cpu's copy
+function TestTensor:test_transposed_copies()
+  for _, sh in ipairs({ { 40, 70 }, { 16, 16 }, { 33, 100 }, { 3, 37, 50 } }) do
+    for _, dt in ipairs({ "float32", "float64", "int64", "float16" }) do
+      netcl.manual_seed(5)
+      local x = netcl.randn(sh, { device = "cpu" }):mul(10):to(dt)
+      local nd = #sh
+      local want = x:transpose(nd - 1, nd):contiguous()
+      local xd = x:to(dev)
+      lu.assertEquals(xd:transpose(nd - 1, nd):contiguous():to("cpu"):totable(), want:totable(), dt)
+      H.assert_close(xd:transpose(nd - 1, nd):to("float32"):to("cpu"), want:to("float32"), 1e-3, 1e-2, dt .. " to float32")
+    end
+  end
+  local x = netcl.randn(5, 64, 48, { device = dev })
+  lu.assertEquals(x:narrow(2, 3, 40):permute(1, 3, 2):contiguous():to("cpu"):totable(),
+    x:to("cpu"):narrow(2, 3, 40):permute(1, 3, 2):contiguous():totable())
+end
+
 function TestTensor:test_narrow_select_expand_squeeze()
   local t = netcl.arange(12, { device = dev }):view(3, 4)
   lu.assertEquals(t:narrow(2, 2, 2):totable(), { { 1, 2 }, { 5, 6 }, { 9, 10 } })

@@ -17,10 +17,20 @@ netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *sr
     cl_kernel k;
     size_t wg;
     cl_mem d = dst->buf, s = src->buf;
+    int nd = (int)m.ndim;
     if (nc_cl_meta_contiguous(&m, 2)) {
         NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_contig", &k, &wg));
         cl_long doff = m.offsets[0], soff = m.offsets[1], n = m.n;
         NC_ARG(k, 0, d); NC_ARG(k, 1, doff); NC_ARG(k, 2, s); NC_ARG(k, 3, soff); NC_ARG(k, 4, n);
+    } else if ((nd == 2 || nd == 3) && m.strides[0][nd - 1] == 1 && m.strides[1][nd - 2] == 1 &&
+               m.sizes[nd - 2] >= 16 && m.sizes[nd - 1] >= 16 && dev->max_work_group >= 256) {
+        /* a transposed matrix (or a batch of them): tiles through local memory */
+        NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_transpose", &k, &wg));
+        NC_ARG(k, 0, d); NC_ARG(k, 1, s); NC_ARG(k, 2, m);
+        size_t global[3] = {(size_t)(m.sizes[nd - 2] + 31) / 32 * 32, (size_t)(m.sizes[nd - 1] + 31) / 32 * 8,
+                            nd == 3 ? (size_t)m.sizes[0] : 1};
+        size_t local[3] = {32, 8, 1};
+        return nc_cl_launch_nd(cd, k, 3, global, local);
     } else {
         NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_strided", &k, &wg));
         NC_ARG(k, 0, d); NC_ARG(k, 1, s); NC_ARG(k, 2, m);
