@@ -17,7 +17,9 @@
  * resp. n is), GM (raster: GM m-tiles take their n-tiles in turn, so the
  * blocks in flight share operands in L2), EPI_FLAGS / EPI_ACT (the
  * epilogue fixed at build time, so the plain product carries none of its
- * code; absent: read from the arguments), MMA_EMULATE (PoCL testing:
+ * code; absent: read from the arguments), CONV_X / CONV_W (a convolution's
+ * forward / backward-weight pass: w is its input x, gathered by the copies;
+ * the geometry in CV_*, see LOAD_B), MMA_EMULATE (PoCL testing:
  * plain OpenCL stand-ins for every PTX instruction with the same fragment
  * layouts, exchanging fragments through local memory).
  * Local memory: per stage an A tile and a B tile, each stored as rows of
@@ -321,6 +323,11 @@ inline uint tf32_lo(uint x, uint hi)
                 }                                                                                        \
         }                                                                                                \
     } while (0)
+#if defined(CONV_X) || defined(CONV_W)
+#define CV_KK (CV_KH * CV_KW)
+#define CV_HW (CV_H * CV_W)
+#define CV_L (CV_OH * CV_OW)
+#endif
 #ifdef CONV_X
 /* The forward convolution as an implicit GEMM (CONV_X; B_KCONT 0, one
  * batch): B[k][n] = x[img, c, oh SH - PH + kh DH, ow SW - PW + kw DW] for
@@ -331,9 +338,6 @@ inline uint tf32_lo(uint x, uint hi)
  * are worked out once per output tile (cx_*); a row costs its tap's
  * offset. The geometry is compiled in (CV_*): divisions by constants. The
  * output goes to y [img, M, OH*OW]. */
-#define CV_KK (CV_KH * CV_KW)
-#define CV_HW (CV_H * CV_W)
-#define CV_L (CV_OH * CV_OW)
 #define LOAD_B(xs, k0)                                                                                     \
     UNROLL for (int j = 0; j < NB; j++)                                                                    \
         if (X_PRESENT(B, j)) {                                                                             \
@@ -353,9 +357,6 @@ inline uint tf32_lo(uint x, uint hi)
  * one image). A thread's rows (taps) stay the same through the slice, so
  * their offsets are worked out once per output tile (cw_*); a k-tile
  * costs its four pixels' origins. */
-#define CV_KK (CV_KH * CV_KW)
-#define CV_HW (CV_H * CV_W)
-#define CV_L (CV_OH * CV_OW)
 #define LOAD_B(xs, k0)                                                                                     \
     do {                                                                                                   \
         const int p0_ = (k0) % CV_L + Bc0 * CHUNK, img_ = bb * CV_IP + (k0) / CV_L;                        \

@@ -275,7 +275,8 @@ netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c) { return
 static int conv_fits(const nc_conv_args *cv, nc_conv_pass pass)
 {
     int64_t K = cv->C * cv->KH * cv->KW, L = cv->OH * cv->OW, lim = (int64_t)1 << 31;
-    if (cv->G != 1 || cv->N * cv->C * cv->H * cv->W >= lim || cv->N * cv->O * L >= lim || cv->O * K >= lim)
+    /* (N + 1) images: the offsets of pixels past the last one are formed, never used */
+    if (cv->G != 1 || (cv->N + 1) * cv->C * cv->H * cv->W >= lim || cv->N * cv->O * L >= lim || cv->O * K >= lim)
         return 0;
     return pass == NC_CONV_PASS_FWD ? K % 4 == 0 : pass == NC_CONV_PASS_WEIGHT && L % 8 == 0 && cv->N * cv->O * K < lim;
 }
@@ -330,27 +331,28 @@ netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *cv, nc_c
     if (!conv_usable(dev, cv, pass, out->dtype) || (pass == NC_CONV_PASS_WEIGHT && slices < 1))
         return NETCL_ERR_UNSUPPORTED;
     int64_t K = cv->C * cv->KH * cv->KW, L = cv->OH * cv->OW;
-    nc_desc da = *b, dx = *x, dy = *out;
-    da.ndim = dx.ndim = dy.ndim = 3;
+    nc_desc da = *b, dx = *x, dout = *out;
+    da.ndim = dx.ndim = dout.ndim = 3;
     memset(dx.strides, 0, sizeof dx.strides);
     nc_gemm_cfg cfg;
     nc_gemm_call g;
     conv_gather cg = {cv, pass, 0};
     if (pass == NC_CONV_PASS_FWD) {   /* a = w [O, K], out [1, O, N*L] (scattered to [N, O, L]) */
-        da.sizes[0] = dx.sizes[0] = dy.sizes[0] = 1;
+        da.sizes[0] = dx.sizes[0] = dout.sizes[0] = 1;
         da.sizes[1] = cv->O, da.sizes[2] = K, da.strides[0] = 0, da.strides[1] = K, da.strides[2] = 1;
         dx.sizes[1] = K, dx.sizes[2] = cv->N * L;
-        dy.sizes[1] = cv->O, dy.sizes[2] = cv->N * L, dy.strides[0] = 0, dy.strides[1] = cv->N * L, dy.strides[2] = 1;
-        g = (nc_gemm_call){dev, &dy, &da, &dx, e, 1, cv->O, cv->N * L, K};
+        dout.sizes[1] = cv->O, dout.sizes[2] = cv->N * L;
+        dout.strides[0] = 0, dout.strides[1] = cv->N * L, dout.strides[2] = 1;
+        g = (nc_gemm_call){dev, &dout, &da, &dx, e, 1, cv->O, cv->N * L, K};
         nc_ffma_default(&g, &cfg);
     } else {                          /* a = dy [S][O, ip*L], out [S, O, K] */
         cg.ip = (cv->N + slices - 1) / slices;
-        da.sizes[0] = dx.sizes[0] = dy.sizes[0] = slices;
+        da.sizes[0] = dx.sizes[0] = dout.sizes[0] = slices;
         da.sizes[1] = cv->O, da.sizes[2] = cg.ip * L;
         da.strides[0] = cg.ip * cv->O * L, da.strides[1] = L, da.strides[2] = 1;
         dx.sizes[1] = cg.ip * L, dx.sizes[2] = K;
-        dy.sizes[1] = cv->O, dy.sizes[2] = K, dy.strides[0] = cv->O * K, dy.strides[1] = K, dy.strides[2] = 1;
-        g = (nc_gemm_call){dev, &dy, &da, &dx, e, slices, cv->O, K, cg.ip * L};
+        dout.sizes[1] = cv->O, dout.sizes[2] = K, dout.strides[0] = cv->O * K, dout.strides[1] = K, dout.strides[2] = 1;
+        g = (nc_gemm_call){dev, &dout, &da, &dx, e, slices, cv->O, K, cg.ip * L};
         weight_cfg(cv, &cfg);
     }
     return launch(&g, &cfg, &cg);
