@@ -193,9 +193,13 @@ function TestConvAlgos:test_planner_choices()
   lu.assertEquals(netcl.conv2d_strategy(big, { 64, 64, 3, 3 }, { device = dev, stride = 2 }), "implicit_gemm")
   local lenet = { netcl.conv2d_strategy({ 256, 1, 28, 28 }, { 6, 1, 5, 5 }, { device = dev, padding = 2 }) }
   local resnet = netcl.conv2d_strategy({ 128, 64, 32, 32 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 })
+  local lenet2 = { netcl.conv2d_strategy({ 256, 6, 14, 14 }, { 16, 6, 5, 5 }, { device = dev }) }
   if info.type == "opencl_gpu" then
     lu.assertEquals(lenet[1], "tiled")         -- thin layers
     lu.assertEquals(lenet[3], "tiled")         -- small weights: image by image
+    lu.assertNotEquals(lenet2[1], "tiled")     -- 10 x 10 outputs would leave most of a tile idle
+    lu.assertNotEquals(lenet2[2], "tiled")
+    lu.assertEquals(lenet2[3], "tiled")
   else
     lu.assertEquals(lenet[1], "im2col")
   end
