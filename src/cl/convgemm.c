@@ -70,7 +70,7 @@ netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv
                                          "conv2d backward-weight (implicit gemm)"};
     NC_TRY(nc_cl_enter(dev, names[pass], a->dtype, out->dtype));
     if (kslices < 1 || pass != NC_CONV_PASS_WEIGHT) kslices = 1;
-    if (nc_ffma_conv_usable(dev, g, pass, a->dtype)) {
+    if (pass != NC_CONV_PASS_DATA) {   /* the FFMA kernel where it serves (it says NETCL_ERR_UNSUPPORTED otherwise) */
         nc_gemm_epi e = {1, 0, NULL, NULL, 1, -1, 0};
         if (pass == NC_CONV_PASS_FWD && epi) e.bias = epi->bias, e.act = epi->act, e.act_p = epi->act_p;
         netcl_status st = nc_ffma_conv_launch(dev, g, pass, out, a, b, &e, kslices);

@@ -349,10 +349,10 @@ void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
 }
 
 /* Row-major float32 products large enough that copying a to m-contiguous
- * (the FFMA kernel's fastest layout, tn) pays: H200, 4096^3 41.4 -> 43.8
- * and 8192^3 42.9 -> 48.2 TFLOP/s with the copy (0.16 / 0.53 ms) counted;
+ * (the FFMA kernel's fastest layout, tn) pays: H200, 4096^3 41.4 -> 46.6
+ * and 8192^3 42.9 -> 49.0 TFLOP/s with the copy (0.10 / 0.20 ms) counted;
  * not where a configuration is forced (experiments), nor at N < 4096, where
- * the copy's share (about 180 / N of the product's time) eats the gain. */
+ * the copy's share of the product's time grows as 1 / N and eats the gain. */
 int nc_cl_gemm_wants_a_mfast(netcl_device *dev, const nc_desc *a, const nc_desc *w)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];

@@ -79,6 +79,11 @@ int nc_ffma_usable(const nc_gemm_call *g)
     return s->tc_ok[KIND_FFMA] == 1;
 }
 
+/* the FFMA defaults' blocks: 128 x 64 of 2 x 2 warps of 8 x 8 outputs, two
+ * stages; 64 x 64 of 4 x 8, three stages */
+static const nc_gemm_cfg ffma_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 32, 2, 2, 8, 8, 1, 0, 0, 0, 2, 8};
+static const nc_gemm_cfg ffma_64x64 = {.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
+
 void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
@@ -88,10 +93,9 @@ void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
      * transposed layouts) */
     int tn = !k_contig(g->a, 2) && !k_contig(g->w, 1);
     if (nc_gemm_groups(g, 128, 64) >= cu && nc_gemm_fill(g, 128) >= 0.8 * nc_gemm_fill(g, 64))
-        *c = tn ? (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 1, 8, 16, 1, 0, 0, 0, 4, 8}
-                : (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 128, 64, 32, 2, 2, 8, 8, 1, 0, 0, 0, 2, 8};
+        *c = tn ? (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 1, 8, 16, 1, 0, 0, 0, 4, 8} : ffma_128x64;
     else
-        *c = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
+        *c = ffma_64x64;
 }
 
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
@@ -286,8 +290,7 @@ static int conv_fits(const nc_conv_args *cv, nc_conv_pass pass)
 static void weight_cfg(const nc_conv_args *cv, nc_gemm_cfg *c)
 {
     int64_t L = cv->OH * cv->OW;
-    if (cv->O > 64) *c = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 128, 64, 32, 2, 2, 8, 8, 1, 0, 0, 0, 2, 8};
-    else *c = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
+    *c = cv->O > 64 ? ffma_128x64 : ffma_64x64;
     if (L % 32) c->kwg = L % 16 ? 8 : 16, c->stages = 4;
 }
 
