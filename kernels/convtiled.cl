@@ -8,19 +8,17 @@
  * it stages the input patch the tile reads (zeros outside the image) and
  * the OB x CB x KH x KW weights in local memory, then each thread
  * accumulates RX pixels (columns tx + j*TX) x OB channels in registers.
- * Kernel geometry (KH, KW, SH, SW, DH, DW) is compiled in (-D) so the tap
- * loops unroll; sizes and padding are arguments. FLIP: w is [C, O, KH, KW]
+ * Kernel geometry (KH, KW, SH, SW, DH, DW) and the tile are compiled in
+ * (-D) so the tap loops unroll; sizes and padding are arguments. FLIP: w is [C, O, KH, KW]
  * read flipped and transposed (a stride-1 backward-data pass run as this
  * forward one). HAS_BIAS, ACT (netcl_op code or -1), P1: the epilogue.
  * Grid: dim 0 = column tiles * TX, dim 1 = row tiles * TY, dim 2 =
  * N * G * channel blocks. */
 typedef struct { long N, C, H, W, O, G, KH_, KW_, SH_, SW_, PH, PW, DH_, DW_, OH, OW; } conv_t;
 
-#define TX 16
-#define TY 8
-#define RX 2
-#define OB 8
-#define CB 4
+#if !defined(TX) || !defined(TY) || !defined(RX) || !defined(OB) || !defined(CB)
+#error "convtiled.cl: the tile (TX, TY, RX, OB, CB) comes from the host (nc_conv_tile_for, src/core.h)"
+#endif
 #define PTH ((TY - 1) * SH + (KH - 1) * DH + 1)        /* patch rows */
 #define PTW ((TX * RX - 1) * SW + (KW - 1) * DW + 1)   /* patch columns */
 

@@ -68,6 +68,16 @@ int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
     }
 }
 
+/* the convolution convtiled.cl runs for a pass: the forward itself, or for
+ * backward-data at stride 1 the forward convolution of dy with the
+ * flipped, transposed weights and padding d (k - 1) - p */
+static nc_conv_args tiled_kernel_args(const nc_conv_args *g, nc_conv_pass pass)
+{
+    if (pass != NC_CONV_PASS_DATA) return *g;
+    return (nc_conv_args){g->N, g->O, g->OH, g->OW, g->C, 1, g->KH, g->KW, 1, 1, g->DH * (g->KH - 1) - g->PH,
+                          g->DW * (g->KW - 1) - g->PW, g->DH, g->DW, g->H, g->W};
+}
+
 /* Tiled wins where the reduction per output is short and the channel
  * blocks are few (LeNet's 5x5 layers: on an H100 0.036 against im2col's
  * 0.074 ms forward at 1 -> 6 channels, 0.060 against 0.101 at 6 -> 16;
@@ -79,20 +89,14 @@ static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_p
     /* backward-weight: LeNet's layers where im2col unfolds, copies and
      * splits K to produce a few thousand weights */
     if (pass == NC_CONV_PASS_WEIGHT) return dev->type == NETCL_DEVICE_OPENCL_GPU;
-    int64_t cin = pass == NC_CONV_PASS_FWD ? g->C / g->G : g->O, cout = pass == NC_CONV_PASS_FWD ? g->O / g->G : g->C;
-    /* the local memory of kernels/convtiled.cl: 4 channels of the patch an
-     * 8 x 32 output tile reads, and their taps for 8 output channels */
-    int64_t sh = pass == NC_CONV_PASS_FWD ? g->SH : 1, sw = pass == NC_CONV_PASS_FWD ? g->SW : 1;
-    int64_t patch = (7 * sh + (g->KH - 1) * g->DH + 1) * (31 * sw + (g->KW - 1) * g->DW + 1);
-    int64_t bytes = 4 * (patch + g->KH * g->KW * 8) * (dt == NETCL_DTYPE_FLOAT64 ? 8 : 4);
     /* on the 2-core development machine the cpu's tiled rows ran LeNet's
      * first layer in 4.8-16 ms against im2col's steady 5.6-7.2: not planned there */
-    /* its 8 x 32 output tiles: small images leave most of a tile idle
-     * (LeNet's 10 x 10 conv2 outputs; H200, forward 0.061 ms against
-     * im2col's 0.050, backward-data onto 14 x 14 0.063 against 0.053) */
-    int64_t pixels = pass == NC_CONV_PASS_FWD ? g->OH * g->OW : g->H * g->W;
-    return dev->type == NETCL_DEVICE_OPENCL_GPU && bytes <= dev->local_mem && cin * g->KH * g->KW <= 512 && cout <= 32 &&
-           pixels >= 256;
+    if (dev->type != NETCL_DEVICE_OPENCL_GPU) return 0;
+    nc_conv_args k = tiled_kernel_args(g, pass);
+    int64_t elem = dt == NETCL_DTYPE_FLOAT64 ? 8 : 4;
+    nc_conv_tile t = nc_conv_tile_for(&k, elem);
+    return t.cb >= 1 && nc_conv_tile_staged(&k, &t) * elem <= dev->local_mem && k.C / k.G * k.KH * k.KW <= 512 &&
+           k.O / k.G <= 32;
 }
 
 /* Forced strategies, checked before NETCL_CONV_ALGO: this thread's (the
@@ -520,10 +524,7 @@ static netcl_tensor *tiled_pass(scratch *s, const nc_conv_args *g, nc_conv_pass 
         run_conv_tiled(s, g, y, a, b, f, 0);
         return y;
     }
-    /* backward-data at stride 1: the forward convolution of dy with the
-     * flipped, transposed weights and padding d (k - 1) - p */
-    nc_conv_args t = {g->N, g->O, g->OH, g->OW, g->C, 1, g->KH, g->KW, 1, 1, g->DH * (g->KH - 1) - g->PH,
-                      g->DW * (g->KW - 1) - g->PW, g->DH, g->DW, g->H, g->W};
+    nc_conv_args t = tiled_kernel_args(g, pass);
     netcl_tensor *dx = empty(s, a, 4, (int64_t[]){g->N, g->C, g->H, g->W});
     run_conv_tiled(s, &t, dx, a, b, f, 1);
     return dx;
@@ -581,7 +582,12 @@ netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_c
     if (s.st == NETCL_OK && r && !netcl_tensor_is_contiguous(r)) r = contig(&s, r);
     if (!fuses) apply_epilogue(&s, r, f);
     netcl_status st = finish(&s, out, r);
-    if (st != NETCL_OK) nc_error_prefix("conv2d (%s): ", nc_conv_algo_name(algo));
+    if (st != NETCL_OK) {
+        static const char *const pass_names[3] = {"forward", "backward-data", "backward-weight"};
+        char da[192];
+        snprintf(da, sizeof da, "%s", nc_describe(a));   /* nc_describe's buffer is reused by the next call */
+        nc_error_prefix("conv2d (%s) %s of %s and %s: ", nc_conv_algo_name(algo), pass_names[pass], da, nc_describe(b));
+    }
     return st;
 }
 

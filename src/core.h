@@ -139,6 +139,39 @@ static inline int64_t nc_tw_staged(const nc_conv_args *g)
     return (g->C / g->G) * nc_tw_rows(g) * (nc_tw_cols(g) | 1) + nc_tw_block(g) * ((g->OH * g->OW) | 1);
 }
 
+/* The tiled direct convolution's work-group on OpenCL devices
+ * (kernels/convtiled.cl), shared by the planner (its local memory) and the
+ * backend: ty rows x tx*rx columns of output pixels of one image for ob
+ * output channels, cb input channels staged in local memory at a time. g
+ * is the convolution as the kernel runs it (backward-data: the forward one
+ * over dy). Outputs up to 32 columns wide get a tile one row wide and at
+ * most 256 items, as tall as needs the fewest row tiles (LeNet's 10 x 10
+ * outputs: one 10 x 10 tile, not the 8 x 32 that left 60% of its items
+ * idle); wider ones 8 x 32. cb shrinks until the staged values fit
+ * NC_TILE_LOCAL bytes (0 where even one channel does not). */
+#define NC_TILE_LOCAL 32768
+typedef struct { int tx, ty, rx, ob, cb; } nc_conv_tile;
+static inline int64_t nc_conv_tile_staged(const nc_conv_args *g, const nc_conv_tile *t)
+{
+    int64_t ph = (t->ty - 1) * g->SH + (g->KH - 1) * g->DH + 1, pw = (t->tx * t->rx - 1) * g->SW + (g->KW - 1) * g->DW + 1;
+    return t->cb * (ph * pw + g->KH * g->KW * t->ob);
+}
+static inline nc_conv_tile nc_conv_tile_for(const nc_conv_args *g, int64_t elem)
+{
+    nc_conv_tile t = {16, 8, 2, 8, 8};
+    int64_t og = g->O / g->G, cg = g->C / g->G;
+    if (og < t.ob) t.ob = og > 0 ? (int)og : 1;
+    if (cg < t.cb) t.cb = cg > 0 ? (int)cg : 1;
+    if (g->OW <= 32) {
+        t.rx = g->OW > 16 ? 2 : 1;
+        t.tx = g->OW > 0 ? (int)((g->OW + t.rx - 1) / t.rx) : 1;
+        int64_t most = 256 / t.tx < 16 ? 256 / t.tx : 16, rows = g->OH > 0 ? (g->OH + most - 1) / most : 1;
+        t.ty = g->OH > 0 ? (int)((g->OH + rows - 1) / rows) : 1;
+    }
+    while (t.cb > 0 && nc_conv_tile_staged(g, &t) * elem > NC_TILE_LOCAL) t.cb--;
+    return t;
+}
+
 /* The kernels of the direct and Winograd convolution strategies. */
 typedef enum nc_conv_kernel {
     NC_CONV_FWD,          /* out y <- a x, b w */
