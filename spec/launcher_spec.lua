@@ -34,6 +34,28 @@ function TestLauncher:test_eval()
   lu.assertEquals(out, "12\n")
 end
 
+-- NETCL_PROFILE=1: after the run, each OpenCL kernel's device time by
+-- kernel and grid; without it, the report says profiling is off
+function TestLauncher:test_kernel_profile()
+  local code = "local x = netcl.ones(1000, { device = '%s' }); print((x + x):sum():item())"
+  local out, ok = run(launcher .. " -e \"print(netcl.profile_report())\"")
+  lu.assertTrue(ok, out)
+  lu.assertStrContains(out, "kernel profiling is off")
+  out, ok = run("NETCL_PROFILE=1 " .. launcher .. " -e \"" .. code:format("cpu") .. "\"")
+  lu.assertTrue(ok, out)
+  lu.assertStrContains(out, "no OpenCL kernel launched yet")
+  for _, d in ipairs(H.netcl.devices()) do
+    if d.type ~= "cpu" then
+      out, ok = run("NETCL_PROFILE=1 " .. launcher .. " -e \"" .. code:format(d.name) .. "\"")
+      lu.assertTrue(ok, out)
+      lu.assertStrContains(out, "2000")
+      lu.assertStrContains(out, "kernel time on " .. d.name)
+      lu.assertStrContains(out, "binary_add")
+      lu.assertStrContains(out, "reduce")
+    end
+  end
+end
+
 function TestLauncher:test_script_with_args()
   local f = os.tmpname()
   local h = io.open(f, "w")

@@ -219,6 +219,12 @@ int64_t netcl_runtime_programs_loaded(void);     /* loaded from the disk cache *
 int64_t netcl_runtime_kernels_launched(void);
 /* Nanoseconds spent inside the OpenCL driver's kernel enqueue, in total. */
 int64_t netcl_runtime_enqueue_ns(void);
+/* Device time per OpenCL kernel (NETCL_PROFILE=1 in the environment before
+ * the first device call): writes a table of the kernels launched so far,
+ * by kernel name and grid, largest total first, into buf (cut at len);
+ * returns the length the whole table needs. reset != 0 clears the counts
+ * when the table fitted. */
+int netcl_profile_report(char *buf, int len, int reset);
 
 /* ---- the op table --------------------------------------------------------
  * Every op netcl offers (src/optable.c): entry i is "name forward backward

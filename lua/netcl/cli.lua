@@ -10,6 +10,8 @@ usage: netcl [options] [script.lua [args...]]
                     device) for the standard shapes; winners are cached on disk
   --version         print the version
   --help            this text
+environment: NETCL_PROFILE=1 prints each OpenCL kernel's device time after
+  the run (docs/performance.md, "Where a step's time goes")
 ]==]
 
 local function report(err)
@@ -89,6 +91,9 @@ local function main(...)
     i = i + 1
   end
   if interactive or not ran then require("netcl.repl").run() end
+  -- NETCL_PROFILE=1: the device time of every OpenCL kernel, after the run
+  local prof = os.getenv("NETCL_PROFILE")
+  if prof and prof ~= "" and prof ~= "0" then io.stderr:write(require("netcl").profile_report()) end
 end
 
 main(...)

@@ -116,6 +116,19 @@ function netcl.runtime_stats()
   }
 end
 
+-- the device time of each OpenCL kernel launched so far (NETCL_PROFILE=1 set
+-- before the first device call), as a printable table; opts.reset clears it
+function netcl.profile_report(opts)
+  local reset = opts and opts.reset and 1 or 0
+  local size = 65536
+  while true do
+    local buf = ffi.new("char[?]", size)
+    local n = C.netcl_profile_report(buf, size, reset)   -- resets only when the table fitted
+    if n < size then return ffi.string(buf, n) end
+    size = n + 1
+  end
+end
+
 function netcl.manual_seed(seed) C.netcl_rng_seed(seed) end
 function netcl.shutdown() C.netcl_shutdown() end
 

@@ -104,6 +104,7 @@ static void cl_shutdown(netcl_device *dev)
     nc_cl_release_transfers(cd);
     nc_cl.clFinish(cd->queue);
     nc_cl_poll_pending(cd, 1);
+    nc_cl_profile_release(cd);
     nc_cl_release_programs(cd);
     nc_cl_release_index(cd);
     nc_gemm_state_free(cd);
@@ -211,7 +212,8 @@ static void add_device(cl_platform_id plat, cl_device_id id)
     cd->id = id;
     cd->int64_atomics = -1;
     cd->ctx = nc_cl.clCreateContext(NULL, 1, &id, NULL, NULL, &err);
-    if (err == CL_SUCCESS) cd->queue = nc_cl.clCreateCommandQueue(cd->ctx, id, 0, &err);
+    cl_command_queue_properties qp = nc_cl_profiling() ? CL_QUEUE_PROFILING_ENABLE : 0;
+    if (err == CL_SUCCESS) cd->queue = nc_cl.clCreateCommandQueue(cd->ctx, id, qp, &err);
     if (err != CL_SUCCESS) {
         if (getenv("NETCL_DEBUG")) fprintf(stderr, "netcl: skipping an OpenCL device: %s\n", nc_cl_error_name(err));
         if (cd->ctx) nc_cl.clReleaseContext(cd->ctx);

@@ -35,6 +35,7 @@ typedef struct nc_cl_device {
     cl_mem scratch[2];          /* reduction partials, grown on demand and reused (the queue is in order) */
     size_t scratch_size[2];
     netcl_device *dev;
+    struct nc_cl_profile *profile;   /* NETCL_PROFILE=1: launches' events and times (profile.c) */
     nc_cl_program *programs;
     nc_cl_kslot *kslots;        /* open addressing, kcap a power of two, at most half full */
     size_t kcap, kcount;
@@ -73,6 +74,12 @@ netcl_status nc_cl_launch_nd(nc_cl_device *cd, cl_kernel k, int dims, const size
 /* Entry check of every kernel family: not in a forked child, and float64
  * only where the device has it (NETCL_ERR_UNSUPPORTED naming op and device). */
 netcl_status nc_cl_enter(netcl_device *dev, const char *op, netcl_dtype a, netcl_dtype b);
+/* Kernel profiling (profile.c): whether NETCL_PROFILE asks for it (queues
+ * are then created with profiling on), a launch's event handed over, and a
+ * device's records dropped at shutdown. */
+int nc_cl_profiling(void);
+void nc_cl_profile_record(nc_cl_device *cd, cl_kernel k, int dims, const size_t *global, const size_t *local, cl_event ev);
+void nc_cl_profile_release(nc_cl_device *cd);
 /* -DTA=<code> style dtype options for a slot */
 void nc_cl_dtype_opts(char *buf, size_t len, netcl_dtype a, netcl_dtype o);
 /* Appends -DIX32 to buf when a launch over `count` elements may do its

@@ -41,6 +41,7 @@
     X(cl_int, clEnqueueNDRangeKernel, (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, \
                                        const size_t *, cl_uint, const cl_event *, cl_event *))             \
     X(cl_int, clGetEventInfo, (cl_event, cl_event_info, size_t, void *, size_t *))                        \
+    X(cl_int, clGetEventProfilingInfo, (cl_event, cl_profiling_info, size_t, void *, size_t *))           \
     X(cl_int, clReleaseEvent, (cl_event))                                                                  \
     X(cl_int, clRetainEvent, (cl_event))                                                                   \
     X(cl_int, clWaitForEvents, (cl_uint, const cl_event *))                                                \

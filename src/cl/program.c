@@ -333,8 +333,11 @@ netcl_status nc_cl_launch_nd(nc_cl_device *cd, cl_kernel k, int dims, const size
     __atomic_fetch_add(&launched, 1, __ATOMIC_RELAXED);
     struct timespec t0, t1;   /* the driver's share of the per-op cost (the benchmarks report it) */
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    cl_int err = nc_cl.clEnqueueNDRangeKernel(cd->queue, k, (cl_uint)dims, NULL, global, local, 0, NULL, NULL);
+    cl_event ev = NULL;
+    cl_int err = nc_cl.clEnqueueNDRangeKernel(cd->queue, k, (cl_uint)dims, NULL, global, local, 0, NULL,
+                                              nc_cl_profiling() ? &ev : NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (ev) nc_cl_profile_record(cd, k, dims, global, local, ev);
     __atomic_fetch_add(&enqueue_ns, (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec), __ATOMIC_RELAXED);
     NETCL_CL_CHECK(err);
     return NETCL_OK;
