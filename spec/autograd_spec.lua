@@ -319,3 +319,28 @@ function TestHooks:test_hook_errors_are_clear()
   H.assert_error(function() (x * 1):sum():backward() end, "hook returned", "same shape")
   H.assert_error(function() netcl.ones(2):register_hook(print) end, "does not require grad")
 end
+
+-- backward(g) hands the caller's g to the graph without a copy (as
+-- PyTorch): nothing the graph stores may share its memory, so changing g
+-- afterwards leaves the gradients alone, also through views and at a leaf
+function TestGraph:test_explicit_gradient_stays_the_callers()
+  local x = netcl.randn(3, 4, { device = dev }):requires_grad_()
+  local g = netcl.ones(3, 4, { device = dev })
+  local y = x * 2
+  y:retain_grad()
+  y:backward(g)
+  g:fill_(5)
+  lu.assertEquals(x.grad:totable(), netcl.full({ 3, 4 }, 2):totable())
+  lu.assertEquals(y.grad:totable(), netcl.ones(3, 4):totable())
+  x.grad = nil
+  local g12 = netcl.ones(12, { device = dev })
+  x:view(12):backward(g12)   -- the view's rule passes g through to the leaf
+  g12:fill_(7)
+  lu.assertEquals(x.grad:totable(), netcl.ones(3, 4):totable())
+  x.grad = nil
+  local gx = netcl.ones(3, 4, { device = dev })
+  x:backward(gx)             -- a leaf root keeps a copy
+  gx:fill_(9)
+  lu.assertEquals(x.grad:totable(), netcl.ones(3, 4):totable())
+  lu.assertEquals(g:totable(), netcl.full({ 3, 4 }, 5):totable())
+end

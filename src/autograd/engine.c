@@ -338,6 +338,10 @@ netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_g
     if (grad) {
         if (grad->ndim != root->ndim || memcmp(grad->sizes, root->sizes, sizeof(int64_t) * (size_t)root->ndim) != 0)
             st = nc_fail(NETCL_ERR_ARGUMENT, "backward: gradient %s does not match output %s", nc_describe(grad), nc_describe(root));
+        /* the caller's tensor flows into the graph as it is (rules and
+         * accumulation never write into a gradient they were given); a
+         * copy only where it would become a stored .grad or needs a cast */
+        else if (grad->dtype == root->dtype && root->grad_fn && !root->retains_grad) { netcl_tensor_retain(grad); g = grad; }
         else st = nc_fwd_tensor_cast(&g, grad, root->dtype);
     } else if (netcl_tensor_numel(root) != 1) {
         st = nc_fail(NETCL_ERR_ARGUMENT, "backward: %s is not a single element; pass a gradient of its shape", nc_describe(root));
