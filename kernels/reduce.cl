@@ -5,7 +5,8 @@
  * writes the result; otherwise partials (value, index) for reduce_final.
  * Extremum ties keep the lower index; NaN beats numbers (first NaN wins).
  * reduce_rows: one work item per row, for short rows or strided rows whose
- * neighbours are adjacent in memory (a reduction over a leading dim). */
+ * neighbours are adjacent in memory (a reduction over a leading dim).
+ * reduce_cols (at the end): the latter when they are too few for that. */
 #define RSUM 96
 #define RMEAN 97
 #define RMAX 98
@@ -159,4 +160,52 @@ __kernel void reduce_rows(__global O_T *out, __global long *oidx, int has_idx, _
         for (long j = 0; j < R; j++) combine(&v, &vi, A_LOAD(a, base + j * rstride), j);
         write_result(out, oidx, has_idx, meta_offset(&m, 0, row), v, vi, R);
     }
+}
+
+/* reduce_cols: rows whose neighbours are adjacent in memory (a reduction
+ * over a leading dim) but too few to give every lane a row of its own. A
+ * work-group of 32 x CY lanes takes 32 neighbouring rows; lane (x, y) adds
+ * elements y, y + CY, ... of row x, so a warp reads 32 adjacent words at
+ * each step, and the CY partials of a row meet in local memory (in a fixed
+ * order: deterministic). */
+#define COLS 32
+#define COLS_MAXY 32
+__kernel void reduce_cols(__global O_T *out, __global long *oidx, int has_idx, __global const A_T *a, meta_t m,
+                          long R, long rstride)
+{
+    __local A_CT lv[COLS_MAXY * COLS];
+    __local long li[COLS_MAXY * COLS];
+    const int x = get_local_id(0), y = get_local_id(1), cy = get_local_size(1);
+    const long row = get_group_id(0) * COLS + x;
+    A_CT v = IDENT, v1 = IDENT, v2 = IDENT, v3 = IDENT;
+    long vi = -1, vi1 = -1, vi2 = -1, vi3 = -1;
+    if (row < m.n) {
+        /* four chains in flight: a lane's loads are independent, their adds not */
+        const long base = meta_offset(&m, 1, row);
+        long j = y;
+        for (; j + 3 * cy < R; j += 4 * cy) {
+            combine(&v, &vi, A_LOAD(a, base + j * rstride), j);
+            combine(&v1, &vi1, A_LOAD(a, base + (j + cy) * rstride), j + cy);
+            combine(&v2, &vi2, A_LOAD(a, base + (j + 2 * cy) * rstride), j + 2 * cy);
+            combine(&v3, &vi3, A_LOAD(a, base + (j + 3 * cy) * rstride), j + 3 * cy);
+        }
+        for (; j < R; j += cy) combine(&v, &vi, A_LOAD(a, base + j * rstride), j);
+        combine(&v, &vi, v1, vi1);
+        combine(&v2, &vi2, v3, vi3);
+        combine(&v, &vi, v2, vi2);
+    }
+    lv[y * COLS + x] = v;
+    li[y * COLS + x] = vi;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = cy / 2; s > 0; s /= 2) {
+        if (y < s) {
+            A_CT av = lv[y * COLS + x];
+            long ai = li[y * COLS + x];
+            combine(&av, &ai, lv[(y + s) * COLS + x], li[(y + s) * COLS + x]);
+            lv[y * COLS + x] = av;
+            li[y * COLS + x] = ai;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (y == 0 && row < m.n) write_result(out, oidx, has_idx, meta_offset(&m, 0, row), lv[x], li[x], R);
 }

@@ -261,6 +261,27 @@ function TestReduce:test_against_cpu_large_and_strided()
   end, 1e-4, 1e-4)
 end
 
+function TestReduce:test_leading_dim_few_columns()
+  -- a reduction over a leading dim with fewer outputs than the device has
+  -- lanes (OpenCL: reduce_cols, 32 outputs a work-group, their elements
+  -- shared among the group's other lanes): 45 and 300 columns (a last
+  -- block part full), two outer dims, a strided view, ties and NaNs for
+  -- the extrema (the lower index wins; NaN beats numbers)
+  H.against_cpu(function(d)
+    local a = inputs(d, 47, 300, 45)
+    local b = inputs(d, 48, 40, 3, 100)
+    local ties = (inputs(d, 49, 64, 300) * 2):floor()
+    ties[{ 5, 7 }] = 0 / 0
+    ties[{ 9, 7 }] = 0 / 0
+    ties[{ 3, 200 }] = 0 / 0
+    local v = inputs(d, 50, 90, 140):narrow(2, 3, 130)
+    local mx, imx = ties:max(1)
+    local mn, imn = a:min(1)
+    return a:sum(1), a:mean(1), (a * 0.1 + 1):prod(1), b:sum(1), v:sum(1), mx, imx, mn, imn, ties:argmax(1),
+      ties:argmin(1), v:t():contiguous():t():sum(1)
+  end, 1e-4, 1e-4)
+end
+
 function TestReduce:test_long_row_sum()
   local n = 3 * 1000 * 1000
   local t = netcl.full({ n }, 0.5, { device = dev })
