@@ -27,14 +27,16 @@ static cl_long parts_for(netcl_device *dev, int64_t rows, int64_t R, size_t wg)
  * the device one per item: 32 neighbours per work-group, their elements
  * shared among its other lanes; ResNet's 1x1 stride-2 backward-weight sums
  * 128 per-sample [128, 64] products in 6.3 us against reduce_part's
- * 15.9 on an H200, LeNet conv2's 256 weight parts 7.0 against 11.6); 0,
+ * 15.9 on an H200, LeNet conv2's 256 weight parts 7.0 against 11.6),
+ * while there are work-groups for a quarter of the compute units (below
+ * that, LeNet conv1's 150 weights, a work-group per row reads faster); 0,
  * reduce_part (a work-group, or several, per row). */
 static int row_kernel(netcl_device *dev, int64_t rows, int64_t R, int64_t rstride, int64_t row_step)
 {
-    int64_t busy = (int64_t)(dev->compute_units > 0 ? dev->compute_units : 1) * 256;
+    int64_t cu = dev->compute_units > 0 ? dev->compute_units : 1;
     if (R <= 16) return 1;
     if (rstride == 1 || row_step != 1) return 0;
-    return rows >= busy ? 1 : 2;
+    return rows >= cu * 256 ? 1 : 4 * ((rows + 31) / 32) >= cu ? 2 : 0;
 }
 
 netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a)
