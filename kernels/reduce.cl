@@ -164,12 +164,12 @@ __kernel void reduce_rows(__global O_T *out, __global long *oidx, int has_idx, _
 
 /* reduce_cols: rows whose neighbours are adjacent in memory (a reduction
  * over a leading dim) but too few to give every lane a row of its own. A
- * work-group of 32 x CY lanes takes 32 neighbouring rows; lane (x, y) adds
+ * work-group of 32 x CY lanes (CY <= 8) takes 32 neighbouring rows; lane (x, y) adds
  * elements y, y + CY, ... of row x, so a warp reads 32 adjacent words at
  * each step, and the CY partials of a row meet in local memory (in a fixed
  * order: deterministic). */
 #define COLS 32
-#define COLS_MAXY 32
+#define COLS_MAXY 8   /* 256 lanes: the cap of the host's work-groups */
 __kernel void reduce_cols(__global O_T *out, __global long *oidx, int has_idx, __global const A_T *a, meta_t m,
                           long R, long rstride)
 {

@@ -343,4 +343,25 @@ function TestGraph:test_explicit_gradient_stays_the_callers()
   gx:fill_(9)
   lu.assertEquals(x.grad:totable(), netcl.ones(3, 4):totable())
   lu.assertEquals(g:totable(), netcl.full({ 3, 4 }, 5):totable())
+  -- a retained intermediate the gradient reaches unchanged (h + 1, a view)
+  -- keeps its own copy
+  x.grad = nil
+  local h = x * 2
+  h:retain_grad()
+  local gh = netcl.ones(3, 4, { device = dev })
+  ;(h + 1):backward(gh)
+  gh:fill_(5)
+  lu.assertEquals(h.grad:totable(), netcl.ones(3, 4):totable())
+  local h2 = x * 3
+  h2:retain_grad()
+  local g2 = netcl.ones(12, { device = dev })
+  h2:view(12):backward(g2)
+  h2.grad:zero_()
+  lu.assertEquals(g2:totable(), netcl.ones(12):totable())
+  local r = x * 4
+  r:retain_grad()
+  local gr = netcl.ones(3, 4, { device = dev })
+  r:backward(gr)
+  gr:fill_(3)
+  lu.assertEquals(r.grad:totable(), netcl.ones(3, 4):totable())
 end

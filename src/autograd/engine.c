@@ -204,6 +204,18 @@ static netcl_status accumulate(netcl_tensor **acc, netcl_tensor *g)
     return NETCL_OK;
 }
 
+/* A retained non-leaf's .grad (takes ownership of g): its first gradient
+ * is copied, since g also flows on through the graph and may be the
+ * caller's own tensor (backward(grad) passes it in uncopied) or a view of
+ * it; later ones are added out of place. */
+static netcl_status accumulate_retained(netcl_tensor *t, netcl_tensor *g)
+{
+    if (t->grad) return accumulate(&t->grad, g);
+    netcl_status st = nc_fwd_tensor_cast(&t->grad, g, g->dtype);
+    netcl_tensor_release(g);
+    return st;
+}
+
 typedef struct { nc_node **items; size_t n, cap; } node_list;
 
 static int push(node_list *l, nc_node *n)
@@ -312,7 +324,7 @@ static netcl_status run_node(nc_node *n, int retain_graph, node_list *ready)
         gin[i] = NULL;
         if (st == NETCL_OK && gi && n->in[i].retained) {
             netcl_tensor_retain(gi);
-            st = accumulate(&n->in[i].retained->grad, gi);
+            st = accumulate_retained(n->in[i].retained, gi);
         }
         if (st == NETCL_OK && gi && n->in[i].leaf) st = accumulate_leaf(n->in[i].leaf, gi);
         else if (st == NETCL_OK && gi && n->in[i].next) st = accumulate(&n->in[i].next->grad_acc, gi);
@@ -339,9 +351,10 @@ netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_g
         if (grad->ndim != root->ndim || memcmp(grad->sizes, root->sizes, sizeof(int64_t) * (size_t)root->ndim) != 0)
             st = nc_fail(NETCL_ERR_ARGUMENT, "backward: gradient %s does not match output %s", nc_describe(grad), nc_describe(root));
         /* the caller's tensor flows into the graph as it is (rules and
-         * accumulation never write into a gradient they were given); a
-         * copy only where it would become a stored .grad or needs a cast */
-        else if (grad->dtype == root->dtype && root->grad_fn && !root->retains_grad) { netcl_tensor_retain(grad); g = grad; }
+         * accumulation never write into a gradient they were given; a
+         * stored .grad is a copy: accumulate_leaf, accumulate_retained);
+         * a copy here only for a cast or a leaf root */
+        else if (grad->dtype == root->dtype && root->grad_fn) { netcl_tensor_retain(grad); g = grad; }
         else st = nc_fwd_tensor_cast(&g, grad, root->dtype);
     } else if (netcl_tensor_numel(root) != 1) {
         st = nc_fail(NETCL_ERR_ARGUMENT, "backward: %s is not a single element; pass a gradient of its shape", nc_describe(root));
@@ -352,7 +365,7 @@ netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_g
         st = accumulate_leaf(root, g);
         g = NULL;
     } else if (st == NETCL_OK) {
-        if (root->retains_grad) { netcl_tensor_retain(g); st = accumulate(&root->grad, g); }
+        if (root->retains_grad) { netcl_tensor_retain(g); st = accumulate_retained(root, g); }
         node_list all = {0}, ready = {0};
         if (st == NETCL_OK) st = count_deps(root->grad_fn, ++marks, &all);
         if (st == NETCL_OK) {

@@ -25,7 +25,7 @@ static cl_long parts_for(netcl_device *dev, int64_t rows, int64_t R, size_t wg)
  * neighbours sit next to each other, a reduction over a leading dim: lanes
  * then read adjacent words); 2, reduce_cols (such rows, too few to fill
  * the device one per item: 32 neighbours per work-group, their elements
- * shared among its other lanes; ResNet's 1x1 stride-2 backward-weight sums
+ * shared among its other 7 lanes each; ResNet's 1x1 stride-2 backward-weight sums
  * 128 per-sample [128, 64] products in 6.3 us against reduce_part's
  * 15.9 on an H200, LeNet conv2's 256 weight parts 7.0 against 11.6),
  * while there are work-groups for a quarter of the compute units (below
@@ -60,18 +60,22 @@ netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, co
     cl_mem ib = idx ? (cl_mem)idx->buf : ob;
     cl_int has_idx = idx != NULL;
     int how = row_kernel(dev, rows, R, rstride, m.strides[1][m.ndim > 0 ? m.ndim - 1 : 0]);
-    if (how == 2 && cd->max_wg < 32) how = 0;   /* reduce_cols needs 32 lanes a group */
-    if (how) {
-        NC_TRY(nc_cl_kernel(cd, "reduce", opts, how == 1 ? "reduce_rows" : "reduce_cols", &k, &wg));
+    if (how == 2) {   /* 32 rows a group, up to 8 lanes a row (the kernel's groups are at most 256) */
+        NC_TRY(nc_cl_kernel(cd, "reduce", opts, "reduce_cols", &k, &wg));
+        if (wg >= 32) {
+            NC_ARG(k, 0, ob); NC_ARG(k, 1, ib); NC_ARG(k, 2, has_idx); NC_ARG(k, 3, xb); NC_ARG(k, 4, m);
+            NC_ARG(k, 5, R); NC_ARG(k, 6, rstride);
+            size_t cy = wg / 32 < 8 ? wg / 32 : 8;
+            size_t global[2] = {(size_t)((rows + 31) / 32) * 32, cy}, local[2] = {32, cy};
+            return nc_cl_launch_nd(cd, k, 2, global, local);
+        }
+        how = 0;   /* a device whose groups are under 32 lanes: a group per row */
+    }
+    if (how == 1) {
+        NC_TRY(nc_cl_kernel(cd, "reduce", opts, "reduce_rows", &k, &wg));
         NC_ARG(k, 0, ob); NC_ARG(k, 1, ib); NC_ARG(k, 2, has_idx); NC_ARG(k, 3, xb); NC_ARG(k, 4, m);
         NC_ARG(k, 5, R); NC_ARG(k, 6, rstride);
-        if (how == 1) return nc_cl_launch(cd, k, wg, rows);
-        /* 32 rows a group; up to 32 lanes a row, fewer when the groups alone fill the device */
-        int64_t groups = (rows + 31) / 32, cu = dev->compute_units > 0 ? dev->compute_units : 1;
-        size_t cy = groups >= 4 * cu ? 8 : 32;
-        while (cy > 1 && (cy * 32 > wg || (int64_t)cy > R)) cy /= 2;
-        size_t global[2] = {(size_t)groups * 32, cy}, local[2] = {32, cy};
-        return nc_cl_launch_nd(cd, k, 2, global, local);
+        return nc_cl_launch(cd, k, wg, rows);
     }
     NC_TRY(nc_cl_kernel(cd, "reduce", opts, "reduce_part", &k, &wg));
     /* a short row needs no more lanes than elements (wg stays a power of two) */

@@ -93,9 +93,10 @@ void nc_cl_profile_record(nc_cl_device *cd, cl_kernel k, int dims, const size_t 
     if (!p) { pthread_mutex_unlock(&lock); nc_cl.clReleaseEvent(ev); return; }
     if (p->npending == PENDING_MAX) resolve(p);
     char *key = p->pending[p->npending].key;
-    int n = snprintf(key, sizeof p->pending[0].key, "%s %zu", name, global[0]);
-    for (int d = 1; d < dims; d++) n += snprintf(key + n, sizeof p->pending[0].key - (size_t)n, "x%zu", global[d]);
-    snprintf(key + n, sizeof p->pending[0].key - (size_t)n, " / %zu", local ? local[0] : (size_t)0);
+    const size_t klen = sizeof p->pending[0].key;
+    size_t n = (size_t)snprintf(key, klen, "%s %zu", name, global[0]);
+    for (int d = 1; d < dims && n < klen; d++) n += (size_t)snprintf(key + n, klen - n, "x%zu", global[d]);
+    if (n < klen) snprintf(key + n, klen - n, " / %zu", local ? local[0] : (size_t)0);
     p->pending[p->npending++].ev = ev;
     pthread_mutex_unlock(&lock);
 }
