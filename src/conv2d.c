@@ -93,10 +93,8 @@ static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_p
      * first layer in 4.8-16 ms against im2col's steady 5.6-7.2: not planned there */
     if (dev->type != NETCL_DEVICE_OPENCL_GPU) return 0;
     nc_conv_args k = tiled_kernel_args(g, pass);
-    int64_t elem = dt == NETCL_DTYPE_FLOAT64 ? 8 : 4;
-    nc_conv_tile t = nc_conv_tile_for(&k, elem);
-    return t.cb >= 1 && nc_conv_tile_staged(&k, &t) * elem <= dev->local_mem &&
-           (int64_t)t.tx * t.ty <= dev->max_work_group && k.C / k.G * k.KH * k.KW <= 512 && k.O / k.G <= 32;
+    nc_conv_tile t = nc_conv_tile_for(&k, dt, dev->local_mem);
+    return t.cb >= 1 && (int64_t)t.tx * t.ty <= dev->max_work_group && k.C / k.G * k.KH * k.KW <= 512 && k.O / k.G <= 32;
 }
 
 /* Forced strategies, checked before NETCL_CONV_ALGO: this thread's (the

@@ -147,8 +147,9 @@ static inline int64_t nc_tw_staged(const nc_conv_args *g)
  * over dy). Outputs up to 32 columns wide get a tile one row wide and at
  * most 256 items, as tall as needs the fewest row tiles (LeNet's 10 x 10
  * outputs: one 10 x 10 tile, not the 8 x 32 that left 60% of its items
- * idle); wider ones 8 x 32. cb shrinks until the staged values fit
- * NC_TILE_LOCAL bytes (0 where even one channel does not). */
+ * idle); wider ones 8 x 32. cb shrinks until the staged values (in the
+ * kernel's compute type: float64's 8 bytes, else 4) fit NC_TILE_LOCAL
+ * bytes and the device's local memory; 0 where even one channel does not. */
 #define NC_TILE_LOCAL 32768
 typedef struct { int tx, ty, rx, ob, cb; } nc_conv_tile;
 static inline int64_t nc_conv_tile_staged(const nc_conv_args *g, const nc_conv_tile *t)
@@ -156,8 +157,9 @@ static inline int64_t nc_conv_tile_staged(const nc_conv_args *g, const nc_conv_t
     int64_t ph = (t->ty - 1) * g->SH + (g->KH - 1) * g->DH + 1, pw = (t->tx * t->rx - 1) * g->SW + (g->KW - 1) * g->DW + 1;
     return t->cb * (ph * pw + g->KH * g->KW * t->ob);
 }
-static inline nc_conv_tile nc_conv_tile_for(const nc_conv_args *g, int64_t elem)
+static inline nc_conv_tile nc_conv_tile_for(const nc_conv_args *g, netcl_dtype dt, int64_t local_mem)
 {
+    int64_t elem = dt == NETCL_DTYPE_FLOAT64 ? 8 : 4, budget = local_mem < NC_TILE_LOCAL ? local_mem : NC_TILE_LOCAL;
     nc_conv_tile t = {16, 8, 2, 8, 8};
     int64_t og = g->O / g->G, cg = g->C / g->G;
     if (og < t.ob) t.ob = og > 0 ? (int)og : 1;
@@ -168,7 +170,7 @@ static inline nc_conv_tile nc_conv_tile_for(const nc_conv_args *g, int64_t elem)
         int64_t most = 256 / t.tx < 16 ? 256 / t.tx : 16, rows = g->OH > 0 ? (g->OH + most - 1) / most : 1;
         t.ty = g->OH > 0 ? (int)((g->OH + rows - 1) / rows) : 1;
     }
-    while (t.cb > 0 && nc_conv_tile_staged(g, &t) * elem > NC_TILE_LOCAL) t.cb--;
+    while (t.cb > 0 && nc_conv_tile_staged(g, &t) * elem > budget) t.cb--;
     return t;
 }
 

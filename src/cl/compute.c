@@ -60,22 +60,16 @@ netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, co
     cl_mem ib = idx ? (cl_mem)idx->buf : ob;
     cl_int has_idx = idx != NULL;
     int how = row_kernel(dev, rows, R, rstride, m.strides[1][m.ndim > 0 ? m.ndim - 1 : 0]);
-    if (how == 2) {   /* 32 rows a group, up to 8 lanes a row (the kernel's groups are at most 256) */
-        NC_TRY(nc_cl_kernel(cd, "reduce", opts, "reduce_cols", &k, &wg));
-        if (wg >= 32) {
-            NC_ARG(k, 0, ob); NC_ARG(k, 1, ib); NC_ARG(k, 2, has_idx); NC_ARG(k, 3, xb); NC_ARG(k, 4, m);
-            NC_ARG(k, 5, R); NC_ARG(k, 6, rstride);
-            size_t cy = wg / 32 < 8 ? wg / 32 : 8;
-            size_t global[2] = {(size_t)((rows + 31) / 32) * 32, cy}, local[2] = {32, cy};
-            return nc_cl_launch_nd(cd, k, 2, global, local);
-        }
-        how = 0;   /* a device whose groups are under 32 lanes: a group per row */
-    }
-    if (how == 1) {
-        NC_TRY(nc_cl_kernel(cd, "reduce", opts, "reduce_rows", &k, &wg));
+    if (how) NC_TRY(nc_cl_kernel(cd, "reduce", opts, how == 1 ? "reduce_rows" : "reduce_cols", &k, &wg));
+    /* reduce_cols: 32 rows a group, up to 8 lanes a row (the kernel's groups
+     * are at most 256); under 32 lanes a group, a group per row instead */
+    if (how == 1 || (how == 2 && wg >= 32)) {
         NC_ARG(k, 0, ob); NC_ARG(k, 1, ib); NC_ARG(k, 2, has_idx); NC_ARG(k, 3, xb); NC_ARG(k, 4, m);
         NC_ARG(k, 5, R); NC_ARG(k, 6, rstride);
-        return nc_cl_launch(cd, k, wg, rows);
+        if (how == 1) return nc_cl_launch(cd, k, wg, rows);
+        size_t cy = wg / 32 < 8 ? wg / 32 : 8;
+        size_t global[2] = {(size_t)((rows + 31) / 32) * 32, cy}, local[2] = {32, cy};
+        return nc_cl_launch_nd(cd, k, 2, global, local);
     }
     NC_TRY(nc_cl_kernel(cd, "reduce", opts, "reduce_part", &k, &wg));
     /* a short row needs no more lanes than elements (wg stays a power of two) */

@@ -10,9 +10,8 @@ netcl_status nc_cl_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc
 {
     NC_TRY(nc_cl_enter(dev, "conv2d (tiled)", x->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
-    int64_t elem = x->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;   /* the kernel stages in its compute type */
-    nc_conv_tile t = nc_conv_tile_for(g, elem);
-    if (t.cb < 1 || nc_conv_tile_staged(g, &t) * elem > dev->local_mem)
+    nc_conv_tile t = nc_conv_tile_for(g, x->dtype, dev->local_mem);
+    if (t.cb < 1)
         return nc_fail(NETCL_ERR_UNSUPPORTED, "the input patch of a %d x %d output tile under a %lld x %lld window "
                        "(stride %lld x %lld, dilation %lld x %lld) does not fit %s's local memory",
                        t.ty, t.tx * t.rx, (long long)g->KH, (long long)g->KW, (long long)g->SH, (long long)g->SW,
