@@ -94,6 +94,22 @@
 #if defined(FRAG_PIPE) && ((BK / KSTEP) % 2 || defined(FFMA))
 #undef FRAG_PIPE
 #endif
+/* FFMA_PIPE (FFMA): a k-step's operands loaded a step ahead, below. On by
+ * default in the plain products' 64x64 blocks (H200, 1024^3: 29.9-30.0
+ * -> 30.5-31.3 TFLOP/s over three runs); the 128x64 blocks of 8 x 16
+ * outputs lost (2048^3 tn 39.5 -> 33.8: 243 registers where they had 255
+ * and ptxas's own hoisting), and the convolutions keep what they were
+ * measured with. -DFFMA_PIPE forces it, -DNO_FFMA_PIPE turns it off. */
+#if defined(FFMA) && !defined(FFMA_PIPE) && !defined(NO_FFMA_PIPE) && BM * BN <= 4096 && BK % 8 == 0 && \
+    !defined(CONV_X) && !defined(CONV_W)
+#define FFMA_PIPE
+#endif
+#if defined(FFMA) && defined(FFMA_PIPE)
+#if BK % 8 /* two register sets alternate by chunk (4 k-steps): a tile must hold an even number */
+#error "FFMA_PIPE needs BK a multiple of 8"
+#endif
+#define FRAG_PIPE
+#endif
 #ifdef FRAG_PIPE
 #define FETCH_AHEAD STAGES /* tile kt + FETCH_AHEAD is fetched during tile kt */
 #else
@@ -470,6 +486,51 @@ inline uint tf32_lo(uint x, uint hi)
     UNROLL for (int j = 0; j < TN / 4; j++)                                                                  \
         SPLAT4(bv, j, LDF4(tb_, (k) * B_RB + (wn * WTN / 4 + 8 * (j >> 1) + ((ln + 4 * (j & 1)) ^ SWZ_KEY(B_CPR, k))) * 16))
 #endif
+/* FFMA_PIPE: the operands first used at k-step k are loaded during step
+ * k - 1, into the other of two register sets (a chunk's set where k is
+ * contiguous, a step's otherwise), across the tile's barrier too: the
+ * first step after a barrier no longer waits for its loads. */
+#if A_KCONT
+#define FFMA_PA_DECL float4 pa[2][TM]
+#define FFMA_FETCH_A(ta, k)                                                                                   \
+    if ((k) % 4 == 0)                                                                                        \
+        UNROLL for (int i = 0; i < TM; i++) pa[((k) / 4) & 1][i] = LDF4(ta, fa0 + ((((k) / 4) ^ fas) << 4) + i * 8 * A_RB)
+#define FFMA_GET_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = GET4(pa[((k) / 4) & 1][i], (k) % 4)
+#else
+#define FFMA_PA_DECL float pa[2][TM]
+#define FFMA_FETCH_A(ta, k)                                                                                   \
+    UNROLL for (int i = 0; i < TM / 4; i++)                                                                  \
+        SPLAT4(pa[(k) & 1], i, LDF4(ta, (k) * A_RB + (wm * WTM / 4 + 8 * i + (lm ^ SWZ_KEY(A_CPR, k))) * 16))
+#define FFMA_GET_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = pa[(k) & 1][i]
+#endif
+#if B_KCONT
+#define FFMA_PB_DECL float4 pb[2][TN]
+#define FFMA_FETCH_B(tb, k)                                                                                   \
+    if ((k) % 4 == 0)                                                                                        \
+        UNROLL for (int j = 0; j < TN; j++)                                                                  \
+            pb[((k) / 4) & 1][j] = LDF4(tb, fb0[j & 1] + ((((k) / 4) ^ fbs[j & 1]) << 4) + (j >> 1) * 8 * B_RB)
+#define FFMA_GET_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = GET4(pb[((k) / 4) & 1][j], (k) % 4)
+#else
+#define FFMA_PB_DECL float pb[2][TN]
+#define FFMA_FETCH_B(tb, k)                                                                                   \
+    UNROLL for (int j = 0; j < TN / 4; j++)                                                                  \
+        SPLAT4(pb[(k) & 1], j, LDF4(tb, (k) * B_RB + (wn * WTN / 4 + 8 * (j >> 1) + ((ln + 4 * (j & 1)) ^ SWZ_KEY(B_CPR, k))) * 16))
+#define FFMA_GET_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = pb[(k) & 1][j]
+#endif
+#define FFMA_FETCH(sa, k)                                                                                     \
+    do {                                                                                                     \
+        __local const uchar *ta_ = smem + (sa), *tb_ = smem + (sa) + A_BYTES;                                \
+        FFMA_FETCH_A(ta_, k);                                                                                \
+        FFMA_FETCH_B(tb_, k);                                                                                \
+    } while (0)
+#define FFMA_STEP(k)                                                                                          \
+    do {                                                                                                     \
+        float av[TM], bv[TN];                                                                                \
+        FFMA_GET_A(av, k);                                                                                   \
+        FFMA_GET_B(bv, k);                                                                                   \
+        UNROLL for (int i = 0; i < TM; i++)                                                                  \
+            UNROLL for (int j = 0; j < TN; j++) acc[i][j] = fma(av[i], bv[j], acc[i][j]);                   \
+    } while (0)
 #define FFMA_TILE(ta, tb)                                                                                     \
     do {                                                                                                     \
         __local const uchar *ta_ = (ta), *tb_ = (tb);                                                        \
@@ -631,8 +692,14 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
 #ifdef FRAG_PIPE
         CP_WAIT(FETCH_AHEAD - 1);
         barrier(CLK_LOCAL_MEM_FENCE);
+#ifdef FFMA
+        FFMA_PA_DECL;
+        FFMA_PB_DECL;
+        FFMA_FETCH(0, 0);
+#else
         uint afb[2][MI][4], bfb[2][NI][2];
         LOAD_FRAGS(afb[0], bfb[0], 0, 0);
+#endif
 #endif
         int rs = 0, ws = STAGES - 1;   /* the stages read and written next */
         /* The loop runs in two phases, unrolled into two copies: while the
@@ -661,7 +728,24 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             }
 #endif
             const int sa = rs * STAGE_BYTES;
-#ifdef FFMA
+#if defined(FFMA) && defined(FRAG_PIPE)
+            /* as the tensor cores' FRAG_PIPE below: the tile's last step
+             * waits for the next tile, whose stage the barrier frees */
+            UNROLL for (int k = 0; k < BK; k++) {
+                if (k == BK - 1) {
+                    CP_WAIT(STAGES - 2);
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    const int k0 = (kt + FETCH_AHEAD) * BK;
+                    const bool full = phase == 0 || (inner && k0 + BK <= K);
+                    if (phase == 0 || k0 < K) LOAD_TILE(k0, rs);
+                    CP_COMMIT();
+                    FFMA_FETCH(NEXT_STAGE(rs) * STAGE_BYTES, 0);
+                } else {
+                    FFMA_FETCH(sa, k + 1);
+                }
+                FFMA_STEP(k);
+            }
+#elif defined(FFMA)
             FFMA_TILE(smem + sa, smem + sa + A_BYTES);
 #else
             UNROLL for (int s = 0; s < BK / KSTEP; s++) {

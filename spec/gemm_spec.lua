@@ -450,7 +450,9 @@ end
 function TestGemm:test_ffma_products()
   local serves, cfg = ffma_serves()
   lu.skipIf(not serves, "the ffma kernel does not serve " .. H.device .. ": " .. cfg)
-  -- the last shape has inner blocks that run the loop's unchecked phase
+  -- the last shape has inner blocks that run the loop's unchecked phase;
+  -- the 64x64 blocks load their operands a step ahead (FFMA_PIPE), the
+  -- others in the tile's own order
   check_ffma({ "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
                "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=1 vwm=8 vwn=16 stages=2 gm=8",
                "ffma mwg=128 nwg=128 kwg=8 mdimc=2 ndimc=4 vwm=8 vwn=8 stages=4 gm=8" },
