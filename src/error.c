@@ -19,6 +19,18 @@ netcl_status nc_fail(netcl_status st, const char *fmt, ...)
     return st;
 }
 
+/* The length of the message's own lead that the prefix makes redundant:
+ * a first clause ("conv2d (tiled): ...") naming the prefix's op (its first
+ * word) and no tensor, which the prefix names better. */
+static size_t redundant_lead(const char *prefix, const char *msg)
+{
+    size_t op = strcspn(prefix, " (:");
+    if (op == 0 || strncmp(prefix, msg, op) != 0 || (msg[op] != ' ' && msg[op] != ':' && msg[op] != '(')) return 0;
+    const char *end = strstr(msg, ": ");
+    if (!end || end - msg > 96 || memchr(msg, '[', (size_t)(end - msg))) return 0;
+    return (size_t)(end - msg) + 2;
+}
+
 void nc_error_prefix(const char *fmt, ...)
 {
     char prefix[512], old[NC_ERR_LEN];
@@ -26,7 +38,9 @@ void nc_error_prefix(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    memcpy(old, last_error, sizeof old);
+    size_t skip = redundant_lead(prefix, last_error);
+    memcpy(old, last_error + skip, sizeof old - skip);
+    old[sizeof old - 1] = 0;
     size_t plen = strlen(prefix), olen = strnlen(old, sizeof old - 1);
     if (plen + olen >= sizeof last_error) olen = sizeof last_error - 1 - plen;
     memcpy(last_error, prefix, plen);
