@@ -401,6 +401,19 @@ inline uint tf32_lo(uint x, uint hi)
         LOAD_OPERAND(A, sa_, k0);                                                                          \
         LOAD_B(sa_ + A_BYTES, k0);                                                                         \
     } while (0)
+/* The pipeline's turn inside the k loop (kt, phase, inner, K in scope):
+ * wait until the tile due next has landed (this thread's chunks, then
+ * everyone's at the barrier); no warp reads the stage freed last any more,
+ * so tile kt + FETCH_AHEAD is queued into it (a group, empty or not). */
+#define PIPE_TURN(stage)                                                                                   \
+    do {                                                                                                   \
+        CP_WAIT(STAGES - 2);                                                                               \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                      \
+        const int k0 = (kt + FETCH_AHEAD) * BK;                                                            \
+        const bool full = phase == 0 || (inner && k0 + BK <= K);                                           \
+        if (phase == 0 || k0 < K) LOAD_TILE(k0, stage);                                                    \
+        CP_COMMIT();                                                                                       \
+    } while (0)
 
 /* One k-step's fragments (step S of the tile at local byte offset SA:
  * its A part at SA, its B part at SA + A_BYTES) into AF [MI][4] and
@@ -718,14 +731,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         UNROLL for (int phase = 0; phase < 2; phase++)
         for (const int kend = phase == 0 ? kfast : ktiles; kt < kend; kt++) {
 #ifndef FRAG_PIPE
-            CP_WAIT(STAGES - 2);            /* tile kt has landed (this thread's chunks) */
-            barrier(CLK_LOCAL_MEM_FENCE);   /* ... and everyone's; the stage read last round is free */
-            {
-                const int k0 = (kt + FETCH_AHEAD) * BK;
-                const bool full = phase == 0 || (inner && k0 + BK <= K);
-                if (phase == 0 || k0 < K) LOAD_TILE(k0, ws);
-                CP_COMMIT();
-            }
+            PIPE_TURN(ws);   /* tile kt has landed; the stage read last round is free */
 #endif
             const int sa = rs * STAGE_BYTES;
 #if defined(FFMA) && defined(FRAG_PIPE)
@@ -733,12 +739,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
              * waits for the next tile, whose stage the barrier frees */
             UNROLL for (int k = 0; k < BK; k++) {
                 if (k == BK - 1) {
-                    CP_WAIT(STAGES - 2);
-                    barrier(CLK_LOCAL_MEM_FENCE);
-                    const int k0 = (kt + FETCH_AHEAD) * BK;
-                    const bool full = phase == 0 || (inner && k0 + BK <= K);
-                    if (phase == 0 || k0 < K) LOAD_TILE(k0, rs);
-                    CP_COMMIT();
+                    PIPE_TURN(rs);
                     FFMA_FETCH(NEXT_STAGE(rs) * STAGE_BYTES, 0);
                 } else {
                     FFMA_FETCH(sa, k + 1);
@@ -759,12 +760,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                 UNROLL for (int i = 0; i < MI; i++) UNROLL for (int q = 0; q < 4; q++) af[i][q] = afb[s & 1][i][q];
                 UNROLL for (int j = 0; j < NI; j++) UNROLL for (int q = 0; q < 2; q++) bf[j][q] = bfb[s & 1][j][q];
                 if (s == BK / KSTEP - 1) {
-                    CP_WAIT(STAGES - 2);
-                    barrier(CLK_LOCAL_MEM_FENCE);
-                    const int k0 = (kt + FETCH_AHEAD) * BK;
-                    const bool full = phase == 0 || (inner && k0 + BK <= K);
-                    if (phase == 0 || k0 < K) LOAD_TILE(k0, rs);
-                    CP_COMMIT();
+                    PIPE_TURN(rs);
                     LOAD_FRAGS(afb[(s + 1) & 1], bfb[(s + 1) & 1], NEXT_STAGE(rs) * STAGE_BYTES, 0);
                 } else {
                     LOAD_FRAGS(afb[(s + 1) & 1], bfb[(s + 1) & 1], sa, s + 1);
