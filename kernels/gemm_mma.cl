@@ -95,8 +95,9 @@
 #undef FRAG_PIPE
 #endif
 /* FFMA_PIPE (FFMA): a k-step's operands loaded a step ahead, below. On by
- * default in the plain products' 64x64 blocks (H200, 1024^3: 29.9-30.0
- * -> 30.5-31.3 TFLOP/s over three runs); the 128x64 blocks of 8 x 16
+ * default in the plain products' blocks of at most 4096 outputs (64x64,
+ * 128x32; H200, 1024^3 in gemm.lua: 29.7-30.0 -> 31.2 TFLOP/s, the
+ * default 64x64 blocks); the 128x64 blocks of 8 x 16
  * outputs lost (2048^3 tn 39.5 -> 33.8: 243 registers where they had 255
  * and ptxas's own hoisting), and the convolutions keep what they were
  * measured with. -DFFMA_PIPE forces it, -DNO_FFMA_PIPE turns it off. */

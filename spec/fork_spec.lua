@@ -38,6 +38,22 @@ function TestFork:test_opencl_in_child_fails_clearly()
   lu.assertEquals((t + 1):sum():item(), 8)     -- the parent is unaffected
 end
 
+-- the device layer's prefix names the op; the backend's own lead naming it
+-- again ("synchronize opencl:0: synchronize: ...") is dropped
+function TestFork:test_fork_error_names_the_op_once()
+  lu.skipIf(H.is_cpu, "OpenCL devices only")
+  netcl.ones(4, { device = H.device }):sum():item()
+  local code = in_child(function()
+    local ok, err = pcall(netcl.synchronize, H.device)
+    if ok then return 1 end
+    local msg = tostring(err)
+    if not msg:find("synchronize " .. H.device .. ": OpenCL used in a forked child", 1, true) then return 2 end
+    local _, n = msg:gsub("synchronize", "")
+    return n == 1 and 0 or 3
+  end)
+  lu.assertEquals(code, 0, "1 = no error, 2 = not the prefixed fork message, 3 = the op named twice")
+end
+
 function TestFork:test_cpu_work_in_child()
   local code = in_child(function()
     local x = netcl.ones(100000, { device = "cpu" })

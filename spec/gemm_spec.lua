@@ -454,6 +454,8 @@ function TestGemm:test_ffma_products()
   -- the 64x64 blocks load their operands a step ahead (FFMA_PIPE), the
   -- others in the tile's own order
   check_ffma({ "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
+               "ffma mwg=64 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
+               "ffma mwg=64 nwg=64 kwg=8 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=4 gm=8",
                "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=1 vwm=8 vwn=16 stages=2 gm=8",
                "ffma mwg=128 nwg=128 kwg=8 mdimc=2 ndimc=4 vwm=8 vwn=8 stages=4 gm=8" },
     { { 100, 200, 72 }, { 36, 12, 20 }, { 1024, 1028, 520 } })

@@ -20,14 +20,26 @@ netcl_status nc_fail(netcl_status st, const char *fmt, ...)
 }
 
 /* The length of the message's own lead that the prefix makes redundant:
- * a first clause ("conv2d (tiled): ...") naming the prefix's op (its first
- * word) and no tensor, which the prefix names better. */
+ * a first clause ("synchronize: ...", "conv2d (tiled): ...") that starts
+ * with the prefix's op (its first word), names no tensor, and whose every
+ * word the prefix has too, so nothing is lost. */
 static size_t redundant_lead(const char *prefix, const char *msg)
 {
     size_t op = strcspn(prefix, " (:");
     if (op == 0 || strncmp(prefix, msg, op) != 0 || (msg[op] != ' ' && msg[op] != ':' && msg[op] != '(')) return 0;
     const char *end = strstr(msg, ": ");
     if (!end || end - msg > 96 || memchr(msg, '[', (size_t)(end - msg))) return 0;
+    for (const char *w = msg; w < end;) {
+        size_t n = strcspn(w, " ():");
+        if (w + n > end) n = (size_t)(end - w);
+        if (n) {
+            char word[100];
+            memcpy(word, w, n);
+            word[n] = 0;
+            if (!strstr(prefix, word)) return 0;
+        }
+        w += n ? n : 1;
+    }
     return (size_t)(end - msg) + 2;
 }
 

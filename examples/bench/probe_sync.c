@@ -59,6 +59,7 @@ int main(void)
     cl_platform_id plats[8];
     cl_uint np = 0;
     CK(clGetPlatformIDs(8, plats, &np));
+    if (np > 8) np = 8;   /* the count is of all platforms, not of those returned */
     cl_device_id dev = NULL;
     for (cl_uint i = 0; i < np && !dev; i++)
         if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_GPU, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
@@ -103,7 +104,7 @@ int main(void)
     }
     const char *how[5] = {"finish", "wait", "spin", "read", "read+spin"};
     printf("probe_sync on %s: µs per round trip (median / 90th percentile) after a kernel of about\n", name);
-    printf("%-10s %18s %18s %18s\n", "", "0 us", "50 us", "500 us");
+    printf("%-10s %20s %20s %20s\n", "", "0 us", "50 us", "500 us");
     enum { REPS = 400 };
     static double t_[REPS];
     for (int h = 0; h < 5; h++) {

@@ -45,7 +45,9 @@ static char *load_ptx(const char *path)
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
-    char *raw = calloc((size_t)n + 1, 1), *out = calloc((size_t)n + 64, 1);
+    if (n <= 0) { fprintf(stderr, "ptx_ncu: %s is empty or unreadable\n", path); exit(1); }
+    /* each %envreg6 -> %nctaid.x adds a byte, and one needs 8 bytes at least */
+    char *raw = calloc((size_t)n + 1, 1), *out = calloc((size_t)n + (size_t)n / 8 + 1, 1);
     if (!raw || !out || fread(raw, 1, (size_t)n, f) != (size_t)n) { fprintf(stderr, "ptx_ncu: cannot read %s\n", path); exit(1); }
     fclose(f);
     size_t len = 0;
@@ -82,6 +84,10 @@ int main(int argc, char **argv)
     int bm = atoi(argv[6]), bn = atoi(argv[7]), reps = atoi(argv[8]);
     if (M <= 0 || N <= 0 || K <= 0 || bm <= 0 || bn <= 0 || reps <= 0 || (!tn && strcmp(argv[5], "nn"))) {
         fprintf(stderr, "ptx_ncu: bad arguments\n");
+        return 2;
+    }
+    if (M % 4 || N % 4 || K % 4) { /* the copies move 16-byte chunks of rows */
+        fprintf(stderr, "ptx_ncu: M, N and K must be multiples of 4 (%d x %d x %d)\n", M, N, K);
         return 2;
     }
     const char *r = strstr(ptx, ".reqntid");
