@@ -257,7 +257,7 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
              kind == 0 && !ffma && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "");
     cl_kernel k;
     size_t wg, kmax = 0;
-    NC_TRY(nc_cl_kernel(cd, "gemm+gemm_mma", opts, "gemm_mma", &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "gemm+gemm_ffma+gemm_mma", opts, "gemm_mma", &k, &wg));
     nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
     if (kmax && kmax < (size_t)threads) return NETCL_ERR_UNSUPPORTED;
     NC_TRY(nc_gemm_set_args(g, k));

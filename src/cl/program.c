@@ -52,16 +52,17 @@ static char *kernel_source(const char *name)
     return NULL;
 }
 
-/* The source of a family: kernels/<family>.cl, or for "a+b" a.cl followed
- * by b.cl (a prelude that configures b, as convgemm.cl does gemm.cl, or
- * one b builds on, as gemm.cl is for gemm_mma.cl). */
+/* The source of a family: kernels/<family>.cl, or for "a+b+..." the files
+ * in that order (a prelude that configures the next, as convgemm.cl does
+ * gemm.cl, or parts one builds on, as gemm.cl and gemm_ffma.cl are for
+ * gemm_mma.cl). */
 static char *family_source(const char *family)
 {
     const char *plus = strchr(family, '+');
     if (!plus) return kernel_source(family);
     char first[64];
     snprintf(first, sizeof first, "%.*s", (int)(plus - family), family);
-    char *a = kernel_source(first), *b = kernel_source(plus + 1), *s = NULL;
+    char *a = kernel_source(first), *b = family_source(plus + 1), *s = NULL;
     if (a && b && (s = malloc(strlen(a) + strlen(b) + 2))) sprintf(s, "%s\n%s", a, b);
     free(a);
     free(b);

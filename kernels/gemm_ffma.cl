@@ -1,0 +1,106 @@
+/* gemm_ffma.cl — how the float32-FMA path of gemm_mma.cl ("FFMA", built
+ * with -DFFMA) reads its operands from the pipeline's stages and feeds
+ * them to its FMAs: macros only, expanded inside gemm_mma (whose names
+ * they use: the stage layout, the lane's place, acc). The program is
+ * gemm.cl + this file + gemm_mma.cl (src/cl/mma.c). */
+#ifdef FFMA
+/* Each thread owns TM x TN outputs of its warp's 8TM x 4TN tile: rows
+ * FFMA_ROW(i), columns FFMA_COL(j) (relative to the warp tile). Per k it
+ * takes its TM values of a and TN of w from the stage (an operand whose k
+ * dim is contiguous: one 16-byte load per row for 4 k-steps; otherwise one
+ * 16-byte load per 4 values per k-step), then TM x TN FMAs. */
+#if A_KCONT
+#define FFMA_ROW(i) (lm + 8 * (i))
+#else
+#define FFMA_ROW(i) ((lm + 8 * ((i) / 4)) * 4 + (i) % 4)
+#endif
+#if B_KCONT
+#define FFMA_COL(j) (ln + 4 * (j))
+#else
+#define FFMA_COL(j) ((ln + 4 * ((j) / 4)) * 4 + (j) % 4)
+#endif
+#define LDF4(p, off) (*(__local const float4 *)((p) + (off)))
+#define SPLAT4(v, i, x) ((v)[4 * (i)] = (x).s0, (v)[4 * (i) + 1] = (x).s1, (v)[4 * (i) + 2] = (x).s2, (v)[4 * (i) + 3] = (x).s3)
+/* An operand whose k dim is contiguous is read a chunk (4 k) at a time,
+ * one 16-byte load per row, before the chunk's 4 k-steps; the other kind
+ * is read per k-step, one 16-byte load per 4 values. The loop over a
+ * tile's chunks is unrolled too: ptxas then hoists much of a tile's loads
+ * (a 256-thread block of 8 x 8 takes 226 registers, and OpenCL has no
+ * launch bounds; NVIDIA's compiler ignores -cl-nv-maxrregcount), but a
+ * rolled loop ran 5-10% slower (H100). The tiles are ta_ and tb_. */
+#if A_KCONT /* rows 8 apart: the swizzle is the same for all of them */
+#define FFMA_A4(c, i) LDF4(ta_, fa0 + (((c) ^ fas) << 4) + (i) * 8 * A_RB) /* chunk c of the lane's row i */
+#define FFMA_CHUNK_A(c) float4 a4[TM]; UNROLL for (int i = 0; i < TM; i++) a4[i] = FFMA_A4(c, i)
+#define FFMA_LOAD_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = GET4(a4[i], (k) % 4)
+#else /* chunk lm + 8i of the warp tile in row k: XOR its low 3 bits */
+#define FFMA_CHUNK_A(c)
+#define FFMA_LOAD_A(av, k)                                                                                    \
+    UNROLL for (int i = 0; i < TM / 4; i++)                                                                  \
+        SPLAT4(av, i, LDF4(ta_, (k) * A_RB + (wm * WTM / 4 + 8 * i + (lm ^ SWZ_KEY(A_CPR, k))) * 16))
+#endif
+#if B_KCONT /* rows 4 apart: two swizzles, repeating every 8 rows */
+#define FFMA_B4(c, j) LDF4(tb_, fb0[(j) & 1] + (((c) ^ fbs[(j) & 1]) << 4) + ((j) >> 1) * 8 * B_RB)
+#define FFMA_CHUNK_B(c) float4 b4[TN]; UNROLL for (int j = 0; j < TN; j++) b4[j] = FFMA_B4(c, j)
+#define FFMA_LOAD_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = GET4(b4[j], (k) % 4)
+#else /* chunk ln + 4j of the warp tile: 8 (j / 2) + (ln + 4 (j % 2)), the latter swizzled */
+#define FFMA_CHUNK_B(c)
+#define FFMA_LOAD_B(bv, k)                                                                                    \
+    UNROLL for (int j = 0; j < TN / 4; j++)                                                                  \
+        SPLAT4(bv, j, LDF4(tb_, (k) * B_RB + (wn * WTN / 4 + 8 * (j >> 1) + ((ln + 4 * (j & 1)) ^ SWZ_KEY(B_CPR, k))) * 16))
+#endif
+#define FFMA_FMAS(av, bv)                                                                                     \
+    UNROLL for (int i = 0; i < TM; i++) UNROLL for (int j = 0; j < TN; j++) acc[i][j] = fma(av[i], bv[j], acc[i][j])
+/* One tile at local tiles ta, tb, in the tile's own order. */
+#define FFMA_TILE(ta, tb)                                                                                     \
+    do {                                                                                                     \
+        __local const uchar *ta_ = (ta), *tb_ = (tb);                                                        \
+        UNROLL for (int c = 0; c < BK / 4; c++) {                                                            \
+            FFMA_CHUNK_A(c);                                                                                 \
+            FFMA_CHUNK_B(c);                                                                                 \
+            UNROLL for (int kk = 0; kk < 4; kk++) {                                                          \
+                float av[TM], bv[TN];                                                                        \
+                FFMA_LOAD_A(av, 4 * c + kk);                                                                 \
+                FFMA_LOAD_B(bv, 4 * c + kk);                                                                 \
+                FFMA_FMAS(av, bv);                                                                           \
+            }                                                                                                \
+        }                                                                                                    \
+    } while (0)
+/* FFMA_PIPE: the operands first used at k-step k are loaded during step
+ * k - 1, into the other of two register sets (a chunk's set where k is
+ * contiguous, a step's otherwise), across the tile's barrier too: the
+ * first step after a barrier no longer waits for its loads. */
+#if A_KCONT
+#define FFMA_PA_DECL float4 pa[2][TM]
+#define FFMA_FETCH_A(k) \
+    if ((k) % 4 == 0) UNROLL for (int i = 0; i < TM; i++) pa[((k) / 4) & 1][i] = FFMA_A4((k) / 4, i)
+#define FFMA_GET_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = GET4(pa[((k) / 4) & 1][i], (k) % 4)
+#else
+#define FFMA_PA_DECL float pa[2][TM]
+#define FFMA_FETCH_A(k) FFMA_LOAD_A(pa[(k) & 1], k)
+#define FFMA_GET_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = pa[(k) & 1][i]
+#endif
+#if B_KCONT
+#define FFMA_PB_DECL float4 pb[2][TN]
+#define FFMA_FETCH_B(k) \
+    if ((k) % 4 == 0) UNROLL for (int j = 0; j < TN; j++) pb[((k) / 4) & 1][j] = FFMA_B4((k) / 4, j)
+#define FFMA_GET_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = GET4(pb[((k) / 4) & 1][j], (k) % 4)
+#else
+#define FFMA_PB_DECL float pb[2][TN]
+#define FFMA_FETCH_B(k) FFMA_LOAD_B(pb[(k) & 1], k)
+#define FFMA_GET_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = pb[(k) & 1][j]
+#endif
+/* k-step k's operands from the stage at local byte offset sa */
+#define FFMA_FETCH(sa, k)                                                                                     \
+    do {                                                                                                     \
+        __local const uchar *ta_ = smem + (sa), *tb_ = smem + (sa) + A_BYTES;                                \
+        FFMA_FETCH_A(k);                                                                                     \
+        FFMA_FETCH_B(k);                                                                                     \
+    } while (0)
+#define FFMA_STEP(k)                                                                                          \
+    do {                                                                                                     \
+        float av[TM], bv[TN];                                                                                \
+        FFMA_GET_A(av, k);                                                                               \
+        FFMA_GET_B(bv, k);                                                                               \
+        FFMA_FMAS(av, bv);                                                                                   \
+    } while (0)
+#endif /* FFMA */
