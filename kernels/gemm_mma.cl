@@ -112,6 +112,19 @@
 #endif
 #define FRAG_PIPE
 #endif
+/* FFMA_COLUMNS (FFMA): the order of a k-step's TM x TN FMAs, kernels/
+ * gemm_ffma.cl. Column by column, each column's rows back and forth, in
+ * every block that does not load a step ahead (H100: 4096^3 tn 48.0-48.3
+ * -> 50.7-51.2, 8192^3 with a copied 48.5-48.9 -> 51.5-52.2 TFLOP/s, conv
+ * layers unchanged); row by row in those that do (1024^3 31.2-31.4
+ * against 30.7-30.8 by columns). -DFFMA_COLUMNS=0 / =1 forces either. */
+#if defined(FFMA) && !defined(FFMA_COLUMNS)
+#ifdef FFMA_PIPE
+#define FFMA_COLUMNS 0
+#else
+#define FFMA_COLUMNS 1
+#endif
+#endif
 #ifdef FRAG_PIPE
 #define FETCH_AHEAD STAGES /* tile kt + FETCH_AHEAD is fetched during tile kt */
 #else

@@ -451,8 +451,9 @@ function TestGemm:test_ffma_products()
   local serves, cfg = ffma_serves()
   lu.skipIf(not serves, "the ffma kernel does not serve " .. H.device .. ": " .. cfg)
   -- the last shape has inner blocks that run the loop's unchecked phase;
-  -- the 64x64 blocks load their operands a step ahead (FFMA_PIPE), the
-  -- others in the tile's own order
+  -- the 64x64 blocks load their operands a step ahead (FFMA_PIPE) and do
+  -- their FMAs row by row, the others load in the tile's own order and do
+  -- their FMAs column by column (FFMA_COLUMNS)
   check_ffma({ "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
                "ffma mwg=64 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
                "ffma mwg=64 nwg=64 kwg=8 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=4 gm=8",
@@ -467,12 +468,14 @@ function TestGemm:test_ffma_products()
 end
 
 -- The same kernel with cp.async done by plain copies (NETCL_MMA_EMULATE) on
--- an OpenCL device without PTX: one configuration (that of the device probe,
--- so two of its five programs are built once), all four layouts.
+-- an OpenCL device without PTX, all four layouts: the configuration of the
+-- device probe (so two of its five programs are built once; operands a step
+-- ahead, FMAs by rows) and tn's default (FMAs by columns).
 function TestGemm:test_ffma_emulated()
   lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "for OpenCL devices without PTX")
   ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
-  local ok, err = pcall(check_ffma, { "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8" },
+  local ok, err = pcall(check_ffma, { "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
+                                      "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=1 vwm=8 vwn=16 stages=4 gm=8" },
     { { 100, 200, 72 } })
   ffi.C.unsetenv("NETCL_MMA_EMULATE")
   if not ok then error(err, 0) end

@@ -99,6 +99,13 @@ local function time_gemm(r)
   local b = netcl.randn(r.n, r.n, { device = devname, dtype = r.dtype })
   local c = a:matmul(b)
   netcl.synchronize(devname)
+  -- 0.2 s of warm-up, as gemm_peer.py: without it the first repetitions
+  -- of a short product can meet the GPU's clocks still low
+  local warm_until = now() + 0.2
+  repeat
+    for _ = 1, 4 do c = a:matmul(b) end
+    netcl.synchronize(devname)
+  until now() > warm_until
   local times = {}
   local reps = r.n >= 8192 and 5 or r.n >= 4096 and 10 or 20
   -- small products run several per synchronisation (as in a model), so the
