@@ -460,10 +460,14 @@ function TestGemm:test_ffma_products()
                "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=1 vwm=8 vwn=16 stages=2 gm=8",
                "ffma mwg=128 nwg=128 kwg=8 mdimc=2 ndimc=4 vwm=8 vwn=8 stages=4 gm=8" },
     { { 100, 200, 72 }, { 36, 12, 20 }, { 1024, 1028, 520 } })
-  -- long products with both operands row-major take it too (K >= 512)
+  -- long products with both operands row-major take it too (K >= 512);
+  -- tn's blocks of two warps serve where there are three a multiprocessor
   with_cache_dir(function()
     netcl.tune_cache_reload(H.device)
     lu.assertStrContains(netcl.gemm_config(1024, 1024, 1024, { device = H.device }), "ffma ")
+    local cu, tn = H.device_info().compute_units, { device = H.device, trans_a = true }
+    lu.assertStrContains(netcl.gemm_config(192 * cu, 128, 256, tn), "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=1 vwm=8 vwn=16")
+    lu.assertStrContains(netcl.gemm_config(192 * cu - 128, 128, 256, tn), "ffma mwg=64 nwg=64 kwg=32")
   end)
 end
 

@@ -92,10 +92,14 @@ void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
      * 2048 43.7 -> 47.0 TFLOP/s; the same blocks lose 20% in the other
      * transposed layouts) */
     int tn = !k_contig(g->a, 2) && !k_contig(g->w, 1);
-    if (nc_gemm_groups(g, 128, 64) >= cu && nc_gemm_fill(g, 128) >= 0.8 * nc_gemm_fill(g, 64))
-        *c = tn ? (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 1, 8, 16, 1, 0, 0, 0, 4, 8} : ffma_128x64;
-    else
-        *c = ffma_64x64;
+    int64_t big = nc_gemm_fill(g, 128) >= 0.8 * nc_gemm_fill(g, 64) ? nc_gemm_groups(g, 128, 64) : 0;
+    /* the tn blocks are of two warps: with fewer than three a multiprocessor
+     * they lose to 64x64 blocks (H100, TFLOP/s: tn 2048 x 1024 x 1024 25.3
+     * -> 31.7-32.7, 1536^3 27.1 -> 32.7, 1000 x 2000 x 1000 15.2 -> 25.0;
+     * 2048 x 2048 x 1024, 512 blocks, 41.7 against 36.9) */
+    if (tn && big >= 3 * cu) *c = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 1, 8, 16, 1, 0, 0, 0, 4, 8};
+    else if (!tn && big >= cu) *c = ffma_128x64;
+    else *c = ffma_64x64;
 }
 
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
