@@ -80,8 +80,10 @@ int nc_ffma_usable(const nc_gemm_call *g)
 }
 
 /* the FFMA defaults' blocks: 128 x 64 of 2 x 2 warps of 8 x 8 outputs, two
+ * stages; for tn, 128 x 64 of 2 x 1 warps of 8 x 16, 16-deep tiles in four
  * stages; 64 x 64 of 4 x 8, three stages */
 static const nc_gemm_cfg ffma_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 32, 2, 2, 8, 8, 1, 0, 0, 0, 2, 8};
+static const nc_gemm_cfg ffma_tn_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 1, 8, 16, 1, 0, 0, 0, 4, 8};
 static const nc_gemm_cfg ffma_64x64 = {.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
 
 void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
@@ -97,7 +99,7 @@ void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
      * they lose to 64x64 blocks (H100, TFLOP/s: tn 2048 x 1024 x 1024 25.3
      * -> 31.7-32.7, 1536^3 27.1 -> 32.7, 1000 x 2000 x 1000 15.2 -> 25.0;
      * 2048 x 2048 x 1024, 512 blocks, 41.7 against 36.9) */
-    if (tn && big >= 3 * cu) *c = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 1, 8, 16, 1, 0, 0, 0, 4, 8};
+    if (tn && big >= 3 * cu) *c = ffma_tn_128x64;
     else if (!tn && big >= cu) *c = ffma_128x64;
     else *c = ffma_64x64;
 }
