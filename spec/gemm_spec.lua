@@ -501,6 +501,14 @@ function TestGemm:test_ffma_row_major_a_copied()
       netcl.tune_cache_reload(H.device)
       lu.assertStrContains(netcl.gemm_config(2048, 4096, 1024, { device = H.device }),
         "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=1 vwm=8 vwn=16 stages=4 gm=8 (default; a copied m-contiguous first)")
+      -- copied from more than four 64x64 tiles a multiprocessor, and M, N,
+      -- K of at least 1024 (docs/gemm.md, "Selecting a configuration")
+      local cu = H.device_info().compute_units
+      local n = math.max(1024, 64 * (math.floor(4 * cu / 16) + 1))   -- 16 m-tiles of 64 at M = 1024
+      local copied = "a copied m-contiguous first"
+      lu.assertStrContains(netcl.gemm_config(1024, n, 1024, { device = H.device }), copied)
+      lu.assertNotStrContains(netcl.gemm_config(1024, n - 64, 1024, { device = H.device }), copied)
+      lu.assertNotStrContains(netcl.gemm_config(1024, n, 512, { device = H.device }), copied)
     end)
     local a, b = operands(H.device, 1024, 1024, 4096, false, false)
     H.assert_close(a:matmul(b):to("cpu"), a:to("cpu"):matmul(b:to("cpu")), tol(1024))

@@ -351,13 +351,18 @@ void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
 /* Row-major float32 products large enough that copying a to m-contiguous
  * (the FFMA kernel's fastest layout, tn) pays: H200, 4096^3 41.4 -> 46.6
  * and 8192^3 42.9 -> 49.0 TFLOP/s with the copy (0.10 / 0.20 ms) counted;
- * not where a configuration is forced (experiments), nor at N < 4096, where
- * the copy's share of the product's time grows as 1 / N and eats the gain. */
+ * H100, 2048^3 39.8-39.9 -> 43.7-44.3, 1536^3 19.6-22.3 -> 30.3-30.7,
+ * 8192 x 1024 x 1024 37.7-38.1 -> 40.5-41.4. Not where a configuration is
+ * forced (experiments), nor where M, N or K is below 1024 (the copy's share
+ * of the time grows as 1 / N; K = 512 gained nothing), nor where the
+ * product has at most four 64x64 tiles a multiprocessor: there the row-major
+ * blocks fit the device in one wave and the copied product does not
+ * (2048 x 1024 x 1024 33.4 -> 30.8, 1024^3 level). */
 int nc_cl_gemm_wants_a_mfast(netcl_device *dev, const nc_desc *a, const nc_desc *w)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
     if (a->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_IEEE || layout_of(a) != 'n' ||
-        layout_of(w) != 'n' || N < 4096 || M < 1024 || K < 1024 || M % 4 || K % 4 || M > INT32_MAX || K > INT32_MAX)
+        layout_of(w) != 'n' || N < 1024 || M < 1024 || K < 1024 || M % 4 || K % 4 || M > INT32_MAX || K > INT32_MAX)
         return 0;
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
     const char *env = getenv("NETCL_GEMM_CONFIG");
@@ -366,7 +371,8 @@ int nc_cl_gemm_wants_a_mfast(netcl_device *dev, const nc_desc *a, const nc_desc 
     nc_desc out = {0};
     out.dtype = a->dtype;
     nc_gemm_call g = {dev, &out, a, w, &e, 1, M, N, K};
-    return nc_ffma_usable(&g);
+    int cu = dev->compute_units > 0 ? dev->compute_units : 1;
+    return nc_gemm_groups(&g, 64, 64) > 4 * (int64_t)cu && nc_ffma_usable(&g);
 }
 
 netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi)
