@@ -458,7 +458,8 @@ function TestGemm:test_ffma_products()
                "ffma mwg=64 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
                "ffma mwg=64 nwg=64 kwg=8 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=4 gm=8",
                "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=1 vwm=8 vwn=16 stages=2 gm=8",
-               "ffma mwg=128 nwg=128 kwg=8 mdimc=2 ndimc=4 vwm=8 vwn=8 stages=4 gm=8" },
+               "ffma mwg=128 nwg=128 kwg=8 mdimc=2 ndimc=4 vwm=8 vwn=8 stages=4 gm=8",
+               "ffma mwg=64 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=4 gm=8" },
     { { 100, 200, 72 }, { 36, 12, 20 }, { 1024, 1028, 520 } })
   -- long products with both operands row-major take it too (K >= 512);
   -- tn's blocks of two warps serve where there are three a multiprocessor
@@ -467,20 +468,25 @@ function TestGemm:test_ffma_products()
     lu.assertStrContains(netcl.gemm_config(1024, 1024, 1024, { device = H.device }), "ffma ")
     local cu, tn = H.device_info().compute_units, { device = H.device, trans_a = true }
     lu.assertStrContains(netcl.gemm_config(192 * cu, 128, 256, tn), "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=1 vwm=8 vwn=16")
-    lu.assertStrContains(netcl.gemm_config(192 * cu - 128, 128, 256, tn), "ffma mwg=64 nwg=64 kwg=32")
+    -- below that, 64x32 blocks of two warps; 64x64 where w is k-contiguous
+    lu.assertStrContains(netcl.gemm_config(192 * cu - 128, 128, 256, tn), "ffma mwg=64 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=4")
+    lu.assertStrContains(netcl.gemm_config(64 * cu, 64, 512, { device = H.device }), "ffma mwg=64 nwg=32 kwg=16")
+    lu.assertStrContains(netcl.gemm_config(64 * cu, 64, 512, { device = H.device, trans_b = true }), "ffma mwg=64 nwg=64 kwg=32")
   end)
 end
 
 -- The same kernel with cp.async done by plain copies (NETCL_MMA_EMULATE) on
 -- an OpenCL device without PTX, all four layouts: the configuration of the
 -- device probe (so two of its five programs are built once; operands a step
--- ahead, FMAs by rows) and 128x64 blocks of the same 4 x 8 a thread (FMAs by
--- columns; larger thread tiles took PoCL over 15 minutes to compile).
+-- ahead, FMAs by rows), 128x64 blocks of the same 4 x 8 a thread (FMAs by
+-- columns; larger thread tiles took PoCL over 15 minutes to compile) and the
+-- small products' default, 64x32 blocks of two warps.
 function TestGemm:test_ffma_emulated()
   lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "for OpenCL devices without PTX")
   ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
   local ok, err = pcall(check_ffma, { "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
-                                      "ffma mwg=128 nwg=64 kwg=16 mdimc=4 ndimc=2 vwm=4 vwn=8 stages=3 gm=8" },
+                                      "ffma mwg=128 nwg=64 kwg=16 mdimc=4 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
+                                      "ffma mwg=64 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=4 gm=8" },
     { { 100, 200, 72 } })
   ffi.C.unsetenv("NETCL_MMA_EMULATE")
   if not ok then error(err, 0) end

@@ -344,7 +344,7 @@ void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
     int nn = layout_of(g->a) == 'n' && layout_of(g->w) == 'n';
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     if (nc_mma_usable(g)) nc_mma_default(g, cfg);
-    else if ((!nn || g->K >= 512) && nc_gemm_groups(g, 64, 64) >= cu && nc_ffma_usable(g)) nc_ffma_default(g, cfg);
+    else if ((!nn || g->K >= 512) && nc_ffma_small_groups(g) >= cu && nc_ffma_usable(g)) nc_ffma_default(g, cfg);
     else nc_gemm_default(g, cfg);
 }
 

@@ -93,6 +93,7 @@ int nc_mma_usable(const nc_gemm_call *g);
 /* The same pipeline feeding float32 FMAs (ieee float32 on those devices). */
 int nc_ffma_usable(const nc_gemm_call *g);
 void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
+int64_t nc_ffma_small_groups(const nc_gemm_call *g);
 int nc_ffma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);

@@ -81,12 +81,15 @@ int nc_ffma_usable(const nc_gemm_call *g)
 
 /* the FFMA defaults' blocks: 128 x 64 of 2 x 2 warps of 8 x 8 outputs, two
  * stages; for tn, 128 x 64 of 2 x 1 warps of 8 x 16, 16-deep tiles in four
- * stages; 64 x 64 of 4 x 8, three stages */
+ * stages; 64 x 64 of 4 x 8, three stages; 64 x 32 of 2 x 1 warps of 4 x 8,
+ * 16-deep tiles in four stages */
 static const nc_gemm_cfg ffma_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 32, 2, 2, 8, 8, 1, 0, 0, 0, 2, 8};
 static const nc_gemm_cfg ffma_tn_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 1, 8, 16, 1, 0, 0, 0, 4, 8};
 static const nc_gemm_cfg ffma_64x64 = {.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
+static const nc_gemm_cfg ffma_64x32 = {.kernel = NC_GEMM_FFMA, 64, 32, 16, 2, 1, 4, 8, 1, 0, 0, 0, 4, 8};
 
-void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
+/* the large blocks where the product has enough of them, else `small` */
+static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg *small)
 {
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     /* a m-contiguous and w n-contiguous (tn): 2x1 warps of 8 x 16 outputs,
@@ -101,7 +104,24 @@ void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
      * 2048 x 2048 x 1024, 512 blocks, 41.7 against 36.9) */
     if (tn && big >= 3 * cu) *c = ffma_tn_128x64;
     else if (!tn && big >= cu) *c = ffma_128x64;
-    else *c = ffma_64x64;
+    else *c = *small;
+}
+
+/* Products: the small blocks are 64 x 32 of two warps where w is not
+ * k-contiguous (H100, TFLOP/s against 64 x 64: 1024^3 34.1-34.4 against
+ * 33.1-33.3, tn 35.2-35.5 against 32.8-32.9, 768 x 1024 x 1024 27.5
+ * against 25.3-25.4; twice as many blocks fill the device from half the
+ * size, so 1024 x 512 x 2048 leaves gemm_tiled: 15.0 -> 32.4); with w
+ * k-contiguous (nt) they lost 3%. */
+void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
+{
+    ffma_blocks(g, c, k_contig(g->w, 1) ? &ffma_64x64 : &ffma_64x32);
+}
+
+/* the groups of the blocks nc_ffma_default picks for small products */
+int64_t nc_ffma_small_groups(const nc_gemm_call *g)
+{
+    return k_contig(g->w, 1) ? nc_gemm_groups(g, 64, 64) : nc_gemm_groups(g, 64, 32);
 }
 
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
@@ -167,6 +187,8 @@ static const char *const candidates_ffma[] = {
      * 1000 x 2000 x 1000 31.4-31.9 against 25.0 */
     "ffma mwg=128 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=8 vwn=8 stages=4 gm=8",
     "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=16 stages=4 gm=8",
+    /* the small products' default where w is not k-contiguous, for the others */
+    "ffma mwg=64 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=4 gm=8",
 };
 
 int nc_ffma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
@@ -358,7 +380,7 @@ netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *cv, nc_c
         dout.sizes[1] = cv->O, dout.sizes[2] = cv->N * L;
         dout.strides[0] = 0, dout.strides[1] = cv->N * L, dout.strides[2] = 1;
         g = (nc_gemm_call){dev, &dout, &da, &dx, e, 1, cv->O, cv->N * L, K};
-        nc_ffma_default(&g, &cfg);
+        ffma_blocks(&g, &cfg, &ffma_64x64);   /* the blocks the convolutions were measured with */
     } else {                          /* a = dy [S][O, ip*L], out [S, O, K] */
         cg.ip = (cv->N + slices - 1) / slices;
         da.sizes[0] = dx.sizes[0] = dout.sizes[0] = slices;
