@@ -332,8 +332,9 @@ void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why)
 }
 
 /* Without a tuned entry: the tensor cores where usable; float32 FMAs fed by
- * cp.async (mma.c) where an operand is transposed, or K >= 512, and 64x64
- * blocks fill the device; else the device type's default. H100: tn / nt
+ * cp.async (mma.c) where an operand is transposed, or K >= 512, and its
+ * small blocks (64x32, or 64x64 where w is k-contiguous) fill the device;
+ * else the device type's default. H100: tn / nt
  * 4096^3 43-45 against 31-35 TFLOP/s for gemm_tiled, and the ResNet-18
  * convolutions' backward products with them (256x8^2 f+b 0.505 -> 0.440
  * ms); with both operands row-major only long products gain (8192^3 43
@@ -357,7 +358,7 @@ void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
  * of the time grows as 1 / N; K = 512 gained nothing), nor where the
  * product has at most four 64x64 tiles a multiprocessor: there the row-major
  * blocks fit the device in one wave and the copied product does not
- * (2048 x 1024 x 1024 33.4 -> 30.8, 1024^3 level). */
+ * (2048 x 1024 x 1024 33.4 -> 30.8; 1024^3 the same either way). */
 int nc_cl_gemm_wants_a_mfast(netcl_device *dev, const nc_desc *a, const nc_desc *w)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
