@@ -88,6 +88,14 @@ static const nc_gemm_cfg ffma_tn_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 16, 
 static const nc_gemm_cfg ffma_64x64 = {.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
 static const nc_gemm_cfg ffma_64x32 = {.kernel = NC_GEMM_FFMA, 64, 32, 16, 2, 1, 4, 8, 1, 0, 0, 0, 4, 8};
 
+/* How full the last round of `blocks` is when `slots` run at once (1: every
+ * round full). */
+static double last_round_fill(int64_t blocks, int64_t slots)
+{
+    int64_t rounds = (blocks + slots - 1) / slots;
+    return (double)blocks / (double)(rounds * slots);
+}
+
 /* the large blocks where the product has enough of them, else `small` */
 static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg *small)
 {
@@ -102,8 +110,20 @@ static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg
      * they lose to 64x64 blocks (H100, TFLOP/s: tn 2048 x 1024 x 1024 25.3
      * -> 31.7-32.7, 1536^3 27.1 -> 32.7, 1000 x 2000 x 1000 15.2 -> 25.0;
      * 2048 x 2048 x 1024, 512 blocks, 41.7 against 36.9) */
-    if (tn && big >= 3 * cu) *c = ffma_tn_128x64;
-    else if (!tn && big >= cu) *c = ffma_128x64;
+    /* Rounds: four tn blocks run on a multiprocessor at once (251
+     * registers), two of the four-warp 128x64 ones. A tn product of one to
+     * three rounds whose last round is under 85% full waits on it; the
+     * four-warp blocks serve where their own last round is fuller, else the
+     * small blocks (H100, TFLOP/s: tn 2048 x 3072 x 2048 36.5-36.8 -> 42.7-
+     * 42.8, 2560 x 4096 x 2048 40.3-41.6 -> 43.5-43.6, 3072^3 38.8-38.9 ->
+     * 40.4-40.6, 2048 x 2560 x 2048 30.9 -> 40.2-40.3 small; 2816^3, fuller,
+     * keeps them: 46.9-47.2 against 41.8-41.9). */
+    if (tn && big >= 3 * cu) {
+        int64_t slots = 4 * (int64_t)cu;
+        if (big <= slots || big >= 3 * slots || last_round_fill(big, slots) >= 0.85) *c = ffma_tn_128x64;
+        else if (last_round_fill(big, 2 * (int64_t)cu) >= 0.85) *c = ffma_128x64;
+        else *c = *small;
+    } else if (!tn && big >= cu) *c = ffma_128x64;
     else *c = *small;
 }
 
