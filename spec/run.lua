@@ -50,13 +50,12 @@ local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 -- The gradchecks run on the cpu device, so a run whose NETCL_TEST_DEVICES
 -- leaves it out (the GPU machine's opencl:0-only runs) skips the check and
 -- says so, instead of failing every differentiable op.
-local function runs_cpu()
-  local list = os.getenv("NETCL_TEST_DEVICES")
-  if not list then return true end
-  for d in list:gmatch("[^,%s]+") do if d == "cpu" then return true end end
-  return false
+local devices = list_devices()
+local has_cpu, has_opencl = false, false
+for _, d in ipairs(devices) do
+  if d == "cpu" then has_cpu = true else has_opencl = true end
 end
-local coverage_file = not pattern and runs_cpu() and os.tmpname() or nil
+local coverage_file = not pattern and has_cpu and os.tmpname() or nil
 local function op_table()
   local cmd = 'luajit -e "package.path=\'' .. root .. '/lua/?.lua;' .. root .. '/lua/?/init.lua;\'..package.path; ' ..
               'package.cpath=\'' .. root .. '/build/?.so;\'..package.cpath; NETCL_NO_OPENCL=1; ' ..
@@ -77,7 +76,7 @@ local passed, failed = 0, 0
 local compiled, loaded = 0, 0
 local failures = {}
 local t0 = os.time()
-for _, dev in ipairs(list_devices()) do
+for _, dev in ipairs(devices) do
   for _, file in ipairs(list_specs()) do
     local name = file:match("([^/]+)_spec%.lua$")
     local no_cl = os.getenv("NETCL_TEST_OPENCL") == "0" and "NETCL_NO_OPENCL=1 " or ""
@@ -114,8 +113,6 @@ if coverage_file then
     f:close()
   end
   os.remove(coverage_file)
-  local has_opencl = false
-  for _, d in ipairs(list_devices()) do if d ~= "cpu" then has_opencl = true end end
   local missing = {}
   for _, op in ipairs(op_table()) do
     if op.diff and not seen.grad[op.name] then missing[#missing + 1] = op.name .. " (no gradcheck)" end

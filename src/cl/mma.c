@@ -133,15 +133,21 @@ static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg
  * against 25.3-25.4; twice as many blocks fill the device from half the
  * size, so 1024 x 512 x 2048 leaves gemm_tiled: 15.0 -> 32.4); with w
  * k-contiguous (nt) they lost 3%. */
+static const nc_gemm_cfg *small_blocks(const nc_gemm_call *g)
+{
+    return k_contig(g->w, 1) ? &ffma_64x64 : &ffma_64x32;
+}
+
 void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
-    ffma_blocks(g, c, k_contig(g->w, 1) ? &ffma_64x64 : &ffma_64x32);
+    ffma_blocks(g, c, small_blocks(g));
 }
 
 /* the groups of the blocks nc_ffma_default picks for small products */
 int64_t nc_ffma_small_groups(const nc_gemm_call *g)
 {
-    return k_contig(g->w, 1) ? nc_gemm_groups(g, 64, 64) : nc_gemm_groups(g, 64, 32);
+    const nc_gemm_cfg *s = small_blocks(g);
+    return nc_gemm_groups(g, s->mwg, s->nwg);
 }
 
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
