@@ -3,6 +3,7 @@
 -- failure, not a lost run. Ends with exactly one line "N passed, N failed".
 --   luajit spec/run.lua [pattern]     NETCL_TEST_DEVICES=cpu,opencl:0 to choose
 --   NETCL_TEST_OPENCL=0 skips OpenCL devices (used under ASan).
+--   NETCL_TEST_JOBS=N runs N files at once (default: the host's cores).
 local root = arg[0]:match("^(.*)/spec/run%.lua$") or "."
 package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
 package.cpath = root .. "/build/?.so;" .. package.cpath
@@ -72,36 +73,97 @@ local function op_table()
   return ops
 end
 
+-- Files run NETCL_TEST_JOBS at a time (default: the host's cores): most
+-- of a cold run is PoCL compiling kernels, one core per process, so a
+-- 2-core CI machine runs the suite in little more than half the time. Each
+-- job writes its output (and its op coverage) to files of its own; results
+-- print in the order of a serial run.
+local function core_count()
+  local p = io.popen("nproc 2>/dev/null")
+  local n = p and tonumber(p:read("*l") or "")
+  if p then p:close() end
+  return n or 1
+end
+local jobs = math.max(1, tonumber(os.getenv("NETCL_TEST_JOBS") or "") or core_count())
+
+local tasks = {}
+for _, dev in ipairs(devices) do
+  for _, file in ipairs(list_specs()) do tasks[#tasks + 1] = { dev = dev, file = file } end
+end
+local scratch = os.tmpname()
+os.remove(scratch)
+os.execute("mkdir -p " .. shell_quote(scratch))
+
+local function start(i, task)
+  task.out = scratch .. "/" .. i .. ".out"
+  task.cov = coverage_file and (scratch .. "/" .. i .. ".cov")
+  local no_cl = os.getenv("NETCL_TEST_OPENCL") == "0" and "NETCL_NO_OPENCL=1 " or ""
+  local cov = task.cov and ("NETCL_COVERAGE_FILE=" .. shell_quote(task.cov) .. " ") or ""
+  local cmd = cov .. no_cl .. "NETCL_TEST_DEVICE=" .. task.dev .. " luajit " .. shell_quote(root .. "/spec/run_one.lua") ..
+              " " .. shell_quote(task.file) .. " > " .. shell_quote(task.out) .. " 2>&1 < /dev/null"
+  -- the marker is written after the output is complete
+  os.execute("( " .. cmd .. "; : > " .. shell_quote(task.out .. ".done") .. " ) &")
+end
+
+local function finished(task)
+  local f = io.open(task.out .. ".done")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function read_file(path)
+  local f = io.open(path)
+  if not f then return "" end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
 local passed, failed = 0, 0
 local compiled, loaded = 0, 0
 local failures = {}
 local t0 = os.time()
-for _, dev in ipairs(devices) do
-  for _, file in ipairs(list_specs()) do
-    local name = file:match("([^/]+)_spec%.lua$")
-    local no_cl = os.getenv("NETCL_TEST_OPENCL") == "0" and "NETCL_NO_OPENCL=1 " or ""
-    local cov = coverage_file and ("NETCL_COVERAGE_FILE=" .. shell_quote(coverage_file) .. " ") or ""
-    local cmd = cov .. no_cl .. "NETCL_TEST_DEVICE=" .. dev .. " luajit " .. shell_quote(root .. "/spec/run_one.lua") ..
-                " " .. shell_quote(file) .. " 2>&1"
-    local p = io.popen(cmd)
-    local out = p:read("*a")
-    p:close()
-    local c, l = out:match("netcl%-stats compiled=(%d+) loaded=(%d+)")
-    compiled, loaded = compiled + (tonumber(c) or 0), loaded + (tonumber(l) or 0)
-    local np, nf = out:match("(%d+) passed, (%d+) failed%s*$")
-    if not np then
-      failed = failed + 1
-      failures[#failures + 1] = ("%s on %s: did not finish\n%s"):format(name, dev, out:sub(-3000))
-      print(("%-24s %-10s CRASHED"):format(name, dev))
-    else
-      np, nf = tonumber(np), tonumber(nf)
-      passed, failed = passed + np, failed + nf
-      if nf > 0 then failures[#failures + 1] = ("%s on %s:\n%s"):format(name, dev, out:sub(-6000)) end
-      print(("%-24s %-10s %4d passed %4d failed"):format(name, dev, np, nf))
-    end
-    io.stdout:flush()
+local cov_out = coverage_file and io.open(coverage_file, "a")
+
+local function report(task)
+  local name = task.file:match("([^/]+)_spec%.lua$")
+  local out = read_file(task.out)
+  if cov_out and task.cov then cov_out:write(read_file(task.cov)) end
+  local c, l = out:match("netcl%-stats compiled=(%d+) loaded=(%d+)")
+  compiled, loaded = compiled + (tonumber(c) or 0), loaded + (tonumber(l) or 0)
+  local np, nf = out:match("(%d+) passed, (%d+) failed%s*$")
+  if not np then
+    failed = failed + 1
+    failures[#failures + 1] = ("%s on %s: did not finish\n%s"):format(name, task.dev, out:sub(-3000))
+    print(("%-24s %-10s CRASHED"):format(name, task.dev))
+  else
+    np, nf = tonumber(np), tonumber(nf)
+    passed, failed = passed + np, failed + nf
+    if nf > 0 then failures[#failures + 1] = ("%s on %s:\n%s"):format(name, task.dev, out:sub(-6000)) end
+    print(("%-24s %-10s %4d passed %4d failed"):format(name, task.dev, np, nf))
   end
+  io.stdout:flush()
 end
+
+local next_start, next_report, running = 1, 1, 0
+while next_report <= #tasks do
+  while running < jobs and next_start <= #tasks do
+    start(next_start, tasks[next_start])
+    next_start, running = next_start + 1, running + 1
+  end
+  local progressed = false
+  for i = next_report, next_start - 1 do
+    local task = tasks[i]
+    if not task.done and finished(task) then task.done, running, progressed = true, running - 1, true end
+  end
+  while next_report < next_start and tasks[next_report].done do
+    report(tasks[next_report])
+    next_report = next_report + 1
+  end
+  if not progressed then os.execute("sleep 0.2") end
+end
+if cov_out then cov_out:close() end
+os.execute("rm -rf " .. shell_quote(scratch))
 if coverage_file then
   local seen = { grad = {}, device = {} }
   local f = io.open(coverage_file)
