@@ -500,11 +500,12 @@ function TestGemm:test_ffma_emulated()
   lu.assertFalse(ffma_serves())
 end
 
--- Large row-major float32 products copy a to m-contiguous first where the
--- FFMA kernel serves (src/linalg.c, a_mfast), and run in the tn layout's
--- default blocks: the same values as the cpu's. On NVIDIA as it is, on
--- other OpenCL devices through emulation.
-function TestGemm:test_ffma_row_major_a_copied()
+-- Large float32 products copy their operands to the tn layout first where
+-- the FFMA kernel serves (src/linalg.c, copy_operands; docs/gemm.md): a
+-- row-major a to m-contiguous, a k-contiguous w (x @ w^T) to n-contiguous;
+-- the same values as the cpu's. On NVIDIA as it is, on other OpenCL
+-- devices through emulation.
+function TestGemm:test_ffma_operands_copied()
   lu.skipIf(H.is_cpu, "the FFMA kernel is an OpenCL kernel")
   local nvidia = H.device_info().vendor:find("NVIDIA") ~= nil
   if not nvidia then ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1) end
@@ -523,8 +524,22 @@ function TestGemm:test_ffma_row_major_a_copied()
       lu.assertStrContains(netcl.gemm_config(1024, n, 1024, { device = H.device }), copied)
       lu.assertNotStrContains(netcl.gemm_config(1024, n - 64, 1024, { device = H.device }), copied)
       lu.assertNotStrContains(netcl.gemm_config(1024, n, 512, { device = H.device }), copied)
+      -- w k-contiguous: copied where M >= 2048 (nt: N too, and a's rule)
+      -- and the tn product runs the two-warp tn blocks
+      local tnb, wcopied = "mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=1 vwm=8 vwn=16", "w copied n-contiguous first"
+      local tt = { device = H.device, trans_a = true, trans_b = true }
+      local tn_blocks = netcl.gemm_config(2048, 2048, 1024, { device = H.device, trans_a = true }):find(tnb, 1, true)
+      if tn_blocks then
+        lu.assertStrContains(netcl.gemm_config(2048, 2048, 1024, tt), tnb .. " stages=4 gm=8 (default; " .. wcopied .. ")")
+        lu.assertStrContains(netcl.gemm_config(2048, 2048, 1024, { device = H.device, trans_b = true }),
+          tnb .. " stages=4 gm=8 (default; " .. copied .. "; " .. wcopied .. ")")
+      end
+      lu.assertNotStrContains(netcl.gemm_config(1024, 2048, 1024, tt), wcopied)
+      lu.assertNotStrContains(netcl.gemm_config(2048, 1024, 1024, { device = H.device, trans_b = true }), "copied")
     end)
     local a, b = operands(H.device, 1024, 1024, 4096, false, false)
+    H.assert_close(a:matmul(b):to("cpu"), a:to("cpu"):matmul(b:to("cpu")), tol(1024))
+    a, b = operands(H.device, 2048, 1024, 2048, false, true)
     H.assert_close(a:matmul(b):to("cpu"), a:to("cpu"):matmul(b:to("cpu")), tol(1024))
   end)
   if not nvidia then ffi.C.unsetenv("NETCL_MMA_EMULATE") end

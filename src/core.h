@@ -98,6 +98,8 @@ typedef struct nc_gemm_epi {
     int act;
     double act_p;
 } nc_gemm_epi;
+/* nc_backend.gemm_copies: the operands a product copies first */
+enum { NC_GEMM_COPY_A = 1, NC_GEMM_COPY_W = 2 };
 /* 1 when the activation can be fused by every backend's gemm. */
 int nc_gemm_act_ok(int act);
 /* netcl_set_fp32_precision's mode (linalg.c): float32 GEMMs multiply in
@@ -382,10 +384,11 @@ typedef struct nc_backend {
      * alias out. */
     netcl_status (*gemm)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
                          const nc_gemm_epi *epi);
-    /* Whether matmul / gemm of a [1,M,K] and w [1,K,N] as given runs faster,
-     * copy included, with a copied so that its m dim is the contiguous one
-     * (a's k dim contiguous now); may be NULL (never). */
-    int (*gemm_wants_a_mfast)(netcl_device *dev, const nc_desc *a, const nc_desc *w);
+    /* Which operands matmul / gemm of a [1,M,K] and w [B,K,N] as given
+     * should copy first, the copies' time included (NC_GEMM_COPY_A: a to
+     * m-contiguous; NC_GEMM_COPY_W: w, B = 1, to n-contiguous); may be
+     * NULL (never). */
+    int (*gemm_copies)(netcl_device *dev, const nc_desc *a, const nc_desc *w);
 } nc_backend;
 
 /* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out

@@ -43,22 +43,25 @@ static netcl_status epilogue_c(netcl_tensor **c3, netcl_tensor *c, int ndim, con
     return st;
 }
 
-/* Where the backend runs the product faster with a's m dim contiguous
- * (gemm_wants_a_mfast: NVIDIA's FFMA kernel, about 10% on large row-major
- * float32 products, the copy included), a pooled copy of a so laid out
- * replaces *x; the caller releases it. NULL (and *x as it was) otherwise,
- * or where the copy fails: the product runs as given. */
-static netcl_tensor *a_mfast(netcl_device *dev, netcl_tensor *a3, nc_desc *x, const nc_desc *y)
+/* Where the backend runs the product faster with its operands in another
+ * layout (gemm_copies: NVIDIA's FFMA kernel, 5-12% on large float32
+ * products, the copies included), pooled copies so laid out replace *x
+ * (a with its m dim contiguous) and *y (w with its n dim contiguous);
+ * the caller releases *am and *wn. NULL (and the descriptor as it was)
+ * where there is no copy, or where it fails: the product runs as given. */
+static void copy_operands(netcl_device *dev, netcl_tensor *a3, netcl_tensor *b3, nc_desc *x, nc_desc *y,
+                          netcl_tensor **am, netcl_tensor **wn)
 {
-    if (!dev->backend->gemm_wants_a_mfast || a3->sizes[0] != 1 || !dev->backend->gemm_wants_a_mfast(dev, x, y))
-        return NULL;
-    netcl_tensor *t = NULL, *c = NULL, *am = NULL;
+    *am = *wn = NULL;
+    int copies = dev->backend->gemm_copies && a3->sizes[0] == 1 ? dev->backend->gemm_copies(dev, x, y) : 0;
+    if ((copies & NC_GEMM_COPY_W) && nc_fwd_tensor_contiguous(wn, b3) == NETCL_OK) nc_desc_of(y, *wn);
+    if (!(copies & NC_GEMM_COPY_A)) return;
+    netcl_tensor *t = NULL, *c = NULL;
     if (nc_fwd_tensor_transpose(&t, a3, 1, 2) == NETCL_OK && nc_fwd_tensor_contiguous(&c, t) == NETCL_OK &&
-        nc_fwd_tensor_transpose(&am, c, 1, 2) == NETCL_OK)
-        nc_desc_of(x, am);
+        nc_fwd_tensor_transpose(am, c, 1, 2) == NETCL_OK)
+        nc_desc_of(x, *am);
     netcl_tensor_release(t);
     netcl_tensor_release(c);
-    return am;
 }
 
 /* One backend call: matmul, or gemm with the epilogue of ga. */
@@ -70,11 +73,13 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
     nc_desc_of(&o, o3);
     nc_desc_of(&x, a3);
     nc_desc_of(&y, b3);
-    netcl_tensor *am = a_mfast(dev, a3, &x, &y);
+    netcl_tensor *am, *wn;
+    copy_operands(dev, a3, b3, &x, &y, &am, &wn);
     netcl_status st;
     if (!ga) {
         st = a3->sizes[2] == 0 ? dev->backend->fill(dev, &o, 0) : dev->backend->matmul(dev, &o, &x, &y);
         netcl_tensor_release(am);
+        netcl_tensor_release(wn);
         return st;
     }
     netcl_tensor *c3 = NULL;
@@ -85,6 +90,7 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
     if (st == NETCL_OK) st = dev->backend->gemm(dev, &o, &x, &y, &e);
     netcl_tensor_release(c3);
     netcl_tensor_release(am);
+    netcl_tensor_release(wn);
     return st;
 }
 

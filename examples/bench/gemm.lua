@@ -1,5 +1,6 @@
 -- examples/bench/gemm.lua — GEMM throughput, netcl against PyTorch in the
--- same command: SGEMM (float32, TF32 off) 1024/4096/8192, float32 through
+-- same command: SGEMM (float32, TF32 off) 1024/4096/8192, the same as
+-- x @ w^T (w stored [n, n]: nn.Linear's layout, "sgemm_nt") 4096/8192, float32 through
 -- 3xTF32 (netcl.backends.fp32_precision = "tf32x3", against cuBLAS's
 -- SGEMM: both float32-accurate) 1024/4096/8192, TF32 and float16/bfloat16 (tensor cores where the device's probe enabled them)
 -- 4096/8192; on a CPU OpenCL device (PoCL) SGEMM 256/1024/2048. With
@@ -12,7 +13,7 @@
 -- options: --device NAME  --tune  --max N (candidates per case)  --quick
 --          --budget S (stop starting new tuning cases after S seconds, default 390,
 --          so the whole command stays within a 10-minute device slot)
---          --only sgemm|tf32x3|tf32|fp16|bf16  --out FILE (a copy of everything printed)
+--          --only sgemm|sgemm_nt|tf32x3|tf32|fp16|bf16  --out FILE (a copy of everything printed)
 local netcl = require("netcl")
 local ffi = require("ffi")
 
@@ -60,6 +61,7 @@ local rows = {}
 local function row(kind, dtype, n) if not opts.only or opts.only == kind then rows[#rows + 1] = { kind = kind, dtype = dtype, n = n } end end
 if gpu then
   for _, n in ipairs(opts.quick and { 1024 } or { 1024, 4096, 8192 }) do row("sgemm", "float32", n) end
+  for _, n in ipairs(opts.quick and { 4096 } or { 4096, 8192 }) do row("sgemm_nt", "float32", n) end
   for _, n in ipairs(opts.quick and { 1024 } or { 1024, 4096, 8192 }) do row("tf32x3", "float32", n) end
   for _, n in ipairs(opts.quick and { 4096 } or { 4096, 8192 }) do
     row("tf32", "float32", n)
@@ -97,6 +99,7 @@ local function time_gemm(r)
   netcl.manual_seed(1)
   local a = netcl.randn(r.n, r.n, { device = devname, dtype = r.dtype })
   local b = netcl.randn(r.n, r.n, { device = devname, dtype = r.dtype })
+  if r.kind == "sgemm_nt" then b = b:t() end
   local c = a:matmul(b)
   netcl.synchronize(devname)
   -- 0.2 s of warm-up, as gemm_peer.py: without it the first repetitions
@@ -118,7 +121,7 @@ local function time_gemm(r)
     times[k] = (now() - t0) / inner
   end
   table.sort(times)
-  r.config = netcl.gemm_config(r.n, r.n, r.n, { device = devname, dtype = r.dtype })
+  r.config = netcl.gemm_config(r.n, r.n, r.n, { device = devname, dtype = r.dtype, trans_b = r.kind == "sgemm_nt" })
   precision("ieee")
   return 2 * r.n ^ 3 / times[math.ceil(#times / 2)] / 1e12
 end

@@ -349,8 +349,23 @@ void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
     else nc_gemm_default(g, cfg);
 }
 
-/* Row-major float32 products large enough that copying a to m-contiguous
- * (the FFMA kernel's fastest layout, tn) pays: H200, 4096^3 41.4 -> 46.6
+/* A descriptor [1, rows, cols] over buf, row-major, or viewed transposed
+ * (storage [cols, rows]). */
+void nc_gemm_desc3(nc_desc *d, cl_mem buf, netcl_dtype dt, int64_t rows, int64_t cols, int trans)
+{
+    memset(d, 0, sizeof *d);
+    d->buf = buf;
+    d->dtype = dt;
+    d->ndim = 3;
+    d->sizes[0] = 1, d->sizes[1] = rows, d->sizes[2] = cols;
+    d->strides[0] = rows * cols;
+    d->strides[1] = trans ? 1 : cols;
+    d->strides[2] = trans ? rows : 1;
+}
+
+/* Copies that turn a large float32 product into tn, the FFMA kernel's
+ * fastest layout, where they pay (the copies' time counted).
+ * a (row-major, k contiguous) to m-contiguous: H200, 4096^3 41.4 -> 46.6
  * and 8192^3 42.9 -> 49.0 TFLOP/s with the copy (0.10 / 0.20 ms) counted;
  * H100, 2048^3 39.8-39.9 -> 43.7-44.3, 1536^3 19.6-22.3 -> 30.3-30.7,
  * 8192 x 1024 x 1024 37.7-38.1 -> 40.5-41.4. Not where a configuration is
@@ -358,22 +373,44 @@ void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
  * of the time grows as 1 / N; K = 512 gained nothing), nor where the
  * product has at most four 64x64 tiles a multiprocessor: there the row-major
  * blocks fit the device in one wave and the copied product does not
- * (2048 x 1024 x 1024 33.4 -> 30.8; 1024^3 the same either way). */
-int nc_cl_gemm_wants_a_mfast(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+ * (2048 x 1024 x 1024 33.4 -> 30.8; 1024^3 the same either way).
+ * w (k contiguous: nt, x @ w^T, and tt) to n-contiguous, its copy's share
+ * of the time about 1 / M: where M >= 2048 and the tn product runs the
+ * two-warp tn blocks, whose lead over the other layouts' blocks (H100,
+ * 4096^3: tn 50.1-50.6 against 44.7-46.2 TFLOP/s nt / tt) is what pays;
+ * nt needs a copied too, so N >= 2048 and a's rule as well. H100, TFLOP/s
+ * with the copies: tt 2048^3 42.6-42.8 -> 45.2, 4096^3 46.0-46.2 -> 50.4,
+ * 8192^3 47.1-47.2 -> 52.5-52.6, 4096 x 1024 x 1024 39.0-39.3 -> 41.0-41.3;
+ * nt 4096^3 45.2-45.4 -> 49.2-49.3, 8192^3 46.2-46.5 -> 51.9-52.1, 8192 x
+ * 4096 x 1024 42.8-43.7 -> 45.7. Left as they are: nt 3072^3, whose tn
+ * product runs other blocks (40.0-40.2 against 38.9 copied), and nt 4096 x
+ * 1024 x 1024, where a's copy costs N = 1024 (38.9-39.2 against 37.1-38.0). */
+int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
-    if (a->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_IEEE || layout_of(a) != 'n' ||
-        layout_of(w) != 'n' || N < 1024 || M < 1024 || K < 1024 || M % 4 || K % 4 || M > INT32_MAX || K > INT32_MAX)
+    char la = layout_of(a), lw = layout_of(w);
+    if (a->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_IEEE || la == 'g' || lw == 'g' ||
+        (la == 't' && lw == 'n') || N < 1024 || M < 1024 || K < 1024 || M % 4 || N % 4 || K % 4 ||
+        M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
         return 0;
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
     const char *env = getenv("NETCL_GEMM_CONFIG");
     if (!s || s->has_forced || (env && *env)) return 0;
+    int copies = (la == 'n' ? NC_GEMM_COPY_A : 0) | (lw == 't' ? NC_GEMM_COPY_W : 0);
+    if ((copies & NC_GEMM_COPY_W) && w->sizes[0] != 1) return 0;
+    /* the product the copies leave (a fresh copy is aligned) */
+    nc_desc ta, tw;
+    nc_gemm_desc3(&ta, NULL, a->dtype, M, K, 1);
+    nc_gemm_desc3(&tw, NULL, a->dtype, K, N, 0);
     nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
     nc_desc out = {0};
     out.dtype = a->dtype;
-    nc_gemm_call g = {dev, &out, a, w, &e, 1, M, N, K};
+    nc_gemm_call g = {dev, &out, copies & NC_GEMM_COPY_A ? &ta : a, copies & NC_GEMM_COPY_W ? &tw : w, &e, 1, M, N, K};
     int cu = dev->compute_units > 0 ? dev->compute_units : 1;
-    return nc_gemm_groups(&g, 64, 64) > 4 * (int64_t)cu && nc_ffma_usable(&g);
+    if (!nc_ffma_usable(&g)) return 0;
+    if ((copies & NC_GEMM_COPY_A) && nc_gemm_groups(&g, 64, 64) <= 4 * (int64_t)cu) return 0;
+    if ((copies & NC_GEMM_COPY_W) && (M < 2048 || (la == 'n' && N < 2048) || !nc_ffma_tn_blocks(&g))) return 0;
+    return copies;
 }
 
 netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi)

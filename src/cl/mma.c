@@ -143,6 +143,13 @@ void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
     ffma_blocks(g, c, small_blocks(g));
 }
 
+int nc_ffma_tn_blocks(const nc_gemm_call *g)
+{
+    nc_gemm_cfg c;
+    nc_ffma_default(g, &c);
+    return memcmp(&c, &ffma_tn_128x64, sizeof c) == 0;
+}
+
 /* the groups of the blocks nc_ffma_default picks for small products */
 int64_t nc_ffma_small_groups(const nc_gemm_call *g)
 {

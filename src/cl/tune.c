@@ -82,20 +82,6 @@ static void release(tune_bufs *b)
     free(b->want);
 }
 
-/* A descriptor [1, rows, cols] over buf, row-major, or viewed transposed
- * (storage [cols, rows]). */
-static void desc3(nc_desc *d, cl_mem buf, netcl_dtype dt, int64_t rows, int64_t cols, int trans)
-{
-    memset(d, 0, sizeof *d);
-    d->buf = buf;
-    d->dtype = dt;
-    d->ndim = 3;
-    d->sizes[0] = 1, d->sizes[1] = rows, d->sizes[2] = cols;
-    d->strides[0] = rows * cols;
-    d->strides[1] = trans ? 1 : cols;
-    d->strides[2] = trans ? rows : 1;
-}
-
 /* Uniform [-1, 1) numbers in dt's storage, written to a new buffer; the
  * float values (as rounded to dt) go to *host. */
 static netcl_status random_buffer(nc_cl_device *cd, netcl_dtype dt, int64_t n, uint64_t seed, cl_mem *out, float **host)
@@ -131,10 +117,10 @@ static netcl_status make_bufs(nc_cl_device *cd, netcl_dtype dt, int64_t M, int64
     b->got = malloc(sizeof(float) * (size_t)(M * N));
     b->want = malloc(sizeof(float) * (size_t)(M * N));
     if (!b->got || !b->want) return nc_fail(NETCL_ERR_OOM, "tune: out of host memory");
-    desc3(&b->da, b->a, dt, M, K, ta);
-    desc3(&b->dw, b->w, dt, K, N, tb);
-    desc3(&b->dout, b->o, dt, M, N, 0);
-    desc3(&b->dref, b->r, dt, M, N, 0);
+    nc_gemm_desc3(&b->da, b->a, dt, M, K, ta);
+    nc_gemm_desc3(&b->dw, b->w, dt, K, N, tb);
+    nc_gemm_desc3(&b->dout, b->o, dt, M, N, 0);
+    nc_gemm_desc3(&b->dref, b->r, dt, M, N, 0);
     return NETCL_OK;
 }
 
@@ -341,13 +327,14 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
         return NETCL_OK;
     }
     nc_desc da, dw, dout;
-    desc3(&da, NULL, dtype, m, k, trans_a);
-    desc3(&dw, NULL, dtype, k, n, trans_b);
-    desc3(&dout, NULL, dtype, m, n, 0);
-    /* matmul copies a large row-major a to m-contiguous first where that
-     * runs faster (src/linalg.c): the product it then runs */
-    int copied = !trans_a && nc_cl_gemm_wants_a_mfast(dev, &da, &dw);
-    if (copied) desc3(&da, NULL, dtype, m, k, 1);
+    nc_gemm_desc3(&da, NULL, dtype, m, k, trans_a);
+    nc_gemm_desc3(&dw, NULL, dtype, k, n, trans_b);
+    nc_gemm_desc3(&dout, NULL, dtype, m, n, 0);
+    /* matmul copies operands of large float32 products to the tn layout
+     * first where that runs faster (src/linalg.c): the product it then runs */
+    int copies = nc_cl_gemm_copies(dev, &da, &dw);
+    if (copies & NC_GEMM_COPY_A) nc_gemm_desc3(&da, NULL, dtype, m, k, 1);
+    if (copies & NC_GEMM_COPY_W) nc_gemm_desc3(&dw, NULL, dtype, k, n, 0);
     nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
     nc_gemm_call g = {dev, &dout, &da, &dw, &epi, 1, m, n, k};
     nc_gemm_cfg cfg;
@@ -355,6 +342,7 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
     nc_gemm_choose(&g, &cfg, &why);
     char text[200];
     nc_gemm_cfg_format(&cfg, text, sizeof text);
-    snprintf(buf, (size_t)len, "%s (%s%s)", text, why, copied ? "; a copied m-contiguous first" : "");
+    snprintf(buf, (size_t)len, "%s (%s%s%s)", text, why, copies & NC_GEMM_COPY_A ? "; a copied m-contiguous first" : "",
+             copies & NC_GEMM_COPY_W ? "; w copied n-contiguous first" : "");
     return NETCL_OK;
 }
