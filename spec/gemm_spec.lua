@@ -479,6 +479,13 @@ function TestGemm:test_ffma_products()
     lu.assertStrContains(netcl.gemm_config(192 * cu - 128, 128, 256, tn), "ffma mwg=64 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=4")
     lu.assertStrContains(netcl.gemm_config(64 * cu, 64, 512, { device = H.device }), "ffma mwg=64 nwg=32 kwg=16")
     lu.assertStrContains(netcl.gemm_config(64 * cu, 64, 512, { device = H.device, trans_b = true }), "ffma mwg=64 nwg=64 kwg=32")
+    -- the other layouts' four-warp 128x64 blocks (two a multiprocessor) by
+    -- the same rounds: 2.5 rounds of them take the small blocks, 3 keep them
+    local nt = { device = H.device, trans_b = true }
+    lu.assertStrContains(netcl.gemm_config(128, 320 * cu, 512, { device = H.device }), "ffma mwg=64 nwg=32 kwg=16")
+    lu.assertStrContains(netcl.gemm_config(128, 320 * cu, 512, nt), "ffma mwg=64 nwg=64 kwg=32")
+    lu.assertStrContains(netcl.gemm_config(128, 384 * cu, 512, nt), "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2")
+    lu.assertStrContains(netcl.gemm_config(128, 256 * cu, 512, nt), "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2")
   end)
 end
 

@@ -123,8 +123,15 @@ static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg
         if (big <= slots || big >= 3 * slots || last_round_fill(big, slots) >= 0.85) *c = ffma_tn_128x64;
         else if (last_round_fill(big, 2 * (int64_t)cu) >= 0.85) *c = ffma_128x64;
         else *c = *small;
-    } else if (!tn && big >= cu) *c = ffma_128x64;
-    else *c = *small;
+    } else if (!tn && big >= cu) {
+        /* the same rounds for the four-warp blocks, two a multiprocessor
+         * (H100, TFLOP/s, against the small blocks: nt 1536^3 23.0-23.8 ->
+         * 30.6-32.3, nt 1536 x 1536 x 4096 24.6-24.9 -> 34.5-34.7, tt 1024 x
+         * 2560 x 1024 24.2-25.1 -> 35.0-35.6, 1536 x 2048 x 768 25.7-26.7 ->
+         * 33.1-34.5) */
+        int64_t slots = 2 * (int64_t)cu;
+        *c = big <= slots || big >= 3 * slots || last_round_fill(big, slots) >= 0.85 ? ffma_128x64 : *small;
+    } else *c = *small;
 }
 
 /* Products: the small blocks are 64 x 32 of two warps where w is not
