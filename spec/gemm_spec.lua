@@ -548,6 +548,13 @@ function TestGemm:test_ffma_operands_copied()
     H.assert_close(a:matmul(b):to("cpu"), a:to("cpu"):matmul(b:to("cpu")), tol(1024))
     a, b = operands(H.device, 2048, 1024, 2048, false, true)
     H.assert_close(a:matmul(b):to("cpu"), a:to("cpu"):matmul(b:to("cpu")), tol(1024))
+    -- with a fused epilogue (nn.Linear's forward); GPU only: on PoCL these
+    -- blocks take minutes to compile cold, once per epilogue
+    if nvidia then
+      local bias = netcl.randn(2048, { device = H.device })
+      H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }):to("cpu"),
+        (a:to("cpu"):matmul(b:to("cpu")) + bias:to("cpu")):relu(), tol(1024))
+    end
   end)
   if not nvidia then ffi.C.unsetenv("NETCL_MMA_EMULATE") end
   if not ok then error(err, 0) end
