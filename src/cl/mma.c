@@ -96,6 +96,14 @@ static double last_round_fill(int64_t blocks, int64_t slots)
     return (double)blocks / (double)(rounds * slots);
 }
 
+/* Whether `blocks` run well with `slots` at once: one round at most, three
+ * or more, or a last round at least 85% full (else the product waits on
+ * a thin last round, ffma_blocks) */
+static int rounds_fill(int64_t blocks, int64_t slots)
+{
+    return blocks <= slots || blocks >= 3 * slots || last_round_fill(blocks, slots) >= 0.85;
+}
+
 /* the large blocks where the product has enough of them, else `small` */
 static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg *small)
 {
@@ -119,8 +127,7 @@ static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg
      * 40.4-40.6, 2048 x 2560 x 2048 30.9 -> 40.2-40.3 small; 2816^3, fuller,
      * keeps them: 46.9-47.2 against 41.8-41.9). */
     if (tn && big >= 3 * cu) {
-        int64_t slots = 4 * (int64_t)cu;
-        if (big <= slots || big >= 3 * slots || last_round_fill(big, slots) >= 0.85) *c = ffma_tn_128x64;
+        if (rounds_fill(big, 4 * (int64_t)cu)) *c = ffma_tn_128x64;
         else if (last_round_fill(big, 2 * (int64_t)cu) >= 0.85) *c = ffma_128x64;
         else *c = *small;
     } else if (!tn && big >= cu) {
@@ -129,8 +136,7 @@ static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg
          * 30.6-32.3, nt 1536 x 1536 x 4096 24.6-24.9 -> 34.5-34.7, tt 1024 x
          * 2560 x 1024 24.2-25.1 -> 35.0-35.6, 1536 x 2048 x 768 25.7-26.7 ->
          * 33.1-34.5) */
-        int64_t slots = 2 * (int64_t)cu;
-        *c = big <= slots || big >= 3 * slots || last_round_fill(big, slots) >= 0.85 ? ffma_128x64 : *small;
+        *c = rounds_fill(big, 2 * (int64_t)cu) ? ffma_128x64 : *small;
     } else *c = *small;
 }
 
