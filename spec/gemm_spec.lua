@@ -91,6 +91,42 @@ function TestGemm:test_split_k()
   end
 end
 
+-- NETCL_GEMM_SPLIT=S forces S slices of K wherever the device splits
+-- (OpenCL, float32; src/linalg.c): the partial products' sum then applies
+-- the epilogue too (gemm_slices), over rows of odd, even and 4-multiple
+-- widths; gemm_config names the slices
+local function with_split(s, fn)
+  ffi.C.setenv("NETCL_GEMM_SPLIT", s, 1)
+  local ok, err = pcall(fn)
+  ffi.C.unsetenv("NETCL_GEMM_SPLIT")
+  if not ok then error(err, 0) end
+end
+
+function TestGemm:test_split_k_forced_with_epilogues()
+  with_split("3", function()
+    -- K = 77: three slices of 24 and a rest of 5
+    for _, s in ipairs({ { 37, 77, 21, false, true }, { 16, 77, 64, true, false }, { 9, 77, 10, false, false } }) do
+      H.device_check("gemm", function(dev)
+        local a, b = operands(dev, s[1], s[2], s[3], s[4], s[5])
+        netcl.manual_seed(12)
+        local c = netcl.randn(s[1], s[3], { device = dev })
+        local crow = netcl.randn(s[3], { device = dev })
+        local bias = netcl.randn(s[3], { device = dev })
+        return a:matmul(b), netcl.gemm(a, b, { c = c, bias = bias, alpha = 0.75, beta = 1.25, act = "gelu" }),
+          netcl.gemm(a, b, { c = crow, beta = -1, act = "leaky_relu", slope = 0.1 }),
+          netcl.linear(a, b:t(), bias)
+      end, 1e-4, 1e-4)
+    end
+    if not H.is_cpu then
+      lu.assertStrContains(netcl.gemm_config(37, 21, 77, { device = H.device, trans_b = true }),
+        "; K in 3 slices of 24 and the rest, summed")
+    end
+  end)
+  with_split("1", function()
+    lu.assertNotStrContains(netcl.gemm_config(8, 20, 8192, { device = H.device }), "slices")
+  end)
+end
+
 function TestGemm:test_no_contiguous_dim()
   -- every other element of a wider tensor in both dims: neither stride is 1
   H.against_cpu(function(dev)
@@ -512,6 +548,27 @@ end
 -- row-major a to m-contiguous, a k-contiguous w (x @ w^T) to n-contiguous;
 -- the same values as the cpu's. On NVIDIA as it is, on other OpenCL
 -- devices through emulation.
+function TestGemm:test_split_k_fills_the_ffma_blocks()
+  local serves, cfg = ffma_serves()
+  lu.skipIf(not serves, "the ffma kernel does not serve " .. H.device .. ": " .. cfg)
+  -- x @ w^T of 4 x n/64 blocks of 128x64, about one a multiprocessor: two
+  -- slices of K make a round of the blocks (two a multiprocessor); none
+  -- where the slices would be under 1024 long or the blocks fill a round
+  local cu = H.device_info().compute_units
+  local n, nt = 64 * math.floor(cu / 4), { device = H.device, trans_b = true }
+  with_cache_dir(function()
+    netcl.tune_cache_reload(H.device)
+    lu.assertStrContains(netcl.gemm_config(512, n, 4096, nt), "; K in 2 slices of 2048, summed")
+    lu.assertNotStrContains(netcl.gemm_config(512, n, 1024, nt), "slices")
+    lu.assertNotStrContains(netcl.gemm_config(512, 4 * n, 4096, nt), "slices")
+  end)
+  local a, b = operands(H.device, 512, 4096, n, false, true)
+  local bias = netcl.randn(n, { device = H.device })
+  local ac, bc = a:to("cpu"), b:to("cpu")
+  H.assert_close(a:matmul(b):to("cpu"), ac:matmul(bc), tol(4096))
+  H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }):to("cpu"), (ac:matmul(bc) + bias:to("cpu")):relu(), tol(4096))
+end
+
 function TestGemm:test_ffma_operands_copied()
   lu.skipIf(H.is_cpu, "the FFMA kernel is an OpenCL kernel")
   local nvidia = H.device_info().vendor:find("NVIDIA") ~= nil

@@ -100,6 +100,9 @@ typedef struct nc_gemm_epi {
 } nc_gemm_epi;
 /* nc_backend.gemm_copies: the operands a product copies first */
 enum { NC_GEMM_COPY_A = 1, NC_GEMM_COPY_W = 2 };
+/* The number of K slices matmul runs a [1,M,K] @ w [1,K,N] as (split-K,
+ * src/linalg.c; 1: none), with an epilogue to apply or not. */
+int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue);
 /* 1 when the activation can be fused by every backend's gemm. */
 int nc_gemm_act_ok(int act);
 /* netcl_set_fp32_precision's mode (linalg.c): float32 GEMMs multiply in
@@ -389,6 +392,14 @@ typedef struct nc_backend {
      * m-contiguous; NC_GEMM_COPY_W: w, B = 1, to n-contiguous); may be
      * NULL (never). */
     int (*gemm_copies)(netcl_device *dev, const nc_desc *a, const nc_desc *w);
+    /* Split-K (linalg.c): the number of K slices a float32 matmul / gemm
+     * of a [1,M,K] and w [1,K,N] runs as (1: none; 0: linalg.c's generic
+     * rule decides); and the sum of their partial products part [S,M,N]
+     * (contiguous, offset 0) into out [1,M,N] through the epilogue. Either
+     * may be NULL: then the generic rule, and a plain sum (no epilogue, so
+     * products with one are not split). */
+    int (*gemm_split)(netcl_device *dev, const nc_desc *a, const nc_desc *w);
+    netcl_status (*gemm_sum)(netcl_device *dev, const nc_desc *out, const nc_desc *part, const nc_gemm_epi *epi);
 } nc_backend;
 
 /* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out

@@ -2,6 +2,7 @@
  * products, and batched products with broadcast batch dims, all lowered to
  * the backend's [B,M,K] x [B,K,N] entry. */
 #include "ops.h"
+#include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
 
@@ -96,20 +97,41 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
 
 /* Split-K. A product with few output tiles and a long K leaves most of a
  * GPU idle: conv backward-weight is [O, C*KH*KW] summed over K = N*OH*OW
- * (ResNet's first stage: 5 tiles of 128x128 with K = 131072). It runs as S
- * products over K slices into [S, M, N] partials (a strided-batch call on
- * views, no copies), plus one for the tail, summed over the slices. Only
- * float32 on OpenCL devices: the partials keep the accumulator's precision;
- * the cpu's BLAS threads split K itself. */
-static int split_count(const netcl_tensor *a3, int64_t M, int64_t N, int64_t K)
+ * (ResNet's first stage: 5 tiles of 128x128 with K = 131072), x @ w^T of
+ * 512 rows fills an H100 once with 128x64 blocks. It runs as S products
+ * over K slices into [S, M, N] partials (a strided-batch call on views, no
+ * copies), plus one for the tail, summed over the slices (the backend's
+ * gemm_sum, which applies the epilogue too, or a plain sum). Only float32
+ * on OpenCL devices: the partials keep the accumulator's precision; the
+ * cpu's BLAS threads split K itself. The backend's gemm_split decides
+ * where it has a rule, else the generic one here; $NETCL_GEMM_SPLIT=S
+ * forces S slices (1: none) where K holds 8 a slice, for tests and
+ * benchmarks. */
+int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue)
 {
-    const netcl_device *dev = nc_dev(a3);
-    if (dev->type == NETCL_DEVICE_CPU || a3->sizes[0] != 1 || a3->dtype != NETCL_DTYPE_FLOAT32) return 1;
+    int64_t M = a->sizes[1], N = w->sizes[2], K = a->sizes[2];
+    if (dev->type == NETCL_DEVICE_CPU || a->sizes[0] != 1 || a->dtype != NETCL_DTYPE_FLOAT32 || M * N == 0) return 1;
+    if (epilogue && !dev->backend->gemm_sum) return 1;
+    const char *env = getenv("NETCL_GEMM_SPLIT");
+    if (env && *env) {
+        int s = atoi(env);
+        return s >= 2 && K >= 8 * (int64_t)s ? s : 1;
+    }
+    int s = dev->backend->gemm_split ? dev->backend->gemm_split(dev, a, w) : 0;
+    if (s > 0) return s;
     int64_t tiles = ((M + 127) / 128) * ((N + 127) / 128), want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16);
     if (2 * tiles >= want || K < 4096) return 1;
-    int64_t s = (want + tiles - 1) / tiles;
-    if (s > K / 1024) s = K / 1024;   /* slices of at least 1024 keep each product efficient */
-    return s < 2 ? 1 : (int)s;
+    int64_t n = (want + tiles - 1) / tiles;
+    if (n > K / 1024) n = K / 1024;   /* slices of at least 1024 keep each product efficient */
+    return n < 2 ? 1 : (int)n;
+}
+
+static int split_count(netcl_tensor *a3, netcl_tensor *b3, int epilogue)
+{
+    nc_desc x, y;
+    nc_desc_of(&x, a3);
+    nc_desc_of(&y, b3);
+    return nc_gemm_split_count(nc_dev(a3), &x, &y, epilogue);
 }
 
 /* count products of K slices of length len, the first at k0, into the
@@ -132,15 +154,38 @@ static netcl_status slice_products(netcl_tensor *part, int64_t slot, int64_t cou
     return st;
 }
 
-static netcl_status split_product(netcl_tensor **o3, netcl_tensor *a3, netcl_tensor *b3, int S)
+/* o3 [1, M, N] = the product of S slices of K (and the tail), through ga's
+ * epilogue where there is one (the backend then has gemm_sum) */
+static netcl_status split_product(netcl_tensor **o3, netcl_tensor *a3, netcl_tensor *b3, int S, const gemm_args *ga,
+                                  int ndim, const int64_t *oshape)
 {
+    netcl_device *dev = nc_dev(a3);
     int64_t K = a3->sizes[2], ks = K / S / 8 * 8, tail = K - S * ks;
     int64_t psizes[3] = {S + (tail > 0), a3->sizes[1], b3->sizes[2]};
-    netcl_tensor *part = NULL;
-    NC_TRY(nc_tensor_new(&part, nc_dev(a3), a3->dtype, 3, psizes));
+    netcl_tensor *part = NULL, *c3 = NULL;
+    NC_TRY(nc_tensor_new(&part, dev, a3->dtype, 3, psizes));
     netcl_status st = slice_products(part, 0, S, a3, b3, 0, ks);
     if (st == NETCL_OK && tail > 0) st = slice_products(part, S, 1, a3, b3, S * ks, tail);
-    if (st == NETCL_OK) st = nc_fwd_reduce(o3, NETCL_OP_SUM, part, 0, 1);
+    if (st == NETCL_OK && !dev->backend->gemm_sum) {
+        st = nc_fwd_reduce(o3, NETCL_OP_SUM, part, 0, 1);
+    } else if (st == NETCL_OK) {
+        int64_t osizes[3] = {1, psizes[1], psizes[2]};
+        nc_desc o, p, cd, bd;
+        nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
+        if (ga) {
+            st = ga->c ? epilogue_c(&c3, ga->c, ndim, oshape, 1) : NETCL_OK;
+            if (c3) nc_desc_of(&cd, c3);
+            if (ga->bias) nc_desc_of(&bd, ga->bias);
+            e = (nc_gemm_epi){ga->alpha, ga->beta, c3 ? &cd : NULL, ga->bias ? &bd : NULL, ga->bias_rows ? 1 : 2, ga->act, ga->act_p};
+        }
+        if (st == NETCL_OK) st = nc_tensor_new(o3, dev, a3->dtype, 3, osizes);
+        if (st == NETCL_OK) {
+            nc_desc_of(&o, *o3);
+            nc_desc_of(&p, part);
+            st = dev->backend->gemm_sum(dev, &o, &p, &e);
+        }
+    }
+    netcl_tensor_release(c3);
     netcl_tensor_release(part);
     return st;
 }
@@ -168,9 +213,9 @@ static netcl_status matmul_nd(netcl_tensor **out, netcl_tensor *a, netcl_tensor 
     memcpy(oshape, bshape, sizeof(int64_t) * (size_t)bndim);
     oshape[bndim] = M;
     oshape[bndim + 1] = N;
-    int S = st == NETCL_OK && !ga && nc_numel(3, o3shape) > 0 ? split_count(a3, M, N, K) : 1;
+    int S = st == NETCL_OK ? split_count(a3, b3, ga != NULL) : 1;
     if (S > 1) {
-        st = split_product(&o3, a3, b3, S);
+        st = split_product(&o3, a3, b3, S, ga, bndim + 2, oshape);
     } else {
         if (st == NETCL_OK) st = nc_tensor_new(&o3, nc_dev(a), a->dtype, 3, o3shape);
         if (st == NETCL_OK && nc_numel(3, o3shape) > 0) st = run_product(o3, a3, b3, ga, bndim + 2, oshape);

@@ -195,11 +195,31 @@ static int fit_tiled(const nc_gemm_call *g, const nc_gemm_cfg *c, tiled_fit *f)
 }
 
 /* ---- launching ----------------------------------------------------------------- */
+/* The epilogue's 13 kernel arguments (EPI_PARAMS), from index `first`;
+ * `absent` stands in for a missing c or bias (never read); c's batch
+ * stride counts where `batched`. */
+netcl_status nc_gemm_set_epi_args(cl_kernel k, cl_uint first, const nc_desc *o, const nc_gemm_epi *e, cl_mem absent,
+                                  int batched)
+{
+    NC_TRY(nc_cl_set_scalar(k, first, o->dtype, e->alpha));
+    NC_TRY(nc_cl_set_scalar(k, first + 1, o->dtype, e->c ? e->beta : 0));
+    cl_mem cb = e->c ? e->c->buf : absent, bb = e->bias ? e->bias->buf : absent;
+    cl_long coff = e->c ? e->c->offset : 0, cs0 = e->c && batched ? e->c->strides[0] : 0;
+    cl_long cs1 = e->c ? e->c->strides[1] : 0, cs2 = e->c ? e->c->strides[2] : 0;
+    cl_long boff = e->bias ? e->bias->offset : 0, bst = e->bias ? e->bias->strides[0] : 0;
+    NC_ARG(k, first + 2, cb); NC_ARG(k, first + 3, coff); NC_ARG(k, first + 4, cs0); NC_ARG(k, first + 5, cs1);
+    NC_ARG(k, first + 6, cs2);
+    cl_int flags = (e->c ? 1 : 0) | (e->bias ? e->bias_dim == 1 ? 4 : 2 : 0), act = e->act;
+    NC_ARG(k, first + 7, bb); NC_ARG(k, first + 8, boff); NC_ARG(k, first + 9, bst);
+    NC_TRY(nc_cl_set_scalar(k, first + 10, o->dtype, e->act_p));
+    NC_ARG(k, first + 11, flags); NC_ARG(k, first + 12, act);
+    return NETCL_OK;
+}
+
 /* Kernel arguments 0..15 (operands, strides, sizes) and the epilogue's (16..28). */
 netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k)
 {
     const nc_desc *o = g->out, *a = g->a, *w = g->w;
-    const nc_gemm_epi *e = g->epi;
     cl_mem ob = o->buf, ab = a->buf, wb = w->buf;
     cl_long ooff = o->offset, aoff = a->offset, woff = w->offset;
     cl_long as0 = g->B == 1 ? 0 : a->strides[0], as1 = a->strides[1], as2 = a->strides[2];
@@ -208,19 +228,7 @@ netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k)
     NC_ARG(k, 0, ob); NC_ARG(k, 1, ooff); NC_ARG(k, 2, ab); NC_ARG(k, 3, aoff); NC_ARG(k, 4, as0); NC_ARG(k, 5, as1);
     NC_ARG(k, 6, as2); NC_ARG(k, 7, wb); NC_ARG(k, 8, woff); NC_ARG(k, 9, ws0); NC_ARG(k, 10, ws1); NC_ARG(k, 11, ws2);
     NC_ARG(k, 12, M); NC_ARG(k, 13, N); NC_ARG(k, 14, K); NC_ARG(k, 15, B);
-    NC_TRY(nc_cl_set_scalar(k, 16, o->dtype, e->alpha));
-    NC_TRY(nc_cl_set_scalar(k, 17, o->dtype, e->c ? e->beta : 0));
-    /* absent operands: a's buffer stands in, never read */
-    cl_mem cb = e->c ? e->c->buf : a->buf, bb = e->bias ? e->bias->buf : a->buf;
-    cl_long coff = e->c ? e->c->offset : 0, cs0 = e->c && g->B > 1 ? e->c->strides[0] : 0;
-    cl_long cs1 = e->c ? e->c->strides[1] : 0, cs2 = e->c ? e->c->strides[2] : 0;
-    cl_long boff = e->bias ? e->bias->offset : 0, bst = e->bias ? e->bias->strides[0] : 0;
-    NC_ARG(k, 18, cb); NC_ARG(k, 19, coff); NC_ARG(k, 20, cs0); NC_ARG(k, 21, cs1); NC_ARG(k, 22, cs2);
-    cl_int flags = (e->c ? 1 : 0) | (e->bias ? e->bias_dim == 1 ? 4 : 2 : 0), act = e->act;
-    NC_ARG(k, 23, bb); NC_ARG(k, 24, boff); NC_ARG(k, 25, bst);
-    NC_TRY(nc_cl_set_scalar(k, 26, o->dtype, e->act_p));
-    NC_ARG(k, 27, flags); NC_ARG(k, 28, act);
-    return NETCL_OK;
+    return nc_gemm_set_epi_args(k, 16, o, g->epi, a->buf, g->B > 1);
 }
 
 /* Kernel `name` built with opts; when the build fails, once more without

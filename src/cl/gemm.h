@@ -85,6 +85,8 @@ netcl_status nc_gemm_tiled_kernel(const nc_gemm_call *g, const nc_gemm_cfg *c, c
                                   int kfast_a, int kfast_b, cl_kernel *k, size_t global[3], size_t local[3]);
 /* Kernel arguments shared by every GEMM kernel (gemm.c). */
 netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k);
+netcl_status nc_gemm_set_epi_args(cl_kernel k, cl_uint first, const nc_desc *o, const nc_gemm_epi *e, cl_mem absent,
+                                  int batched);
 
 /* mma.c: whether the tensor-core path serves g (device probed for the
  * dtype, fp32_precision not "ieee" for float32, operand layouts cp.async can copy), its

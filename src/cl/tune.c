@@ -330,19 +330,30 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
     nc_gemm_desc3(&da, NULL, dtype, m, k, trans_a);
     nc_gemm_desc3(&dw, NULL, dtype, k, n, trans_b);
     nc_gemm_desc3(&dout, NULL, dtype, m, n, 0);
-    /* matmul copies operands of large float32 products to the tn layout
+    /* matmul splits products with few outputs and a long K into slices of
+     * K, else copies operands of large float32 products to the tn layout
      * first where that runs faster (src/linalg.c): the product it then runs */
-    int copies = nc_cl_gemm_copies(dev, &da, &dw);
+    int S = nc_gemm_split_count(dev, &da, &dw, 0), copies = S > 1 ? 0 : nc_cl_gemm_copies(dev, &da, &dw);
+    int64_t ks = S > 1 ? k / S / 8 * 8 : k;
+    if (S > 1) { /* the slices: [S, m, ks] @ [S, ks, n], batch strides along k */
+        da.sizes[0] = dw.sizes[0] = dout.sizes[0] = S;
+        da.sizes[2] = dw.sizes[1] = ks;
+        da.strides[0] = ks * da.strides[2];
+        dw.strides[0] = ks * dw.strides[1];
+        dout.strides[0] = m * n;
+    }
     if (copies & NC_GEMM_COPY_A) nc_gemm_desc3(&da, NULL, dtype, m, k, 1);
     if (copies & NC_GEMM_COPY_W) nc_gemm_desc3(&dw, NULL, dtype, k, n, 0);
     nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
-    nc_gemm_call g = {dev, &dout, &da, &dw, &epi, 1, m, n, k};
+    nc_gemm_call g = {dev, &dout, &da, &dw, &epi, S > 1 ? S : 1, m, n, ks};
     nc_gemm_cfg cfg;
     const char *why;
     nc_gemm_choose(&g, &cfg, &why);
-    char text[200];
+    char text[200], split[80] = "";
     nc_gemm_cfg_format(&cfg, text, sizeof text);
-    snprintf(buf, (size_t)len, "%s (%s%s%s)", text, why, copies & NC_GEMM_COPY_A ? "; a copied m-contiguous first" : "",
+    if (S > 1)
+        snprintf(split, sizeof split, "; K in %d slices of %lld%s, summed", S, (long long)ks, S * ks < k ? " and the rest" : "");
+    snprintf(buf, (size_t)len, "%s (%s%s%s%s)", text, why, split, copies & NC_GEMM_COPY_A ? "; a copied m-contiguous first" : "",
              copies & NC_GEMM_COPY_W ? "; w copied n-contiguous first" : "");
     return NETCL_OK;
 }

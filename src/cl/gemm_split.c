@@ -1,0 +1,79 @@
+/* gemm_split.c — split-K on OpenCL devices (src/linalg.c runs it): how
+ * many K slices a float32 product runs as, and the last pass that sums the
+ * slices' partial products through the GEMM's epilogue (kernels/gemm.cl,
+ * gemm_slices), so a product with bias and activation splits too. */
+#include "gemm.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Where NVIDIA's FFMA kernel serves a float32 product, the slices aim at
+ * the blocks it runs best: 128 x 64 outputs, two a multiprocessor (four of
+ * tn's two-warp blocks where neither operand is k-contiguous). A product
+ * with fewer of them than 85% of one round splits into the fewest
+ * power-of-two slices that make a round, none shorter than 1024 (shorter
+ * ones lost: 1024^3 in two slices 35.4 -> 28.4 TFLOP/s, H100); where no
+ * split makes a round it is not split. nn (w n-contiguous, a not) aims at
+ * one block a multiprocessor: its small 64 x 32 blocks serve such products
+ * well (1024 x 1024 x 2048 in two slices 37.9 -> 34.8). Where no split
+ * makes a round, a product the small blocks fill runs whole, the others in
+ * the most slices. H100, TFLOP/s, the
+ * generic rule's slices (3, 4) against these: x @ w^T 512 x 4096 x 4096
+ * 38.2 -> 44.4 (none), 256 x 4096 x 4096 39.3 -> 41.2 (2), 512 x 2048 x
+ * 8192 37.3 -> 43.4 (2), 2048 x 1024 x 4096 38.7 -> 44.5 (none); tn 512 x
+ * 4096 x 4096 37.7 -> 46.1 (2). Products that need more than 8 slices
+ * for a round (long K, few outputs: a convolution's backward-weight
+ * product) keep the generic rule (0), which gives them more than one round
+ * (64 x 576 x 131072 31.4 TFLOP/s in 53 slices against 28.0 in 32), as do
+ * forced configurations and the tensor cores. */
+int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+{
+    int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
+    const char *env = getenv("NETCL_GEMM_CONFIG");
+    if (a->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_IEEE || !s || s->has_forced || (env && *env))
+        return 0;
+    nc_desc out = {0};
+    out.dtype = a->dtype;
+    nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
+    nc_gemm_call g = {dev, &out, a, w, &e, 1, M, N, K};
+    if (!nc_ffma_usable(&g)) return 0;
+    int a_kc = a->strides[2] == 1, w_kc = w->strides[1] == 1;
+    int64_t cu = dev->compute_units > 0 ? dev->compute_units : 1;
+    int64_t slots = !a_kc && !w_kc ? 4 * cu : a_kc && !w_kc ? cu : 2 * cu;
+    int64_t blocks = nc_gemm_groups(&g, 128, 64), want = slots * 85 / 100;
+    if (blocks >= want) return 1;
+    int64_t S = 2;
+    for (; S <= 8 && K / S >= 1024; S *= 2)
+        if (S * blocks >= want) return (int)S;
+    if (S > 8) return 0;
+    /* no round: as it is where the small blocks fill the device, else the most slices */
+    return nc_ffma_small_groups(&g) >= cu || S == 2 ? 1 : (int)(S / 2);
+}
+
+netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc *part, const nc_gemm_epi *epi)
+{
+    NC_TRY(nc_cl_enter(dev, "matmul", part->dtype, out->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    int64_t S = part->sizes[0], M = part->sizes[1], N = part->sizes[2];
+    /* the partials are a fresh contiguous tensor: vectors along a row are aligned */
+    int vw = N % 4 == 0 ? 4 : N % 2 == 0 ? 2 : 1;
+    char opts[160];
+    nc_cl_dtype_opts(opts, sizeof opts, part->dtype, out->dtype);
+    size_t n = strlen(opts);
+    snprintf(opts + n, sizeof opts - n, " -DGEMM_SLICES -DVW=%d", vw);
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "gemm", opts, "gemm_slices", &k, &wg));
+    cl_mem ob = out->buf, pb = part->buf;
+    cl_long ooff = out->offset, cM = M, cN = N;
+    cl_int cS = (cl_int)S;
+    NC_ARG(k, 0, ob); NC_ARG(k, 1, ooff); NC_ARG(k, 2, pb); NC_ARG(k, 3, cS); NC_ARG(k, 4, cM); NC_ARG(k, 5, cN);
+    NC_TRY(nc_gemm_set_epi_args(k, 6, out, epi, pb, 0));
+    /* a group spans a row's vectors (up to 256 of them), the rest of it rows */
+    size_t group = wg < 256 ? wg : 256, vecs = (size_t)((N + vw - 1) / vw), l0 = 1;
+    while (l0 < vecs && l0 < group) l0 *= 2;
+    size_t l1 = group / l0 ? group / l0 : 1, rows = (size_t)(M < 65535 ? M : 65535);
+    size_t global[2] = {(vecs + l0 - 1) / l0 * l0, (rows + l1 - 1) / l1 * l1}, local[2] = {l0, l1};
+    return nc_cl_launch_nd(cd, k, 2, global, local);
+}
