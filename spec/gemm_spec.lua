@@ -495,7 +495,8 @@ function TestGemm:test_ffma_products()
                "ffma mwg=64 nwg=64 kwg=8 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=4 gm=8",
                "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=1 vwm=8 vwn=16 stages=2 gm=8",
                "ffma mwg=128 nwg=128 kwg=8 mdimc=2 ndimc=4 vwm=8 vwn=8 stages=4 gm=8",
-               "ffma mwg=64 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=4 gm=8" },
+               "ffma mwg=64 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=4 gm=8",
+               "ffma mwg=64 nwg=32 kwg=32 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=2 gm=8" },
     { { 100, 200, 72 }, { 36, 12, 20 }, { 1024, 1028, 520 } })
   -- long products with both operands row-major take it too (K >= 512);
   -- tn's blocks of two warps serve where there are three a multiprocessor
@@ -510,15 +511,15 @@ function TestGemm:test_ffma_products()
     -- is fuller (6 a multiprocessor: three full rounds of two), else the
     -- small blocks (5: 2.5 rounds of two)
     lu.assertStrContains(netcl.gemm_config(384 * cu, 128, 256, tn), "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=8 vwn=8")
-    lu.assertStrContains(netcl.gemm_config(320 * cu, 128, 256, tn), "ffma mwg=64 nwg=32 kwg=16")
+    lu.assertStrContains(netcl.gemm_config(320 * cu, 128, 256, tn), "ffma mwg=64 nwg=32 kwg=32")
     -- below that, 64x32 blocks of two warps; 64x64 where w is k-contiguous
-    lu.assertStrContains(netcl.gemm_config(192 * cu - 128, 128, 256, tn), "ffma mwg=64 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=4")
-    lu.assertStrContains(netcl.gemm_config(64 * cu, 64, 512, { device = H.device }), "ffma mwg=64 nwg=32 kwg=16")
+    lu.assertStrContains(netcl.gemm_config(192 * cu - 128, 128, 256, tn), "ffma mwg=64 nwg=32 kwg=32 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=2")
+    lu.assertStrContains(netcl.gemm_config(64 * cu, 64, 512, { device = H.device }), "ffma mwg=64 nwg=32 kwg=32")
     lu.assertStrContains(netcl.gemm_config(64 * cu, 64, 512, { device = H.device, trans_b = true }), "ffma mwg=64 nwg=64 kwg=32")
     -- the other layouts' four-warp 128x64 blocks (two a multiprocessor) by
     -- the same rounds: 2.5 rounds of them take the small blocks, 3 keep them
     local nt = { device = H.device, trans_b = true }
-    lu.assertStrContains(netcl.gemm_config(128, 320 * cu, 512, { device = H.device }), "ffma mwg=64 nwg=32 kwg=16")
+    lu.assertStrContains(netcl.gemm_config(128, 320 * cu, 512, { device = H.device }), "ffma mwg=64 nwg=32 kwg=32")
     lu.assertStrContains(netcl.gemm_config(128, 320 * cu, 512, nt), "ffma mwg=64 nwg=64 kwg=32")
     lu.assertStrContains(netcl.gemm_config(128, 384 * cu, 512, nt), "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2")
     lu.assertStrContains(netcl.gemm_config(128, 256 * cu, 512, nt), "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2")
