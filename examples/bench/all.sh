@@ -16,6 +16,7 @@ devopt=""
 [ -f "$here/loader.lua" ] && "$netcl" "$here/loader.lua" > "$out/loader.txt" 2>&1
 [ -f "$here/loader.lua" ] && "$netcl" "$here/loader.lua" --step $devopt > "$out/loader_step.txt" 2>&1
 [ -f "$here/gemm.lua" ] && "$netcl" "$here/gemm.lua" $devopt > "$out/gemm.txt" 2>&1
+[ -f "$here/gemm_linear.lua" ] && "$netcl" "$here/gemm_linear.lua" $devopt > "$out/gemm_linear.txt" 2>&1
 [ -f "$here/models.lua" ] && "$netcl" "$here/models.lua" $devopt > "$out/models.txt" 2>&1
 [ -f "$here/layers.lua" ] && "$netcl" "$here/layers.lua" $devopt > "$out/layers.txt" 2>&1
 [ -f "$here/optim_step.lua" ] && "$netcl" "$here/optim_step.lua" $devopt > "$out/optim.txt" 2>&1
