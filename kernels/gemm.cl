@@ -103,19 +103,22 @@ inline A_CT epilogue(A_CT v, long b, long m, long n, EPI_PARAMS)
 #ifdef GEMM_SLICES
 /* ---- gemm_slices ----------------------------------------------------------------
  * Split-K's last pass (src/cl/gemm_split.c): out [M, N] = epilogue of the
- * sum of the partial products part [S, M, N] (contiguous, from element 0)
- * of the S slices of K, added in slice order, so the bits depend on the
- * split alone. VW adjacent outputs a work item (VW divides N); grid dim 0
- * over a row's vectors, dim 1 over rows (looping where the host capped it). */
-__kernel void gemm_slices(__global O_T *out, long ooff, __global const A_T *part, int S, long M, long N, EPI_PARAMS)
+ * sum of the partial products part [S, M, N] (contiguous from element
+ * poff) of the S slices of K, added in slice order, so the bits depend on
+ * the split alone. VW adjacent outputs a work item (VW divides N and poff);
+ * grid dim 0 over a row's vectors, dim 1 over rows (looping where the host
+ * capped it). */
+__kernel void gemm_slices(__global O_T *out, long ooff, __global const A_T *part, long poff, int S, long M, long N,
+                          EPI_PARAMS)
 {
     const long n = get_global_id(0) * VW, MN = M * N;
     if (n >= N) return;
     for (long m = get_global_id(1); m < M; m += get_global_size(1)) {
-        const long i = m * N + n;
+        const long i = poff + m * N + n;
         VT(A_CT, VW) v = VLOAD(VW, part, i);
         for (int s = 1; s < S; s++) v += VLOAD(VW, part, s * MN + i);
-        UNROLL for (int e = 0; e < VW; e++) O_STORE(out, ooff + i + e, epilogue(GETV(VW, v, e), 0, m, n + e, EPI_ARGS));
+        UNROLL for (int e = 0; e < VW; e++)
+            O_STORE(out, ooff + m * N + n + e, epilogue(GETV(VW, v, e), 0, m, n + e, EPI_ARGS));
     }
 }
 #endif

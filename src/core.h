@@ -395,7 +395,7 @@ typedef struct nc_backend {
     /* Split-K (linalg.c): the number of K slices a float32 matmul / gemm
      * of a [1,M,K] and w [1,K,N] runs as (1: none; 0: linalg.c's generic
      * rule decides); and the sum of their partial products part [S,M,N]
-     * (contiguous, offset 0) into out [1,M,N] through the epilogue. Either
+     * (contiguous) into out [1,M,N] through the epilogue. Either
      * may be NULL: then the generic rule, and a plain sum (no epilogue, so
      * products with one are not split). */
     int (*gemm_split)(netcl_device *dev, const nc_desc *a, const nc_desc *w);

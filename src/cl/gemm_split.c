@@ -56,8 +56,8 @@ netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc
     NC_TRY(nc_cl_enter(dev, "matmul", part->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     int64_t S = part->sizes[0], M = part->sizes[1], N = part->sizes[2];
-    /* the partials are a fresh contiguous tensor: vectors along a row are aligned */
-    int vw = N % 4 == 0 ? 4 : N % 2 == 0 ? 2 : 1;
+    /* vectors along a row of the contiguous partials, aligned where the offset allows */
+    int vw = N % 4 == 0 && part->offset % 4 == 0 ? 4 : N % 2 == 0 && part->offset % 2 == 0 ? 2 : 1;
     char opts[160];
     nc_cl_dtype_opts(opts, sizeof opts, part->dtype, out->dtype);
     size_t n = strlen(opts);
@@ -66,10 +66,11 @@ netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc
     size_t wg;
     NC_TRY(nc_cl_kernel(cd, "gemm", opts, "gemm_slices", &k, &wg));
     cl_mem ob = out->buf, pb = part->buf;
-    cl_long ooff = out->offset, cM = M, cN = N;
+    cl_long ooff = out->offset, poff = part->offset, cM = M, cN = N;
     cl_int cS = (cl_int)S;
-    NC_ARG(k, 0, ob); NC_ARG(k, 1, ooff); NC_ARG(k, 2, pb); NC_ARG(k, 3, cS); NC_ARG(k, 4, cM); NC_ARG(k, 5, cN);
-    NC_TRY(nc_gemm_set_epi_args(k, 6, out, epi, pb, 0));
+    NC_ARG(k, 0, ob); NC_ARG(k, 1, ooff); NC_ARG(k, 2, pb); NC_ARG(k, 3, poff); NC_ARG(k, 4, cS); NC_ARG(k, 5, cM);
+    NC_ARG(k, 6, cN);
+    NC_TRY(nc_gemm_set_epi_args(k, 7, out, epi, pb, 0));
     /* a group spans a row's vectors (up to 256 of them), the rest of it rows */
     size_t group = wg < 256 ? wg : 256, vecs = (size_t)((N + vw - 1) / vw), l0 = 1;
     while (l0 < vecs && l0 < group) l0 *= 2;
