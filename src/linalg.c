@@ -105,18 +105,18 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
  * on OpenCL devices: the partials keep the accumulator's precision; the
  * cpu's BLAS threads split K itself. The backend's gemm_split decides
  * where it has a rule, else the generic one here; $NETCL_GEMM_SPLIT=S
- * forces S slices (1: none) where K holds 8 a slice, for tests and
- * benchmarks. */
+ * (1 to 4096) forces S slices (1: none) where K holds 8 a slice, for tests
+ * and benchmarks. */
 int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue)
 {
     int64_t M = a->sizes[1], N = w->sizes[2], K = a->sizes[2];
     if (dev->type == NETCL_DEVICE_CPU || a->sizes[0] != 1 || a->dtype != NETCL_DTYPE_FLOAT32 || M * N == 0) return 1;
     if (epilogue && !dev->backend->gemm_sum) return 1;
     const char *env = getenv("NETCL_GEMM_SPLIT");
-    if (env && *env) {
-        int s = atoi(env);
-        return s >= 2 && K >= 8 * (int64_t)s ? s : 1;
-    }
+    char *end = NULL;
+    long forced = env && *env ? strtol(env, &end, 10) : 0;
+    if (end && *end == '\0' && forced >= 1 && forced <= 4096) /* else not a count: ignored */
+        return forced >= 2 && K >= 8 * (int64_t)forced ? (int)forced : 1;
     int s = dev->backend->gemm_split ? dev->backend->gemm_split(dev, a, w) : 0;
     if (s > 0) return s;
     int64_t tiles = ((M + 127) / 128) * ((N + 127) / 128), want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16);

@@ -234,8 +234,8 @@ netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k)
 /* Kernel `name` built with opts; when the build fails, once more without
  * `#pragma unroll` (a compiler that rejects the pragma still unrolls
  * constant loops), remembered per device. */
-static netcl_status gemm_kernel(nc_cl_device *cd, const char *family, char *opts, size_t len, const char *name,
-                                cl_kernel *k, size_t *wg)
+netcl_status nc_gemm_build_kernel(nc_cl_device *cd, const char *family, char *opts, size_t len, const char *name,
+                                  cl_kernel *k, size_t *wg)
 {
     nc_gemm_state *s = nc_gemm_state_of(cd);
     if (s && s->no_pragma) snprintf(opts + strlen(opts), len - strlen(opts), " -DNC_NO_UNROLL_PRAGMA");
@@ -269,7 +269,7 @@ netcl_status nc_gemm_tiled_kernel(const nc_gemm_call *g, const nc_gemm_cfg *c, c
              c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, c->vwm, c->vwn, f.vwa, f.vwb, f.kfast_a, f.kfast_b, f.pada,
              f.padb, extra ? extra : "");
     size_t wg, threads = (size_t)(c->mdimc * c->ndimc);
-    NC_TRY(gemm_kernel(cd, family, opts, sizeof opts, "gemm_tiled", k, &wg));
+    NC_TRY(nc_gemm_build_kernel(cd, family, opts, sizeof opts, "gemm_tiled", k, &wg));
     size_t kmax = 0;   /* registers may limit the group below the device's maximum */
     nc_cl.clGetKernelWorkGroupInfo(*k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
     if (kmax && kmax < threads) return NETCL_ERR_UNSUPPORTED;
@@ -302,7 +302,7 @@ static netcl_status launch_direct(const nc_gemm_call *g, const nc_gemm_cfg *c)
                           vwb, c->kwg);
     cl_kernel k;
     size_t wg;
-    NC_TRY(gemm_kernel(cd, "gemm", opts, sizeof opts, "gemm_direct", &k, &wg));
+    NC_TRY(nc_gemm_build_kernel(cd, "gemm", opts, sizeof opts, "gemm_direct", &k, &wg));
     NC_TRY(nc_gemm_set_args(g, k));
     int64_t nb = (g->N + c->cnr - 1) / c->cnr, mb = (g->M + c->cmr - 1) / c->cmr;
     if (c->mdimc > 0) { /* whole work-groups (the extra items clamp and store nothing) */

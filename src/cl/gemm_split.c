@@ -64,7 +64,7 @@ netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc
     snprintf(opts + n, sizeof opts - n, " -DGEMM_SLICES -DVW=%d", vw);
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "gemm", opts, "gemm_slices", &k, &wg));
+    NC_TRY(nc_gemm_build_kernel(cd, "gemm", opts, sizeof opts, "gemm_slices", &k, &wg));
     cl_mem ob = out->buf, pb = part->buf;
     cl_long ooff = out->offset, poff = part->offset, cM = M, cN = N;
     cl_int cS = (cl_int)S;
