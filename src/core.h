@@ -103,6 +103,9 @@ enum { NC_GEMM_COPY_A = 1, NC_GEMM_COPY_W = 2 };
 /* The number of K slices matmul runs a [1,M,K] @ w [1,K,N] as (split-K,
  * src/linalg.c; 1: none), with an epilogue to apply or not. */
 int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue);
+/* The length of each of S slices of K (multiples of 8; the rest, K - S
+ * times it, is one more product) */
+int64_t nc_gemm_slice_len(int64_t K, int S);
 /* 1 when the activation can be fused by every backend's gemm. */
 int nc_gemm_act_ok(int act);
 /* netcl_set_fp32_precision's mode (linalg.c): float32 GEMMs multiply in

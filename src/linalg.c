@@ -65,6 +65,22 @@ static void copy_operands(netcl_device *dev, netcl_tensor *a3, netcl_tensor *b3,
     netcl_tensor_release(c);
 }
 
+/* The backend's epilogue for ga (the identity where ga is NULL) over an
+ * output [B, ...oshape]; *c3 (release it) holds c viewed as [B, M, N], and
+ * cd / bd the descriptors e points to. */
+static netcl_status epilogue_of(nc_gemm_epi *e, netcl_tensor **c3, nc_desc *cd, nc_desc *bd, const gemm_args *ga,
+                                int ndim, const int64_t *oshape, int64_t B)
+{
+    *e = (nc_gemm_epi){1, 0, NULL, NULL, 0, -1, 0};
+    *c3 = NULL;
+    if (!ga) return NETCL_OK;
+    netcl_status st = ga->c ? epilogue_c(c3, ga->c, ndim, oshape, B) : NETCL_OK;
+    if (*c3) nc_desc_of(cd, *c3);
+    if (ga->bias) nc_desc_of(bd, ga->bias);
+    *e = (nc_gemm_epi){ga->alpha, ga->beta, *c3 ? cd : NULL, ga->bias ? bd : NULL, ga->bias_rows ? 1 : 2, ga->act, ga->act_p};
+    return st;
+}
+
 /* One backend call: matmul, or gemm with the epilogue of ga. */
 static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor *b3, const gemm_args *ga, int ndim,
                                 const int64_t *oshape)
@@ -83,11 +99,9 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
         netcl_tensor_release(wn);
         return st;
     }
-    netcl_tensor *c3 = NULL;
-    st = ga->c ? epilogue_c(&c3, ga->c, ndim, oshape, o3->sizes[0]) : NETCL_OK;
-    if (c3) nc_desc_of(&cd, c3);
-    if (ga->bias) nc_desc_of(&bd, ga->bias);
-    nc_gemm_epi e = {ga->alpha, ga->beta, c3 ? &cd : NULL, ga->bias ? &bd : NULL, ga->bias_rows ? 1 : 2, ga->act, ga->act_p};
+    netcl_tensor *c3;
+    nc_gemm_epi e;
+    st = epilogue_of(&e, &c3, &cd, &bd, ga, ndim, oshape, o3->sizes[0]);
     if (st == NETCL_OK) st = dev->backend->gemm(dev, &o, &x, &y, &e);
     netcl_tensor_release(c3);
     netcl_tensor_release(am);
@@ -133,6 +147,8 @@ int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, i
     return n < 2 ? 1 : (int)n;
 }
 
+int64_t nc_gemm_slice_len(int64_t K, int S) { return K / S / 8 * 8; }
+
 static int split_count(netcl_tensor *a3, netcl_tensor *b3, int epilogue)
 {
     nc_desc x, y;
@@ -167,7 +183,7 @@ static netcl_status split_product(netcl_tensor **o3, netcl_tensor *a3, netcl_ten
                                   int ndim, const int64_t *oshape)
 {
     netcl_device *dev = nc_dev(a3);
-    int64_t K = a3->sizes[2], ks = K / S / 8 * 8, tail = K - S * ks;
+    int64_t K = a3->sizes[2], ks = nc_gemm_slice_len(K, S), tail = K - S * ks;
     int64_t psizes[3] = {S + (tail > 0), a3->sizes[1], b3->sizes[2]};
     netcl_tensor *part = NULL, *c3 = NULL;
     NC_TRY(nc_tensor_new(&part, dev, a3->dtype, 3, psizes));
@@ -178,13 +194,8 @@ static netcl_status split_product(netcl_tensor **o3, netcl_tensor *a3, netcl_ten
     } else if (st == NETCL_OK) {
         int64_t osizes[3] = {1, psizes[1], psizes[2]};
         nc_desc o, p, cd, bd;
-        nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
-        if (ga) {
-            st = ga->c ? epilogue_c(&c3, ga->c, ndim, oshape, 1) : NETCL_OK;
-            if (c3) nc_desc_of(&cd, c3);
-            if (ga->bias) nc_desc_of(&bd, ga->bias);
-            e = (nc_gemm_epi){ga->alpha, ga->beta, c3 ? &cd : NULL, ga->bias ? &bd : NULL, ga->bias_rows ? 1 : 2, ga->act, ga->act_p};
-        }
+        nc_gemm_epi e;
+        st = epilogue_of(&e, &c3, &cd, &bd, ga, ndim, oshape, 1);
         if (st == NETCL_OK) st = nc_tensor_new(o3, dev, a3->dtype, 3, osizes);
         if (st == NETCL_OK) {
             nc_desc_of(&o, *o3);

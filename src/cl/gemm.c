@@ -371,6 +371,13 @@ void nc_gemm_desc3(nc_desc *d, cl_mem buf, netcl_dtype dt, int64_t rows, int64_t
     d->strides[2] = trans ? rows : 1;
 }
 
+int nc_gemm_forced(netcl_device *dev)
+{
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
+    const char *env = getenv("NETCL_GEMM_CONFIG");
+    return !s || s->has_forced || (env && *env);
+}
+
 /* Copies that turn a large float32 product into tn, the FFMA kernel's
  * fastest layout, where they pay (the copies' time counted).
  * a (row-major, k contiguous) to m-contiguous: H200, 4096^3 41.4 -> 46.6
@@ -401,9 +408,7 @@ int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
         (la == 't' && lw == 'n') || N < 1024 || M < 1024 || K < 1024 || M % 4 || N % 4 || K % 4 ||
         M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
         return 0;
-    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
-    const char *env = getenv("NETCL_GEMM_CONFIG");
-    if (!s || s->has_forced || (env && *env)) return 0;
+    if (nc_gemm_forced(dev)) return 0;
     int copies = (la == 'n' ? NC_GEMM_COPY_A : 0) | (lw == 't' ? NC_GEMM_COPY_W : 0);
     if ((copies & NC_GEMM_COPY_W) && w->sizes[0] != 1) return 0;
     /* the product the copies leave (a fresh copy is aligned) */

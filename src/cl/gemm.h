@@ -88,6 +88,10 @@ netcl_status nc_gemm_tiled_kernel(const nc_gemm_call *g, const nc_gemm_cfg *c, c
  * buffer's size); retried without `#pragma unroll` where that fails */
 netcl_status nc_gemm_build_kernel(nc_cl_device *cd, const char *family, char *opts, size_t len, const char *name,
                                   cl_kernel *k, size_t *wg);
+/* 1 where a configuration is forced on dev (netcl_gemm_set_config or
+ * $NETCL_GEMM_CONFIG), or its GEMM state is missing: the product-shaping
+ * rules (copies, split-K) then leave the product as given */
+int nc_gemm_forced(netcl_device *dev);
 netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k);
 netcl_status nc_gemm_set_epi_args(cl_kernel k, cl_uint first, const nc_desc *o, const nc_gemm_epi *e, cl_mem absent,
                                   int batched);

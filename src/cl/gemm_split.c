@@ -4,7 +4,6 @@
  * gemm_slices), so a product with bias and activation splits too. */
 #include "gemm.h"
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Where NVIDIA's FFMA kernel serves a float32 product, the slices aim at
@@ -29,10 +28,7 @@
 int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
-    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
-    const char *env = getenv("NETCL_GEMM_CONFIG");
-    if (a->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_IEEE || !s || s->has_forced || (env && *env))
-        return 0;
+    if (a->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_IEEE || nc_gemm_forced(dev)) return 0;
     nc_desc out = {0};
     out.dtype = a->dtype;
     nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};

@@ -334,7 +334,7 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
      * K, else copies operands of large float32 products to the tn layout
      * first where that runs faster (src/linalg.c): the product it then runs */
     int S = nc_gemm_split_count(dev, &da, &dw, 0), copies = S > 1 ? 0 : nc_cl_gemm_copies(dev, &da, &dw);
-    int64_t ks = S > 1 ? k / S / 8 * 8 : k;
+    int64_t ks = S > 1 ? nc_gemm_slice_len(k, S) : k;
     if (S > 1) { /* the slices: [S, m, ks] @ [S, ks, n], batch strides along k */
         da.sizes[0] = dw.sizes[0] = dout.sizes[0] = S;
         da.sizes[2] = dw.sizes[1] = ks;
