@@ -441,7 +441,8 @@ end
 
 -- ---- float32 FMAs fed by cp.async (the "ffma" kernel, docs/gemm.md) -------------------
 -- Every layout (each operand with k contiguous or not) in forced
--- configurations, with edges in m, n and K (K = 200 is 12.5 k-tiles of 16),
+-- configurations, with edges in m, n and K (K = 200 is 12.5 k-tiles of 16;
+-- 65 x 96 x 67 an interior block whose rows of 67 take scalar stores),
 -- the fused epilogue, a batch with a broadcast operand, and the untuned
 -- choice: the ffma kernel where an operand is transposed and 64x64 blocks
 -- fill the device. Runs with a fresh tuning cache (no tuned entry may stand
@@ -462,9 +463,14 @@ local function check_ffma(configs, shapes)
               ("%s %dx%dx%d ta=%s tb=%s"):format(cfg, s[1], s[2], s[3], l[1], l[2]))
           end
         end
-        local a, b = operands(H.device, 100, 200, 72, false, false)
+        -- the epilogue on both ways out of an interior block: float4 runs
+        -- straight from the registers (w n-contiguous) or through local
+        -- memory (w k-contiguous, small blocks)
         local bias = netcl.randn(72, { device = H.device })
-        H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }), (a:matmul(b) + bias):relu(), tol(200))
+        for _, tb in ipairs({ false, true }) do
+          local a, b = operands(H.device, 100, 200, 72, false, tb)
+          H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }), (a:matmul(b) + bias):relu(), tol(200))
+        end
         local x, w = netcl.randn(3, 36, 20, { device = H.device }), netcl.randn(20, 44, { device = H.device })
         H.assert_close(x:matmul(w):to("cpu"), x:to("cpu"):matmul(w:to("cpu")), tol(20))
       end)
@@ -497,7 +503,7 @@ function TestGemm:test_ffma_products()
                "ffma mwg=128 nwg=128 kwg=8 mdimc=2 ndimc=4 vwm=8 vwn=8 stages=4 gm=8",
                "ffma mwg=64 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=4 gm=8",
                "ffma mwg=64 nwg=32 kwg=32 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=2 gm=8" },
-    { { 100, 200, 72 }, { 36, 12, 20 }, { 1024, 1028, 520 } })
+    { { 100, 200, 72 }, { 36, 12, 20 }, { 1024, 1028, 520 }, { 65, 96, 67 } })
   -- long products with both operands row-major take it too (K >= 512);
   -- tn's blocks of two warps serve where there are three a multiprocessor
   with_cache_dir(function()
@@ -538,7 +544,7 @@ function TestGemm:test_ffma_emulated()
   ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
   local ok, err = pcall(check_ffma, { "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
                                       "ffma mwg=128 nwg=64 kwg=16 mdimc=4 ndimc=2 vwm=4 vwn=8 stages=3 gm=8" },
-    { { 100, 200, 72 } })
+    { { 100, 200, 72 }, { 65, 96, 67 } })
   ffi.C.unsetenv("NETCL_MMA_EMULATE")
   if not ok then error(err, 0) end
   lu.assertFalse(ffma_serves())
