@@ -518,6 +518,11 @@ function TestGemm:test_ffma_products()
     -- small blocks (5: 2.5 rounds of two)
     lu.assertStrContains(netcl.gemm_config(384 * cu, 128, 256, tn), "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=8 vwn=8")
     lu.assertStrContains(netcl.gemm_config(320 * cu, 128, 256, tn), "ffma mwg=64 nwg=32 kwg=32")
+    -- one round of four-warp blocks (two a multiprocessor), at least 85%
+    -- full: those, with 16-deep tiles in four stages; 75% full: the small ones
+    lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 256, tn), "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=8 vwn=8 stages=4")
+    lu.assertStrContains(netcl.gemm_config(112 * cu, 128, 512, tn), "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=8 vwn=8 stages=4")
+    lu.assertStrContains(netcl.gemm_config(96 * cu, 128, 512, tn), "ffma mwg=64 nwg=32 kwg=32")
     -- below that, 64x32 blocks of two warps; 64x64 where w is k-contiguous
     lu.assertStrContains(netcl.gemm_config(192 * cu - 128, 128, 256, tn), "ffma mwg=64 nwg=32 kwg=32 mdimc=2 ndimc=1 vwm=4 vwn=8 stages=2")
     lu.assertStrContains(netcl.gemm_config(64 * cu, 64, 512, { device = H.device }), "ffma mwg=64 nwg=32 kwg=32")
