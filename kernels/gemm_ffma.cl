@@ -1,8 +1,9 @@
 /* gemm_ffma.cl — how the float32-FMA path of gemm_mma.cl ("FFMA", built
- * with -DFFMA) reads its operands from the pipeline's stages and feeds
- * them to its FMAs: macros only, expanded inside gemm_mma (whose names
- * they use: the stage layout, the lane's place, acc). The program is
- * gemm.cl + this file + gemm_mma.cl (src/cl/mma.c). */
+ * with -DFFMA) reads its operands from the pipeline's stages, feeds them
+ * to its FMAs and stores its outputs: macros only, expanded inside
+ * gemm_mma (whose names they use: the stage layout, the lane's place,
+ * acc, the output tile). The program is gemm.cl + this file + gemm_mma.cl
+ * (src/cl/mma.c). */
 #ifdef FFMA
 /* Each thread owns TM x TN outputs of its warp's 8TM x 4TN tile: rows
  * FFMA_ROW(i), columns FFMA_COL(j) (relative to the warp tile). Per k it
@@ -117,5 +118,50 @@
         FFMA_GET_A(av, k);                                                                               \
         FFMA_GET_B(bv, k);                                                                               \
         FFMA_FMAS(av, bv);                                                                                   \
+    } while (0)
+/* Stores. Scalar stores queued in the load-store unit for 10-15% of a
+ * short product's time (H100, Nsight Compute; docs/gemm.md, "Stores"), so
+ * gemm_mma.cl stores an interior block of a 16-byte-aligned output as
+ * float4s, one of two ways by the layout of w; -DNO_FFMA_VEC_STORE turns
+ * both off. FFMA_STORE4: outputs (m, n .. n + 3) of values x0 .. x3,
+ * through the epilogue. */
+#define FFMA_STORE4(m, n, x0, x1, x2, x3)                                                                     \
+    do {                                                                                                     \
+        float4 v;                                                                                            \
+        v.s0 = epilogue(x0, bb, m, n, EPI_ARGS);                                                             \
+        v.s1 = epilogue(x1, bb, m, (n) + 1, EPI_ARGS);                                                       \
+        v.s2 = epilogue(x2, bb, m, (n) + 2, EPI_ARGS);                                                       \
+        v.s3 = epilogue(x3, bb, m, (n) + 3, EPI_ARGS);                                                       \
+        *(__global float4 *)(out + ooff + OUT_INDEX(m, n)) = v;                                              \
+    } while (0)
+/* w n-contiguous: a thread's columns come in runs of 4 (FFMA_COL), each
+ * run one float4 straight from the registers (H100: 2048 x 1024 x 512
+ * 65.0 -> 54.3 us, 1024^3 59.1 -> 55.5, 4096^3 tn 2.67 -> 2.64 ms) */
+#define FFMA_STORE_RUNS()                                                                                     \
+    UNROLL for (int i = 0; i < TM; i++)                                                                      \
+        UNROLL for (int q = 0; q < TN / 4; q++) {                                                            \
+            const int m = m0 + wm * WTM + FFMA_ROW(i), n = n0 + wn * WTN + FFMA_COL(4 * q);                  \
+            FFMA_STORE4(m, n, acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);       \
+        }
+/* w k-contiguous (x @ w^T): a thread's columns lie 4 apart, so the block
+ * goes through the free stages, each warp's tile as rows padded by 4 (a
+ * warp's writes of one (i, j) hit 8 rows x 4 consecutive columns: 32
+ * banks), and leaves as float4 runs of rows. Small blocks only (H100,
+ * 64x64: nt 1024^3 63.7 -> 60.7 us, 1024 x 1024 x 512 36.0 -> 32.7); the
+ * 128x64 blocks of 8 x 8 lost 5-8% at nt 8192 x 1024 x 1024 and 512 x 4096
+ * x 4096 (ptxas's allocation of their 250-odd registers). */
+#define FFMA_STORE_STAGED()                                                                                   \
+    do {                                                                                                     \
+        __local float *wt = (__local float *)smem + warp * WTM * (WTN + 4);                                  \
+        UNROLL for (int i = 0; i < TM; i++)                                                                  \
+            UNROLL for (int j = 0; j < TN; j++) wt[FFMA_ROW(i) * (WTN + 4) + FFMA_COL(j)] = acc[i][j];        \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
+        UNROLL for (int r = 0; r < TM * TN / 4; r++) {                                                       \
+            const int q = r * 32 + lane, row = q / (WTN / 4), c4 = q % (WTN / 4);                            \
+            const float4 x = *(__local const float4 *)(wt + row * (WTN + 4) + 4 * c4);                       \
+            const int m = m0 + wm * WTM + row, n = n0 + wn * WTN + 4 * c4;                                   \
+            FFMA_STORE4(m, n, x.s0, x.s1, x.s2, x.s3);                                                       \
+        }                                                                                                    \
+        barrier(CLK_LOCAL_MEM_FENCE); /* the next tile's prologue reuses the stages */                       \
     } while (0)
 #endif /* FFMA */

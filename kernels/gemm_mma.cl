@@ -731,54 +731,17 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         CP_WAIT(0);
         barrier(CLK_LOCAL_MEM_FENCE);   /* the next tile's prologue reuses the stages */
 #ifdef FFMA
+        /* an interior block of a 16-byte-aligned output stores float4s
+         * (kernels/gemm_ffma.cl, "Stores"); the rest one float at a time */
 #if B_KCONT && A_KCONT && BM * BN <= 4096 && !defined(NO_FFMA_VEC_STORE) && !defined(CONV_W) && \
     WM * WN * WTM * (WTN + 4) * 4 <= STAGES * STAGE_BYTES
-        /* w k-contiguous (x @ w^T): a thread's columns lie 4 apart, so an
-         * interior tile goes through the free stages, each warp's tile as
-         * rows padded by 4 (a warp's writes of one (i, j) hit 8 rows x 4
-         * consecutive columns: 32 banks), and leaves as float4 runs of
-         * rows. Small blocks only (H100, 64x64: nt 1024^3 63.7 -> 60.7 us,
-         * 1024 x 1024 x 512 36.0 -> 32.7); the 128x64 blocks of 8 x 8 lost
-         * 5-8% at nt 8192 x 1024 x 1024 and 512 x 4096 x 4096 (ptxas's
-         * allocation of their 250-odd registers). */
         if (inner && vec_out) {
-            __local float *wt = (__local float *)smem + warp * WTM * (WTN + 4);
-            UNROLL for (int i = 0; i < TM; i++)
-                UNROLL for (int j = 0; j < TN; j++) wt[FFMA_ROW(i) * (WTN + 4) + FFMA_COL(j)] = acc[i][j];
-            barrier(CLK_LOCAL_MEM_FENCE);
-            UNROLL for (int r = 0; r < TM * TN / 4; r++) {
-                const int q = r * 32 + lane, row = q / (WTN / 4), c4 = q % (WTN / 4);
-                const float4 x = *(__local const float4 *)(wt + row * (WTN + 4) + 4 * c4);
-                const int m = m0 + wm * WTM + row, n = n0 + wn * WTN + 4 * c4;
-                float4 v;
-                v.s0 = epilogue(x.s0, bb, m, n, EPI_ARGS);
-                v.s1 = epilogue(x.s1, bb, m, n + 1, EPI_ARGS);
-                v.s2 = epilogue(x.s2, bb, m, n + 2, EPI_ARGS);
-                v.s3 = epilogue(x.s3, bb, m, n + 3, EPI_ARGS);
-                *(__global float4 *)(out + ooff + OUT_INDEX(m, n)) = v;
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);   /* the next tile's prologue reuses the stages */
+            FFMA_STORE_STAGED();
             continue;
         }
-#endif
-#if !B_KCONT && !defined(CONV_X) && !defined(NO_FFMA_VEC_STORE)
-        /* a thread's columns come in runs of 4 (FFMA_COL): an interior tile
-         * of a 16-byte-aligned output stores a run as one float4. Scalar
-         * stores queued in the load-store unit for 10-15% of a short
-         * product's time (H100, Nsight Compute; 2048 x 1024 x 512 65.0 ->
-         * 54.3 us, 1024^3 59.1 -> 55.5, 4096^3 tn 2.67 -> 2.64 ms).
-         * -DNO_FFMA_VEC_STORE turns it off. */
+#elif !B_KCONT && !defined(CONV_X) && !defined(NO_FFMA_VEC_STORE)
         if (inner && vec_out) {
-            UNROLL for (int i = 0; i < TM; i++)
-                UNROLL for (int q = 0; q < TN / 4; q++) {
-                    const int m = m0 + wm * WTM + FFMA_ROW(i), n = n0 + wn * WTN + FFMA_COL(4 * q);
-                    float4 v;
-                    v.s0 = epilogue(acc[i][4 * q], bb, m, n, EPI_ARGS);
-                    v.s1 = epilogue(acc[i][4 * q + 1], bb, m, n + 1, EPI_ARGS);
-                    v.s2 = epilogue(acc[i][4 * q + 2], bb, m, n + 2, EPI_ARGS);
-                    v.s3 = epilogue(acc[i][4 * q + 3], bb, m, n + 3, EPI_ARGS);
-                    *(__global float4 *)(out + ooff + OUT_INDEX(m, n)) = v;
-                }
+            FFMA_STORE_RUNS();
             continue;
         }
 #endif

@@ -83,7 +83,6 @@ int nc_gemm_tuned(const nc_gemm_call *g, nc_gemm_cfg *cfg);
  * NETCL_ERR_UNSUPPORTED when cfg cannot serve g. */
 netcl_status nc_gemm_tiled_kernel(const nc_gemm_call *g, const nc_gemm_cfg *c, const char *family, const char *extra,
                                   int kfast_a, int kfast_b, cl_kernel *k, size_t global[3], size_t local[3]);
-/* Kernel arguments shared by every GEMM kernel (gemm.c). */
 /* Kernel `name` of program `family` built with opts (appended to, len its
  * buffer's size); retried without `#pragma unroll` where that fails */
 netcl_status nc_gemm_build_kernel(nc_cl_device *cd, const char *family, char *opts, size_t len, const char *name,
@@ -92,6 +91,7 @@ netcl_status nc_gemm_build_kernel(nc_cl_device *cd, const char *family, char *op
  * $NETCL_GEMM_CONFIG), or its GEMM state is missing: the product-shaping
  * rules (copies, split-K) then leave the product as given */
 int nc_gemm_forced(netcl_device *dev);
+/* Kernel arguments shared by every GEMM kernel (gemm.c). */
 netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k);
 netcl_status nc_gemm_set_epi_args(cl_kernel k, cl_uint first, const nc_desc *o, const nc_gemm_epi *e, cl_mem absent,
                                   int batched);

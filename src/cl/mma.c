@@ -89,8 +89,8 @@ static const nc_gemm_cfg ffma_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 32, 2, 
 static const nc_gemm_cfg ffma_tn_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 1, 8, 16, 1, 0, 0, 0, 4, 8};
 static const nc_gemm_cfg ffma_64x64 = {.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
 static const nc_gemm_cfg ffma_64x32 = {.kernel = NC_GEMM_FFMA, 64, 32, 32, 2, 1, 4, 8, 1, 0, 0, 0, 2, 8};
-/* tn products of about one round of four-warp blocks: 16-deep tiles in
- * four stages (ffma_blocks) */
+/* tn products of one round of four-warp blocks: 16-deep tiles in four
+ * stages (ffma_blocks) */
 static const nc_gemm_cfg ffma_tn_round = {.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 2, 8, 8, 1, 0, 0, 0, 4, 8};
 
 /* How full the last round of `blocks` is when `slots` run at once (1: every
@@ -135,7 +135,7 @@ static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg
         if (rounds_fill(big, 4 * (int64_t)cu)) *c = ffma_tn_128x64;
         else if (last_round_fill(big, 2 * (int64_t)cu) >= 0.85) *c = ffma_128x64;
         else *c = *small;
-    } else if (tn && big <= 2 * (int64_t)cu && big >= 0.85 * 2 * cu) {
+    } else if (tn && big <= 2 * (int64_t)cu && last_round_fill(big, 2 * (int64_t)cu) >= 0.85) {
         /* one round of four-warp blocks, at least 85% full: those, with
          * 16-deep tiles in four stages, since their interior blocks store
          * float4s (H100, us against the small blocks: tn 2048 x 1024 x 512
