@@ -21,18 +21,26 @@
 #define FFMA_COL(j) ((ln + 4 * ((j) / 4)) * 4 + (j) % 4)
 #endif
 #define LDF4(p, off) (*(__local const float4 *)((p) + (off)))
+/* FFMA_SUB (gemm_mma.cl says where): the k-steps read at once from an
+ * operand whose k dim is contiguous, 4 (a 16-byte chunk) or 2 (half of
+ * one: 8-byte loads, half the registers holding values in flight) */
+#define FFMA_VT VT(float, FFMA_SUB)
+#define LDFV(p, off) (*(__local const FFMA_VT *)((p) + (off)))
+#define FFMA_GETV(v, e) GETV(FFMA_SUB, v, e)
+/* the byte offset of part s (k-steps s FFMA_SUB ..) in a row whose chunks XOR with key */
+#define FFMA_PART(s, key) (((((s) * FFMA_SUB) >> 2) ^ (key)) << 4) + (((s) * FFMA_SUB) & 3) * 4
 #define SPLAT4(v, i, x) ((v)[4 * (i)] = (x).s0, (v)[4 * (i) + 1] = (x).s1, (v)[4 * (i) + 2] = (x).s2, (v)[4 * (i) + 3] = (x).s3)
-/* An operand whose k dim is contiguous is read a chunk (4 k) at a time,
- * one 16-byte load per row, before the chunk's 4 k-steps; the other kind
+/* An operand whose k dim is contiguous is read a chunk (4 k; FFMA_SUB) at
+ * a time, one 16-byte load per row, before the chunk's 4 k-steps; the other kind
  * is read per k-step, one 16-byte load per 4 values. The loop over a
  * tile's chunks is unrolled too: ptxas then hoists much of a tile's loads
  * (a 256-thread block of 8 x 8 takes 226 registers, and OpenCL has no
  * launch bounds; NVIDIA's compiler ignores -cl-nv-maxrregcount), but a
  * rolled loop ran 5-10% slower (H100). The tiles are ta_ and tb_. */
 #if A_KCONT /* rows 8 apart: the swizzle is the same for all of them */
-#define FFMA_A4(c, i) LDF4(ta_, fa0 + (((c) ^ fas) << 4) + (i) * 8 * A_RB) /* chunk c of the lane's row i */
-#define FFMA_CHUNK_A(c) float4 a4[TM]; UNROLL for (int i = 0; i < TM; i++) a4[i] = FFMA_A4(c, i)
-#define FFMA_LOAD_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = GET4(a4[i], (k) % 4)
+#define FFMA_A4(c, i) LDFV(ta_, fa0 + FFMA_PART(c, fas) + (i) * 8 * A_RB) /* part c of the lane's row i */
+#define FFMA_CHUNK_A(c) FFMA_VT a4[TM]; UNROLL for (int i = 0; i < TM; i++) a4[i] = FFMA_A4(c, i)
+#define FFMA_LOAD_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = FFMA_GETV(a4[i], (k) % FFMA_SUB)
 #else /* chunk lm + 8i of the warp tile in row k: XOR its low 3 bits */
 #define FFMA_CHUNK_A(c)
 #define FFMA_LOAD_A(av, k)                                                                                    \
@@ -40,9 +48,9 @@
         SPLAT4(av, i, LDF4(ta_, (k) * A_RB + (wm * WTM / 4 + 8 * i + (lm ^ SWZ_KEY(A_CPR, k))) * 16))
 #endif
 #if B_KCONT /* rows 4 apart: two swizzles, repeating every 8 rows */
-#define FFMA_B4(c, j) LDF4(tb_, fb0[(j) & 1] + (((c) ^ fbs[(j) & 1]) << 4) + ((j) >> 1) * 8 * B_RB)
-#define FFMA_CHUNK_B(c) float4 b4[TN]; UNROLL for (int j = 0; j < TN; j++) b4[j] = FFMA_B4(c, j)
-#define FFMA_LOAD_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = GET4(b4[j], (k) % 4)
+#define FFMA_B4(c, j) LDFV(tb_, fb0[(j) & 1] + FFMA_PART(c, fbs[(j) & 1]) + ((j) >> 1) * 8 * B_RB)
+#define FFMA_CHUNK_B(c) FFMA_VT b4[TN]; UNROLL for (int j = 0; j < TN; j++) b4[j] = FFMA_B4(c, j)
+#define FFMA_LOAD_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = FFMA_GETV(b4[j], (k) % FFMA_SUB)
 #else /* chunk ln + 4j of the warp tile: 8 (j / 2) + (ln + 4 (j % 2)), the latter swizzled */
 #define FFMA_CHUNK_B(c)
 #define FFMA_LOAD_B(bv, k)                                                                                    \
@@ -70,13 +78,13 @@
 #define FFMA_TILE(ta, tb)                                                                                     \
     do {                                                                                                     \
         __local const uchar *ta_ = (ta), *tb_ = (tb);                                                        \
-        UNROLL for (int c = 0; c < BK / 4; c++) {                                                            \
+        UNROLL for (int c = 0; c < BK / FFMA_SUB; c++) {                                                     \
             FFMA_CHUNK_A(c);                                                                                 \
             FFMA_CHUNK_B(c);                                                                                 \
-            UNROLL for (int kk = 0; kk < 4; kk++) {                                                          \
+            UNROLL for (int kk = 0; kk < FFMA_SUB; kk++) {                                                   \
                 float av[TM], bv[TN];                                                                        \
-                FFMA_LOAD_A(av, 4 * c + kk);                                                                 \
-                FFMA_LOAD_B(bv, 4 * c + kk);                                                                 \
+                FFMA_LOAD_A(av, FFMA_SUB * c + kk);                                                          \
+                FFMA_LOAD_B(bv, FFMA_SUB * c + kk);                                                          \
                 FFMA_FMAS(av, bv);                                                                           \
             }                                                                                                \
         }                                                                                                    \
@@ -86,20 +94,20 @@
  * contiguous, a step's otherwise), across the tile's barrier too: the
  * first step after a barrier no longer waits for its loads. */
 #if A_KCONT
-#define FFMA_PA_DECL float4 pa[2][TM]
+#define FFMA_PA_DECL FFMA_VT pa[2][TM]
 #define FFMA_FETCH_A(k) \
-    if ((k) % 4 == 0) UNROLL for (int i = 0; i < TM; i++) pa[((k) / 4) & 1][i] = FFMA_A4((k) / 4, i)
-#define FFMA_GET_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = GET4(pa[((k) / 4) & 1][i], (k) % 4)
+    if ((k) % FFMA_SUB == 0) UNROLL for (int i = 0; i < TM; i++) pa[((k) / FFMA_SUB) & 1][i] = FFMA_A4((k) / FFMA_SUB, i)
+#define FFMA_GET_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = FFMA_GETV(pa[((k) / FFMA_SUB) & 1][i], (k) % FFMA_SUB)
 #else
 #define FFMA_PA_DECL float pa[2][TM]
 #define FFMA_FETCH_A(k) FFMA_LOAD_A(pa[(k) & 1], k)
 #define FFMA_GET_A(av, k) UNROLL for (int i = 0; i < TM; i++) av[i] = pa[(k) & 1][i]
 #endif
 #if B_KCONT
-#define FFMA_PB_DECL float4 pb[2][TN]
+#define FFMA_PB_DECL FFMA_VT pb[2][TN]
 #define FFMA_FETCH_B(k) \
-    if ((k) % 4 == 0) UNROLL for (int j = 0; j < TN; j++) pb[((k) / 4) & 1][j] = FFMA_B4((k) / 4, j)
-#define FFMA_GET_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = GET4(pb[((k) / 4) & 1][j], (k) % 4)
+    if ((k) % FFMA_SUB == 0) UNROLL for (int j = 0; j < TN; j++) pb[((k) / FFMA_SUB) & 1][j] = FFMA_B4((k) / FFMA_SUB, j)
+#define FFMA_GET_B(bv, k) UNROLL for (int j = 0; j < TN; j++) bv[j] = FFMA_GETV(pb[((k) / FFMA_SUB) & 1][j], (k) % FFMA_SUB)
 #else
 #define FFMA_PB_DECL float pb[2][TN]
 #define FFMA_FETCH_B(k) FFMA_LOAD_B(pb[(k) & 1], k)

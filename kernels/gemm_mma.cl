@@ -126,6 +126,22 @@
 #define FFMA_COLUMNS 1
 #endif
 #endif
+/* FFMA_SUB (FFMA): k-steps per read of an operand whose k dim is
+ * contiguous, kernels/gemm_ffma.cl. 2 in the 64x64 blocks that load a step
+ * ahead with both operands so (x @ w^T's small blocks; H100, nt 1024^3
+ * 60.5-60.9 -> 57.7-58.1 us), 4 elsewhere (with 2: the 64x32 blocks lost
+ * 2-4% in nt and nn, the 128x64 ones did not move). -DFFMA_SUB=2 / =4
+ * forces either. */
+#if defined(FFMA) && !defined(FFMA_SUB)
+#if defined(FFMA_PIPE) && A_KCONT && B_KCONT && BM * BN == 4096
+#define FFMA_SUB 2
+#else
+#define FFMA_SUB 4
+#endif
+#endif
+#if defined(FFMA) && FFMA_SUB != 2 && FFMA_SUB != 4
+#error "FFMA_SUB is 2 or 4"
+#endif
 #ifdef FRAG_PIPE
 #define FETCH_AHEAD STAGES /* tile kt + FETCH_AHEAD is fetched during tile kt */
 #else
