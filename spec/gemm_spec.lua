@@ -581,6 +581,32 @@ function TestGemm:test_split_k_fills_the_ffma_blocks()
   H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }):to("cpu"), (ac:matmul(bc) + bias:to("cpu")):relu(), tol(4096))
 end
 
+-- x @ w^T with fewer of the FFMA kernel's 64x64 blocks than multiprocessors
+-- (a small batch): those blocks, in the fewest power-of-two slices of K
+-- that give every multiprocessor one, none shorter than 256 (gemm_split.c);
+-- unsplit from K = 256, gemm_tiled below
+function TestGemm:test_few_outputs_split_into_small_blocks()
+  local serves, cfg = ffma_serves()
+  lu.skipIf(not serves, "the ffma kernel does not serve " .. H.device .. ": " .. cfg)
+  local cu = H.device_info().compute_units
+  local n, nt = 64 * math.ceil(cu / 4), { device = H.device, trans_b = true }
+  with_cache_dir(function()
+    netcl.tune_cache_reload(H.device)
+    local split = netcl.gemm_config(64, n, 1024, nt)
+    lu.assertStrContains(split, "ffma mwg=64 nwg=64 ")
+    lu.assertStrContains(split, "; K in 4 slices of 256, summed")
+    local whole = netcl.gemm_config(64, n, 256, nt)
+    lu.assertStrContains(whole, "ffma mwg=64 nwg=64 ")
+    lu.assertNotStrContains(whole, "slices")
+    lu.assertNotStrContains(netcl.gemm_config(64, n, 128, nt), "ffma")
+  end)
+  local a, b = operands(H.device, 64, 1024, n, false, true)
+  local bias = netcl.randn(n, { device = H.device })
+  local ac, bc = a:to("cpu"), b:to("cpu")
+  H.assert_close(a:matmul(b):to("cpu"), ac:matmul(bc), tol(1024))
+  H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }):to("cpu"), (ac:matmul(bc) + bias:to("cpu")):relu(), tol(1024))
+end
+
 function TestGemm:test_ffma_operands_copied()
   lu.skipIf(H.is_cpu, "the FFMA kernel is an OpenCL kernel")
   local nvidia = H.device_info().vendor:find("NVIDIA") ~= nil

@@ -341,7 +341,10 @@ void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why)
 
 /* Without a tuned entry: the tensor cores where usable; float32 FMAs fed by
  * cp.async (mma.c) where an operand is transposed, or K >= 512, and its
- * small blocks (64x32, or 64x64 where w is k-contiguous) fill the device;
+ * small blocks (64x32, or 64x64 where w is k-contiguous) fill the device
+ * or K >= 256 (a block's time grows with K, and few of the FFMA kernel's
+ * beat many of gemm_tiled's: H100, nt 512 x 1024 x 1024 in 128 blocks
+ * 74.5 -> 35.5 us; gemm_split.c splits such products' K where it can);
  * else the device type's default. H100: tn / nt
  * 4096^3 43-45 against 31-35 TFLOP/s for gemm_tiled, and the ResNet-18
  * convolutions' backward products with them (256x8^2 f+b 0.505 -> 0.440
@@ -353,7 +356,8 @@ void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
     int nn = layout_of(g->a) == 'n' && layout_of(g->w) == 'n';
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     if (nc_mma_usable(g)) nc_mma_default(g, cfg);
-    else if ((!nn || g->K >= 512) && nc_ffma_small_groups(g) >= cu && nc_ffma_usable(g)) nc_ffma_default(g, cfg);
+    else if ((!nn || g->K >= 512) && (nc_ffma_small_groups(g) >= cu || g->K >= 256) && nc_ffma_usable(g))
+        nc_ffma_default(g, cfg);
     else nc_gemm_default(g, cfg);
 }
 

@@ -43,8 +43,19 @@ int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w)
     for (; S <= 8 && K / S >= 1024; S *= 2)
         if (S * blocks >= want) return (int)S;
     if (S > 8) return 0;
-    /* no round: as it is where the small blocks fill the device, else the most slices */
-    return nc_ffma_small_groups(&g) >= cu || S == 2 ? 1 : (int)(S / 2);
+    /* no round: as it is where the small blocks fill the device */
+    int64_t small = nc_ffma_small_groups(&g);
+    if (small >= cu) return 1;
+    /* Few outputs (x @ w^T of a small batch): the small blocks, in the
+     * fewest power-of-two slices that give every multiprocessor one, none
+     * shorter than 256 (512 for nn, whose shorter products keep
+     * gemm_tiled). A block's time grows with its K, not with how many run:
+     * H100, us, gemm_tiled against the slices: nt 512 x 512 x 1024 61.7 ->
+     * 25.0 (2), 256 x 1024 x 1024 61.7 -> 24.7 (2), nn 512 x 512 x 1024
+     * 63.2 -> 24.6 (2); PyTorch 25.9-26.2. */
+    int64_t min_k = a_kc && !w_kc ? 512 : 256, T = 1;
+    while (T < 16 && T * small < cu && K / (2 * T) >= min_k) T *= 2;
+    return (int)T;
 }
 
 netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc *part, const nc_gemm_epi *epi)
