@@ -2,7 +2,8 @@
 -- shapes (M rows of a batch, N outputs, K inputs) in the layouts a model
 -- hands the GEMM: x @ w^T ("nt", the forward), and "nn" / "tn" (the
 -- backward's products), where few output blocks and a long K make split-K
--- (docs/gemm.md, "Split-K") or the block rounds decide the speed. PyTorch
+-- (docs/gemm.md, "Split-K") or the block rounds decide the speed, and
+-- at a small batch's shapes, which fill few blocks at all. PyTorch
 -- runs the same products in the same command (gemm_linear_peer.py, given
 -- the same list). --tf32 runs both sides with TF32 tensor cores.
 --   build/netcl examples/bench/gemm_linear.lua [--device NAME] [--tf32]
@@ -26,7 +27,9 @@ local bench_time = require("bench_time")
 -- layout:MxNxK, the layout's letters saying whether a / w is stored transposed
 local ROWS = { "nt:512x4096x4096", "nt:256x4096x4096", "nt:1024x1024x4096", "nt:2048x1024x4096", "nt:512x2048x8192",
   "nt:8192x1024x1024", "nt:1024x4096x4096", "nt:2048x2048x2048", "tn:512x4096x4096", "tn:1024x1024x4096",
-  "nn:512x4096x4096", "nn:4096x512x4096", "nn:1024x1024x4096" }
+  "nn:512x4096x4096", "nn:4096x512x4096", "nn:1024x1024x4096",
+  -- a small batch: fewer output blocks than multiprocessors
+  "nt:512x1024x1024", "nt:256x1024x1024", "nt:128x1024x1024", "nn:512x512x1024", "nt:512x512x256" }
 
 local function parse(r)
   local lay, m, n, k = r:match("^(%a%a):(%d+)x(%d+)x(%d+)$")
