@@ -555,11 +555,18 @@ function TestGemm:test_ffma_emulated()
   lu.assertFalse(ffma_serves())
 end
 
--- Large float32 products copy their operands to the tn layout first where
--- the FFMA kernel serves (src/linalg.c, copy_operands; docs/gemm.md): a
--- row-major a to m-contiguous, a k-contiguous w (x @ w^T) to n-contiguous;
--- the same values as the cpu's. On NVIDIA as it is, on other OpenCL
--- devices through emulation.
+-- x @ w^T of m x k by n x k on the test device, plain and with bias + relu,
+-- against the cpu
+local function check_xwt(m, k, n)
+  local a, b = operands(H.device, m, k, n, false, true)
+  local bias = netcl.randn(n, { device = H.device })
+  local ac, bc = a:to("cpu"), b:to("cpu")
+  H.assert_close(a:matmul(b):to("cpu"), ac:matmul(bc), tol(k))
+  H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }):to("cpu"), (ac:matmul(bc) + bias:to("cpu")):relu(), tol(k))
+end
+
+-- Split-K where the FFMA kernel serves x @ w^T (gemm_split.c; docs/gemm.md,
+-- "Split-K"): the slices' configuration and values
 function TestGemm:test_split_k_fills_the_ffma_blocks()
   local serves, cfg = ffma_serves()
   lu.skipIf(not serves, "the ffma kernel does not serve " .. H.device .. ": " .. cfg)
@@ -573,40 +580,27 @@ function TestGemm:test_split_k_fills_the_ffma_blocks()
     lu.assertStrContains(netcl.gemm_config(512, n, 4096, nt), "; K in 2 slices of 2048, summed")
     lu.assertNotStrContains(netcl.gemm_config(512, n, 1024, nt), "slices")
     lu.assertNotStrContains(netcl.gemm_config(512, 4 * n, 4096, nt), "slices")
-  end)
-  local a, b = operands(H.device, 512, 4096, n, false, true)
-  local bias = netcl.randn(n, { device = H.device })
-  local ac, bc = a:to("cpu"), b:to("cpu")
-  H.assert_close(a:matmul(b):to("cpu"), ac:matmul(bc), tol(4096))
-  H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }):to("cpu"), (ac:matmul(bc) + bias:to("cpu")):relu(), tol(4096))
-end
-
--- x @ w^T with fewer of the FFMA kernel's 64x64 blocks than multiprocessors
--- (a small batch): those blocks, in the fewest power-of-two slices of K
--- that give every multiprocessor one, none shorter than 256 (gemm_split.c);
--- unsplit from K = 256, gemm_tiled below
-function TestGemm:test_few_outputs_split_into_small_blocks()
-  local serves, cfg = ffma_serves()
-  lu.skipIf(not serves, "the ffma kernel does not serve " .. H.device .. ": " .. cfg)
-  local cu = H.device_info().compute_units
-  local n, nt = 64 * math.ceil(cu / 4), { device = H.device, trans_b = true }
-  with_cache_dir(function()
-    netcl.tune_cache_reload(H.device)
-    local split = netcl.gemm_config(64, n, 1024, nt)
+    -- fewer of the small 64x64 blocks than multiprocessors (a small batch):
+    -- those, in the fewest power-of-two slices that give every
+    -- multiprocessor one, none under 256 long; unsplit from K = 256,
+    -- gemm_tiled below (gemm_split.c)
+    local split = netcl.gemm_config(64, n + 64, 1024, nt)
     lu.assertStrContains(split, "ffma mwg=64 nwg=64 ")
     lu.assertStrContains(split, "; K in 4 slices of 256, summed")
-    local whole = netcl.gemm_config(64, n, 256, nt)
+    local whole = netcl.gemm_config(64, n + 64, 256, nt)
     lu.assertStrContains(whole, "ffma mwg=64 nwg=64 ")
     lu.assertNotStrContains(whole, "slices")
-    lu.assertNotStrContains(netcl.gemm_config(64, n, 128, nt), "ffma")
+    lu.assertNotStrContains(netcl.gemm_config(64, n + 64, 128, nt), "ffma")
   end)
-  local a, b = operands(H.device, 64, 1024, n, false, true)
-  local bias = netcl.randn(n, { device = H.device })
-  local ac, bc = a:to("cpu"), b:to("cpu")
-  H.assert_close(a:matmul(b):to("cpu"), ac:matmul(bc), tol(1024))
-  H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }):to("cpu"), (ac:matmul(bc) + bias:to("cpu")):relu(), tol(1024))
+  check_xwt(512, 4096, n)
+  check_xwt(64, 1024, n + 64)
 end
 
+-- Large float32 products copy their operands to the tn layout first where
+-- the FFMA kernel serves (src/linalg.c, copy_operands; docs/gemm.md): a
+-- row-major a to m-contiguous, a k-contiguous w (x @ w^T) to n-contiguous;
+-- the same values as the cpu's. On NVIDIA as it is, on other OpenCL
+-- devices through emulation.
 function TestGemm:test_ffma_operands_copied()
   lu.skipIf(H.is_cpu, "the FFMA kernel is an OpenCL kernel")
   local nvidia = H.device_info().vendor:find("NVIDIA") ~= nil
