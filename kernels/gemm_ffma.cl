@@ -30,9 +30,10 @@
 /* the byte offset of part s (k-steps s FFMA_SUB ..) in a row whose chunks XOR with key */
 #define FFMA_PART(s, key) (((((s) * FFMA_SUB) >> 2) ^ (key)) << 4) + (((s) * FFMA_SUB) & 3) * 4
 #define SPLAT4(v, i, x) ((v)[4 * (i)] = (x).s0, (v)[4 * (i) + 1] = (x).s1, (v)[4 * (i) + 2] = (x).s2, (v)[4 * (i) + 3] = (x).s3)
-/* An operand whose k dim is contiguous is read a chunk (4 k; FFMA_SUB) at
- * a time, one 16-byte load per row, before the chunk's 4 k-steps; the other kind
- * is read per k-step, one 16-byte load per 4 values. The loop over a
+/* An operand whose k dim is contiguous is read FFMA_SUB k-steps at a time
+ * (a 16-byte chunk or half of one), one load per row, before those
+ * k-steps; the other kind is read per k-step, one 16-byte load per 4
+ * values. The loop over a
  * tile's chunks is unrolled too: ptxas then hoists much of a tile's loads
  * (a 256-thread block of 8 x 8 takes 226 registers, and OpenCL has no
  * launch bounds; NVIDIA's compiler ignores -cl-nv-maxrregcount), but a
