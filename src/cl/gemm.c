@@ -350,7 +350,8 @@ void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why)
  * convolutions' backward products with them (256x8^2 f+b 0.505 -> 0.440
  * ms); with both operands row-major only long products gain (8192^3 43
  * against 42), and Winograd's short-K ones lost (0.165 -> 0.189 ms).
- * Smaller products keep gemm_tiled's 32x32 tiles. */
+ * Products of few blocks under K = 256, and nn ones under K = 512, keep
+ * gemm_tiled's 32x32 tiles. */
 void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
 {
     int nn = layout_of(g->a) == 'n' && layout_of(g->w) == 'n';
