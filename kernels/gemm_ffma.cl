@@ -28,16 +28,16 @@
 #define LDFV(p, off) (*(__local const FFMA_VT *)((p) + (off)))
 #define FFMA_GETV(v, e) GETV(FFMA_SUB, v, e)
 /* the byte offset of part s (k-steps s FFMA_SUB ..) in a row whose chunks XOR with key */
-#define FFMA_PART(s, key) (((((s) * FFMA_SUB) >> 2) ^ (key)) << 4) + (((s) * FFMA_SUB) & 3) * 4
+#define FFMA_PART(s, key) ((((((s) * FFMA_SUB) >> 2) ^ (key)) << 4) + (((s) * FFMA_SUB) & 3) * 4)
 #define SPLAT4(v, i, x) ((v)[4 * (i)] = (x).s0, (v)[4 * (i) + 1] = (x).s1, (v)[4 * (i) + 2] = (x).s2, (v)[4 * (i) + 3] = (x).s3)
 /* An operand whose k dim is contiguous is read FFMA_SUB k-steps at a time
  * (a 16-byte chunk or half of one), one load per row, before those
  * k-steps; the other kind is read per k-step, one 16-byte load per 4
- * values. The loop over a
- * tile's chunks is unrolled too: ptxas then hoists much of a tile's loads
- * (a 256-thread block of 8 x 8 takes 226 registers, and OpenCL has no
- * launch bounds; NVIDIA's compiler ignores -cl-nv-maxrregcount), but a
- * rolled loop ran 5-10% slower (H100). The tiles are ta_ and tb_. */
+ * values. The loop over a tile's chunks is unrolled too: ptxas then
+ * hoists much of a tile's loads (a 256-thread block of 8 x 8 takes 226
+ * registers, and OpenCL has no launch bounds; NVIDIA's compiler ignores
+ * -cl-nv-maxrregcount), but a rolled loop ran 5-10% slower (H100). The
+ * tiles are ta_ and tb_. */
 #if A_KCONT /* rows 8 apart: the swizzle is the same for all of them */
 #define FFMA_A4(c, i) LDFV(ta_, fa0 + FFMA_PART(c, fas) + (i) * 8 * A_RB) /* part c of the lane's row i */
 #define FFMA_CHUNK_A(c) FFMA_VT a4[TM]; UNROLL for (int i = 0; i < TM; i++) a4[i] = FFMA_A4(c, i)

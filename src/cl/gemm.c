@@ -352,12 +352,18 @@ void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why)
  * against 42), and Winograd's short-K ones lost (0.165 -> 0.189 ms).
  * Products of few blocks under K = 256, and nn ones under K = 512, keep
  * gemm_tiled's 32x32 tiles. */
+int64_t nc_ffma_few_blocks_k(const nc_gemm_call *g)
+{
+    return layout_of(g->a) == 'n' && layout_of(g->w) == 'n' ? 512 : 256;
+}
+
 void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
 {
     int nn = layout_of(g->a) == 'n' && layout_of(g->w) == 'n';
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     if (nc_mma_usable(g)) nc_mma_default(g, cfg);
-    else if ((!nn || g->K >= 512) && (nc_ffma_small_groups(g) >= cu || g->K >= 256) && nc_ffma_usable(g))
+    else if ((!nn || g->K >= 512) && (nc_ffma_small_groups(g) >= cu || g->K >= nc_ffma_few_blocks_k(g)) &&
+             nc_ffma_usable(g))
         nc_ffma_default(g, cfg);
     else nc_gemm_default(g, cfg);
 }

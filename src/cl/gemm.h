@@ -104,6 +104,11 @@ int nc_mma_usable(const nc_gemm_call *g);
 int nc_ffma_usable(const nc_gemm_call *g);
 void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 int64_t nc_ffma_small_groups(const nc_gemm_call *g);
+/* The shortest K at which the FFMA kernel serves a product whose small
+ * blocks do not fill the device, and so the shortest K slice gemm_split.c
+ * cuts for one: 512 where both operands are row-major (shorter ones keep
+ * gemm_tiled), else 256 (gemm.c, nc_gemm_untuned) */
+int64_t nc_ffma_few_blocks_k(const nc_gemm_call *g);
 /* whether nc_ffma_default gives g (a tn product) the two-warp tn blocks */
 int nc_ffma_tn_blocks(const nc_gemm_call *g);
 /* d = a [1, rows, cols] matrix in buf, row-major or (trans) column-major */

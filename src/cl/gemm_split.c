@@ -48,12 +48,12 @@ int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w)
     if (small >= cu) return 1;
     /* Few outputs (x @ w^T of a small batch): the small blocks, in the
      * fewest power-of-two slices that give every multiprocessor one, none
-     * shorter than 256 (512 for nn, whose shorter products keep
-     * gemm_tiled). A block's time grows with its K, not with how many run:
+     * shorter than the kernel takes such a product (nc_ffma_few_blocks_k:
+     * 256, 512 for nn). A block's time grows with its K, not with how many run:
      * H100, us, gemm_tiled against the slices: nt 512 x 1024 x 1024 74.7 ->
      * 37.0 (2 slices), 512 x 512 x 1024 61.7 -> 23.3-25.9 (4), nn 512 x 512
      * x 1024 63.2 -> 23.6-26.1 (2); PyTorch 34.7, 25.5, 20.6. */
-    int64_t min_k = a_kc && !w_kc ? 512 : 256, T = 1;
+    int64_t min_k = nc_ffma_few_blocks_k(&g), T = 1;
     while (T < 16 && T * small < cu && K / (2 * T) >= min_k) T *= 2;
     return (int)T;
 }
