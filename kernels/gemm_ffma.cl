@@ -173,4 +173,64 @@
         }                                                                                                    \
         barrier(CLK_LOCAL_MEM_FENCE); /* the next tile's prologue reuses the stages */                       \
     } while (0)
+/* Split-K summed inside the product (-DSPLIT_SUM, src/cl/gemm_split.c):
+ * batch kb is slice kb of K (the last one Klast long) of one output. Every
+ * block stores its partial tile to part in its threads' own order (tile
+ * r's slices side by side, a thread's outputs as float4s THREADS apart:
+ * a warp's stores and loads are 512 contiguous bytes); the block that
+ * completes its tile's count, the last of the tile's S slices to finish,
+ * adds the S partials in slice order (its own read back too, so the sum
+ * does not depend on which block finishes last) and goes on to the
+ * output's stores and epilogue; the others stop. It sets the count back
+ * to 0 for the next product (the queue is in order). */
+#ifdef SPLIT_SUM
+#define SPLIT_PARAMS , __global float4 *part, __global int *tile_count, int Klast
+#ifdef MMA_EMULATE
+#define SPLIT_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#define SPLIT_LOAD(p) (*(p))
+#else
+/* membar.gl: CUDA's __threadfence, this thread's writes seen device-wide
+ * before its later ones; ld.global.cg: from L2, past the L1 that other
+ * multiprocessors' writes do not reach (asm volatile: not above the fence) */
+#define SPLIT_FENCE() __asm__ volatile("membar.gl;" ::: "memory")
+inline float4 split_load(__global const float4 *p)
+{
+    float4 v;
+    __asm__ volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.s0), "=f"(v.s1), "=f"(v.s2), "=f"(v.s3) : "l"(p));
+    return v;
+}
+#define SPLIT_LOAD(p) split_load(p)
+#endif
+#define SPLIT_NV (TM * TN / 4) /* a thread's float4s */
+#define SPLIT_A(q, e) acc[(4 * (q)) / TN][(4 * (q)) % TN + (e)]
+#define SPLIT_ADD4(q, v, op) (SPLIT_A(q, 0) op (v).s0, SPLIT_A(q, 1) op (v).s1, SPLIT_A(q, 2) op (v).s2, SPLIT_A(q, 3) op (v).s3)
+/* a block, not do-while: its continue moves on to the next tile */
+#define SPLIT_SUM_TILE()                                                                                      \
+    {                                                                                                        \
+        __global float4 *pt_ = part + (long)r * nbatch * SPLIT_NV * THREADS + tid;                           \
+        UNROLL for (int q = 0; q < SPLIT_NV; q++) pt_[(kb * SPLIT_NV + q) * THREADS] = (float4)(SPLIT_A(q, 0), SPLIT_A(q, 1), SPLIT_A(q, 2), SPLIT_A(q, 3)); \
+        SPLIT_FENCE();                                                                                       \
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);                                                 \
+        __local volatile int *last_ = (__local volatile int *)smem;                                          \
+        if (tid == 0) {                                                                                      \
+            const int done_ = atomic_inc(tile_count + r) == nbatch - 1;                                      \
+            if (done_) atomic_xchg(tile_count + r, 0);                                                       \
+            *last_ = done_;                                                                                  \
+        }                                                                                                    \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
+        const int mine_ = *last_;                                                                            \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
+        if (!mine_) continue;                                                                                \
+        SPLIT_FENCE();                                                                                       \
+        UNROLL for (int q = 0; q < SPLIT_NV; q++) {                                                          \
+            const float4 v_ = SPLIT_LOAD(pt_ + q * THREADS);                                                 \
+            SPLIT_ADD4(q, v_, =);                                                                            \
+        }                                                                                                    \
+        for (int s_ = 1; s_ < nbatch; s_++)                                                                  \
+            UNROLL for (int q = 0; q < SPLIT_NV; q++) {                                                      \
+                const float4 v_ = SPLIT_LOAD(pt_ + (s_ * SPLIT_NV + q) * THREADS);                           \
+                SPLIT_ADD4(q, v_, +=);                                                                       \
+            }                                                                                                \
+    }
+#endif /* SPLIT_SUM */
 #endif /* FFMA */

@@ -493,6 +493,12 @@ inline uint tf32_lo(uint x, uint hi)
 #define OUT_INDEX(m, n) (((long)bb * M + (m)) * N + (n))
 #endif
 
+#ifndef SPLIT_SUM
+#define SPLIT_PARAMS
+#elif !defined(FFMA)
+#error "SPLIT_SUM needs FFMA"
+#endif
+
 #if TA == 0
 #define ELEM uint
 #else
@@ -502,7 +508,7 @@ inline uint tf32_lo(uint x, uint hi)
 __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
 void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, long as0, long as1, long as2,
               __global const A_T *w, long woff, long bs0, long bs1, long bs2, int M, int N, int K, int nbatch,
-              EPI_PARAMS)
+              EPI_PARAMS SPLIT_PARAMS)
 {
     __local uchar smem[STAGES * STAGE_BYTES] __attribute__((aligned(128)));
 #if defined(MMA_EMULATE) && !defined(FFMA)
@@ -567,17 +573,25 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
 #endif /* FFMA */
 #ifdef CONV_W
     const int Kall = K;   /* a slice's pixels: the last slice may hold fewer images */
+#elif defined(SPLIT_SUM)
+    const int Kall = K;   /* a slice's length; the last slice's is Klast */
 #endif
     const int mtiles = (M + BM - 1) / BM, ntiles = (N + BN - 1) / BN;
     const int per_batch = mtiles * ntiles;
     for (long tile = get_group_id(0); tile < (long)per_batch * nbatch; tile += get_num_groups(0)) {
         /* raster: groups of GM m-tiles walk the n-tiles together */
-        const int bb = (int)(tile / per_batch), r = (int)(tile % per_batch), width = GM * ntiles;
+        const int kb = (int)(tile / per_batch), r = (int)(tile % per_batch), width = GM * ntiles;
+#ifdef SPLIT_SUM
+        const int bb = 0;   /* batch kb is K slice kb of one output */
+        const int K = kb == nbatch - 1 ? Klast : Kall;
+#else
+        const int bb = kb;
+#endif
         const int first = (r / width) * GM, gsize = min(mtiles - first, GM);
         const int mt = first + (r % width) % gsize, nt = (r % width) / gsize;
         const int m0 = mt * BM, n0 = nt * BN;
-        __global const ELEM *ap = (__global const ELEM *)(a + aoff + bb * as0) + (long)m0 * (A_KCONT ? as1 : 1);
-        __global const ELEM *bp = (__global const ELEM *)(w + woff + bb * bs0) + (long)n0 * (B_KCONT ? bs2 : 1);
+        __global const ELEM *ap = (__global const ELEM *)(a + aoff + kb * as0) + (long)m0 * (A_KCONT ? as1 : 1);
+        __global const ELEM *bp = (__global const ELEM *)(w + woff + kb * bs0) + (long)n0 * (B_KCONT ? bs2 : 1);
 #ifdef CONV_W
         const int K = max(0, min(Kall, (CV_N - bb * CV_IP) * CV_L));
 #endif
@@ -746,6 +760,9 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         }
         CP_WAIT(0);
         barrier(CLK_LOCAL_MEM_FENCE);   /* the next tile's prologue reuses the stages */
+#ifdef SPLIT_SUM
+        SPLIT_SUM_TILE();   /* kernels/gemm_ffma.cl: the tile's last slice goes on, the others stop here */
+#endif
 #ifdef FFMA
         /* an interior block of a 16-byte-aligned output stores float4s
          * (kernels/gemm_ffma.cl, "Stores"); the rest one float at a time */

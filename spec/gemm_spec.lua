@@ -577,7 +577,7 @@ function TestGemm:test_split_k_fills_the_ffma_blocks()
   local n, nt = 64 * math.floor(cu / 4), { device = H.device, trans_b = true }
   with_cache_dir(function()
     netcl.tune_cache_reload(H.device)
-    lu.assertStrContains(netcl.gemm_config(512, n, 4096, nt), "; K in 2 slices of 2048, summed")
+    lu.assertStrContains(netcl.gemm_config(512, n, 4096, nt), "; K in 2 slices of 2048, summed)")
     lu.assertNotStrContains(netcl.gemm_config(512, n, 1024, nt), "slices")
     lu.assertNotStrContains(netcl.gemm_config(512, 4 * n, 4096, nt), "slices")
     -- fewer of the small 64x64 blocks than multiprocessors (a small batch):
@@ -586,7 +586,7 @@ function TestGemm:test_split_k_fills_the_ffma_blocks()
     -- gemm_tiled below (gemm_split.c)
     local split = netcl.gemm_config(64, n + 64, 1024, nt)
     lu.assertStrContains(split, "ffma mwg=64 nwg=64 ")
-    lu.assertStrContains(split, "; K in 4 slices of 256, summed")
+    lu.assertStrContains(split, "; K in 4 slices of 256, summed in the kernel")
     local whole = netcl.gemm_config(64, n + 64, 256, nt)
     lu.assertStrContains(whole, "ffma mwg=64 nwg=64 ")
     lu.assertNotStrContains(whole, "slices")
@@ -594,6 +594,55 @@ function TestGemm:test_split_k_fills_the_ffma_blocks()
   end)
   check_xwt(512, 4096, n)
   check_xwt(64, 1024, n + 64)
+end
+
+-- Split-K summed inside the FFMA kernel where its small blocks run the
+-- slices (gemm_split.c; kernels/gemm_ffma.cl, SPLIT_SUM): the last block of
+-- each tile adds the partials in slice order, so without a rest the bits
+-- are the separate pass's (NETCL_GEMM_SPLIT_SUM=pass); a rest goes into the
+-- last slice. The values against the cpu's, with and without an epilogue.
+-- On NVIDIA as it is (every layout), elsewhere emulated in one layout and
+-- the device probe's configuration (PoCL compiles each program for minutes).
+function TestGemm:test_split_k_summed_in_the_kernel()
+  lu.skipIf(H.is_cpu, "the FFMA kernel is an OpenCL kernel")
+  local nvidia = H.device_info().vendor:find("NVIDIA") ~= nil
+  if not nvidia then ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1) end
+  local cfg = "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8"
+  local ok, err = pcall(function()
+    if not ffma_serves() then return end
+    netcl.gemm_set_config(cfg, H.device)
+    with_split("3", function()
+      local nt = { device = H.device, trans_b = true }
+      lu.assertStrContains(netcl.gemm_config(100, 72, 200, nt),
+        "; K in 3 slices of 64 and the rest (in the last), summed in the kernel")
+      lu.assertStrContains(netcl.gemm_config(65, 67, 96, nt), "; K in 3 slices of 32, summed in the kernel")
+      local layouts = nvidia and { { false, true }, { false, false }, { true, false }, { true, true } } or { { false, true } }
+      for _, l in ipairs(layouts) do
+        for _, s in ipairs({ { 100, 200, 72 }, { 65, 96, 67 } }) do
+          local a, b = operands(H.device, s[1], s[2], s[3], l[1], l[2])
+          local what = ("%dx%dx%d ta=%s tb=%s"):format(s[1], s[2], s[3], l[1], l[2])
+          local fused = a:matmul(b):to("cpu")
+          H.assert_close(fused, a:to("cpu"):matmul(b:to("cpu")), 1e-4, 1e-5 * math.sqrt(s[2]), what)
+          if s[2] % 24 == 0 then   -- no rest: the separate pass's bits
+            ffi.C.setenv("NETCL_GEMM_SPLIT_SUM", "pass", 1)
+            local pass = a:matmul(b):to("cpu")
+            ffi.C.unsetenv("NETCL_GEMM_SPLIT_SUM")
+            lu.assertEquals((fused - pass):abs():max():item(), 0, what)
+          end
+        end
+      end
+      local a, b = operands(H.device, 100, 200, 72, false, true)
+      netcl.manual_seed(5)
+      local c, bias = netcl.randn(100, 72, { device = H.device }), netcl.randn(72, { device = H.device })
+      local ac, bc, cc, biasc = a:to("cpu"), b:to("cpu"), c:to("cpu"), bias:to("cpu")
+      H.assert_close(netcl.gemm(a, b, { c = c, bias = bias, alpha = 0.75, beta = 1.25, act = "relu" }):to("cpu"),
+        (ac:matmul(bc) * 0.75 + cc * 1.25 + biasc):relu(), 1e-4, 1e-4)
+    end)
+  end)
+  ffi.C.unsetenv("NETCL_GEMM_SPLIT_SUM")
+  netcl.gemm_set_config(nil, H.device)
+  if not nvidia then ffi.C.unsetenv("NETCL_MMA_EMULATE") end
+  if not ok then error(err, 0) end
 end
 
 -- Large float32 products copy their operands to the tn layout first where

@@ -403,6 +403,14 @@ typedef struct nc_backend {
      * products with one are not split). */
     int (*gemm_split)(netcl_device *dev, const nc_desc *a, const nc_desc *w);
     netcl_status (*gemm_sum)(netcl_device *dev, const nc_desc *out, const nc_desc *part, const nc_gemm_epi *epi);
+    /* Split-K in one call where the backend can (may be NULL): out [1,M,N]
+     * = epi(a [1,M,K] @ w [1,K,N]) over S slices of K, the first S-1
+     * nc_gemm_slice_len(K, S) long and the last the rest, their partial
+     * products added in slice order. NETCL_ERR_UNSUPPORTED, with nothing
+     * launched and no message, where it cannot: linalg.c then runs the
+     * slices and gemm_sum. */
+    netcl_status (*gemm_split_run)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
+                                   const nc_gemm_epi *epi, int S);
 } nc_backend;
 
 /* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out

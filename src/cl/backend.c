@@ -148,6 +148,7 @@ static const nc_backend opencl_backend = {
     .gemm_copies = nc_cl_gemm_copies,
     .gemm_split = nc_cl_gemm_split,
     .gemm_sum = nc_cl_gemm_sum,
+    .gemm_split_run = nc_cl_gemm_split_run,
     .conv_tiled = nc_cl_conv_tiled,
     .conv_tiled_weight = nc_cl_conv_tiled_weight,
     .bn = nc_cl_bn,

@@ -120,9 +120,11 @@ netcl_status nc_cl_class_loss_backward(netcl_device *dev, const nc_desc *gx, con
 netcl_status nc_cl_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
 int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w);
-/* split-K (gemm_split.c): backend hooks gemm_split and gemm_sum */
+/* split-K (gemm_split.c): backend hooks gemm_split, gemm_sum and gemm_split_run */
 int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w);
 netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc *part, const nc_gemm_epi *epi);
+netcl_status nc_cl_gemm_split_run(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
+                                  const nc_gemm_epi *epi, int S);
 int64_t nc_cl_conv_gemm_fast(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
 netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
                              const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);

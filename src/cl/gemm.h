@@ -47,6 +47,8 @@ typedef struct nc_gemm_state {
     int tc_probed;                 /* tensor-core probe ran (mma.c) */
     int tc_ok[4];                  /* tf32, f16, bf16, ffma (float32 FMAs fed by cp.async) passed */
     char tc_status[256];
+    cl_mem split_count;            /* split-K's tile counts, zeros between products (gemm_split.c) */
+    int64_t split_count_n;
 } nc_gemm_state;
 /* The device's state, created on first use (NULL only when out of memory). */
 nc_gemm_state *nc_gemm_state_of(nc_cl_device *cd);
@@ -117,6 +119,25 @@ int nc_ffma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg);
+/* Split-K summed inside the FFMA kernel (gemm_split.c): g's B batches are
+ * K slices of g->K elements of one output, g->out [1, M, N] (the last
+ * slice klast long); their partial tiles go to part (B x mwg x nwg floats
+ * a tile) and the tile's last block adds them (count: an int a tile, 0
+ * between products). NETCL_ERR_UNSUPPORTED where cfg is not an FFMA one. */
+typedef struct nc_split_sum {
+    cl_mem part, count;
+    int64_t klast;
+} nc_split_sum;
+netcl_status nc_ffma_split_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg, const nc_split_sum *split);
+/* Whether split-K sums its slices inside the kernel of cfg (gemm_split.c):
+ * the FFMA kernel's small blocks (64x64 outputs and fewer), whose last
+ * block of a tile adds the partials, which saves gemm_slices' launch (H100:
+ * 128 x 1024 x 1024 x @ w^T in 4 slices 25.0-28.7 -> 15.3-21.3 us). Not
+ * the 128x64 blocks: the tn ones of 8 x 16 a thread lost 13-14% (512 x
+ * 4096 x 4096 tn 365 -> 415 us), the others moved 1%.
+ * $NETCL_GEMM_SPLIT_SUM=pass keeps the separate pass everywhere, =kernel
+ * sums in every FFMA kernel (for comparisons) */
+int nc_gemm_split_in_kernel(const nc_gemm_cfg *cfg);
 /* The FFMA kernel as a convolution pass (groups 1, float32), the input
  * gathered by its copies: forward y <- x, b = w, e fused; backward-weight
  * out [slices, O, C*KH*KW] <- x, b = dy, slice s summing images [s ip,

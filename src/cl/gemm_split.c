@@ -1,9 +1,12 @@
 /* gemm_split.c — split-K on OpenCL devices (src/linalg.c runs it): how
- * many K slices a float32 product runs as, and the last pass that sums the
- * slices' partial products through the GEMM's epilogue (kernels/gemm.cl,
- * gemm_slices), so a product with bias and activation splits too. */
+ * many K slices a float32 product runs as, the slices run by the FFMA
+ * kernel with their sum in the same launch, and elsewhere the last pass
+ * that sums the slices' partial products through the GEMM's epilogue
+ * (kernels/gemm.cl, gemm_slices), so a product with bias and activation
+ * splits too. */
 #include "gemm.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Where NVIDIA's FFMA kernel serves a float32 product, the slices aim at
@@ -84,4 +87,62 @@ netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc
     size_t l1 = group / l0 ? group / l0 : 1, rows = (size_t)(M < 65535 ? M : 65535);
     size_t global[2] = {(vecs + l0 - 1) / l0 * l0, (rows + l1 - 1) / l1 * l1}, local[2] = {l0, l1};
     return nc_cl_launch_nd(cd, k, 2, global, local);
+}
+
+/* The device's split-K tile counts, at least n of them, zero (created or
+ * grown on demand; each product leaves them at zero) */
+static netcl_status split_counts(nc_cl_device *cd, int64_t n, cl_mem *out)
+{
+    nc_gemm_state *s = nc_gemm_state_of(cd);
+    if (!s) return nc_fail(NETCL_ERR_OOM, "matmul: out of host memory for the GEMM state");
+    if (s->split_count_n < n) {
+        int64_t want = n < 4096 ? 4096 : n;
+        cl_int *zero = calloc((size_t)want, sizeof *zero), err;
+        if (!zero) return nc_fail(NETCL_ERR_OOM, "matmul: out of host memory for %lld split-K counts", (long long)want);
+        cl_mem m = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)want * sizeof *zero,
+                                        zero, &err);
+        free(zero);
+        if (err != CL_SUCCESS) return nc_cl_fail(err, "clCreateBuffer (split-K counts)", __FILE__, __LINE__);
+        if (s->split_count) nc_cl.clReleaseMemObject(s->split_count);
+        s->split_count = m;
+        s->split_count_n = want;
+    }
+    *out = s->split_count;
+    return NETCL_OK;
+}
+
+int nc_gemm_split_in_kernel(const nc_gemm_cfg *cfg)
+{
+    const char *env = getenv("NETCL_GEMM_SPLIT_SUM");
+    if (cfg->kernel != NC_GEMM_FFMA || (env && strcmp(env, "pass") == 0)) return 0;
+    return cfg->mwg * cfg->nwg <= 64 * 64 || (env && strcmp(env, "kernel") == 0);
+}
+
+netcl_status nc_cl_gemm_split_run(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
+                                  const nc_gemm_epi *epi, int S)
+{
+    if (S < 2) return NETCL_ERR_UNSUPPORTED;
+    int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2], ks = nc_gemm_slice_len(K, S);
+    nc_desc av = *a, wv = *w, pv = *out;
+    av.sizes[0] = wv.sizes[0] = pv.sizes[0] = S;
+    av.sizes[2] = wv.sizes[1] = ks;
+    av.strides[0] = ks * a->strides[2];
+    wv.strides[0] = ks * w->strides[1];
+    pv.strides[0] = M * N;
+    /* the configuration the slices' batched product gets (a plain one) */
+    nc_gemm_epi plain = {1, 0, NULL, NULL, 0, -1, 0};
+    nc_gemm_call g = {dev, &pv, &av, &wv, &plain, S, M, N, ks};
+    nc_gemm_cfg cfg;
+    const char *why;
+    nc_gemm_choose(&g, &cfg, &why);
+    if (!nc_gemm_split_in_kernel(&cfg) || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return NETCL_ERR_UNSUPPORTED;
+    NC_TRY(nc_cl_enter(dev, "matmul", a->dtype, a->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    int64_t tiles = ((M + cfg.mwg - 1) / cfg.mwg) * ((N + cfg.nwg - 1) / cfg.nwg);
+    nc_split_sum split = {NULL, NULL, K - (S - 1) * ks};
+    NC_TRY(split_counts(cd, tiles, &split.count));
+    NC_TRY(nc_cl_scratch(cd, 0, (size_t)(tiles * S * cfg.mwg * cfg.nwg) * sizeof(float), &split.part));
+    g.out = out;
+    g.epi = epi;
+    return nc_ffma_split_launch(&g, &cfg, &split);
 }

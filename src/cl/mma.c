@@ -301,10 +301,13 @@ typedef struct {
     int64_t ip;
 } conv_gather;
 
-/* conv: NULL for a plain product */
-static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const conv_gather *conv)
+/* conv: NULL for a plain product; split: NULL, or g's batches are the K
+ * slices of one output, summed in the kernel (-DSPLIT_SUM, FFMA only) */
+static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const conv_gather *conv,
+                           const nc_split_sum *split)
 {
     int ffma = c->kernel == NC_GEMM_FFMA;
+    if (split && (!ffma || conv)) return NETCL_ERR_UNSUPPORTED;
     int kind = ffma ? (g->out->dtype == NETCL_DTYPE_FLOAT32 ? 0 : -1) : mma_kind(g->out->dtype);
     int threads = c->mdimc * c->ndimc * 32, chunk = kind == 0 ? 4 : 8;
     int kstep = kind == 0 ? 8 : 16;
@@ -348,22 +351,33 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
     epilogue_opts(g->epi, epi, sizeof epi);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n,
-             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s%s",
+             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s%s%s",
              c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi, ffma_opts, conv_opts,
-             kind == 0 && !ffma && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "");
+             kind == 0 && !ffma && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "",
+             split ? " -DSPLIT_SUM" : "");
     cl_kernel k;
     size_t wg, kmax = 0;
     NC_TRY(nc_cl_kernel(cd, "gemm+gemm_ffma+gemm_mma", opts, "gemm_mma", &k, &wg));
     nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
     if (kmax && kmax < (size_t)threads) return NETCL_ERR_UNSUPPORTED;
     NC_TRY(nc_gemm_set_args(g, k));
+    if (split) {
+        cl_mem pb = split->part, cb = split->count;
+        cl_int klast = (cl_int)split->klast;
+        NC_ARG(k, 29, pb); NC_ARG(k, 30, cb); NC_ARG(k, 31, klast);
+    }
     /* one block per output tile, capped (the blocks loop over the rest) */
     int64_t tiles = ((g->M + c->mwg - 1) / c->mwg) * ((g->N + c->nwg - 1) / c->nwg) * g->B;
     size_t global = (size_t)(tiles < (1 << 20) ? tiles : (1 << 20)) * (size_t)threads, local = (size_t)threads;
     return nc_cl_launch_nd(cd, k, 1, &global, &local);
 }
 
-netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL); }
+netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL, NULL); }
+
+netcl_status nc_ffma_split_launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const nc_split_sum *split)
+{
+    return launch(g, c, NULL, split);
+}
 
 /* ---- convolution passes as implicit GEMMs ----------------------------------------- */
 /* forward: y [N, O, OH*OW] = w [O, K] @ B, B [K = C*KH*KW, N*OH*OW]
@@ -454,7 +468,7 @@ netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *cv, nc_c
         g = (nc_gemm_call){dev, &dout, &da, &dx, e, slices, cv->O, K, cg.ip * L};
         weight_cfg(cv, &cfg);
     }
-    return launch(&g, &cfg, &cg);
+    return launch(&g, &cfg, &cg, NULL);
 }
 
 /* ---- the probe ------------------------------------------------------------------- */

@@ -352,7 +352,9 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
     char text[200], split[80] = "";
     nc_gemm_cfg_format(&cfg, text, sizeof text);
     if (S > 1)
-        snprintf(split, sizeof split, "; K in %d slices of %lld%s, summed", S, (long long)ks, S * ks < k ? " and the rest" : "");
+        snprintf(split, sizeof split, "; K in %d slices of %lld%s, summed%s", S, (long long)ks,
+                 S * ks < k ? nc_gemm_split_in_kernel(&cfg) ? " and the rest (in the last)" : " and the rest" : "",
+                 nc_gemm_split_in_kernel(&cfg) ? " in the kernel" : "");
     snprintf(buf, (size_t)len, "%s (%s%s%s%s)", text, why, split, copies & NC_GEMM_COPY_A ? "; a copied m-contiguous first" : "",
              copies & NC_GEMM_COPY_W ? "; w copied n-contiguous first" : "");
     return NETCL_OK;

@@ -23,6 +23,7 @@ nc_gemm_state *nc_gemm_state_of(nc_cl_device *cd)
 void nc_gemm_state_free(nc_cl_device *cd)
 {
     if (!cd->gemm) return;
+    if (cd->gemm->split_count) nc_cl.clReleaseMemObject(cd->gemm->split_count);
     free(cd->gemm->entries);
     free(cd->gemm);
     cd->gemm = NULL;
