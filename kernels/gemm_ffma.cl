@@ -196,7 +196,9 @@
 inline float4 split_load(__global const float4 *p)
 {
     float4 v;
-    __asm__ volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.s0), "=f"(v.s1), "=f"(v.s2), "=f"(v.s3) : "l"(p));
+    __asm__ volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v.s0), "=f"(v.s1), "=f"(v.s2), "=f"(v.s3)
+                     : "l"(p));
     return v;
 }
 #define SPLIT_LOAD(p) split_load(p)
@@ -208,7 +210,8 @@ inline float4 split_load(__global const float4 *p)
 #define SPLIT_SUM_TILE()                                                                                      \
     {                                                                                                        \
         __global float4 *pt_ = part + (long)r * nbatch * SPLIT_NV * THREADS + tid;                           \
-        UNROLL for (int q = 0; q < SPLIT_NV; q++) pt_[(kb * SPLIT_NV + q) * THREADS] = (float4)(SPLIT_A(q, 0), SPLIT_A(q, 1), SPLIT_A(q, 2), SPLIT_A(q, 3)); \
+        UNROLL for (int q = 0; q < SPLIT_NV; q++)                                                            \
+            pt_[(kb * SPLIT_NV + q) * THREADS] = (float4)(SPLIT_A(q, 0), SPLIT_A(q, 1), SPLIT_A(q, 2), SPLIT_A(q, 3)); \
         SPLIT_FENCE();                                                                                       \
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);                                                 \
         __local volatile int *last_ = (__local volatile int *)smem;                                          \
