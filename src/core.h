@@ -408,7 +408,7 @@ typedef struct nc_backend {
      * nc_gemm_slice_len(K, S) long and the last the rest, their partial
      * products added in slice order. NETCL_ERR_UNSUPPORTED, with nothing
      * launched and no message, where it cannot: linalg.c then runs the
-     * slices and gemm_sum. */
+     * slices and gemm_sum (it asks only backends with gemm_sum). */
     netcl_status (*gemm_split_run)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
                                    const nc_gemm_epi *epi, int S);
 } nc_backend;

@@ -177,44 +177,46 @@ static netcl_status slice_products(netcl_tensor *part, int64_t slot, int64_t cou
     return st;
 }
 
+/* *part = [S (+1 for the tail), M, N], the partial products of S slices
+ * of K and of the tail where K is not S of them */
+static netcl_status partials(netcl_tensor **part, netcl_tensor *a3, netcl_tensor *b3, int S)
+{
+    int64_t K = a3->sizes[2], ks = nc_gemm_slice_len(K, S), tail = K - S * ks;
+    int64_t psizes[3] = {S + (tail > 0), a3->sizes[1], b3->sizes[2]};
+    NC_TRY(nc_tensor_new(part, nc_dev(a3), a3->dtype, 3, psizes));
+    netcl_status st = slice_products(*part, 0, S, a3, b3, 0, ks);
+    if (st == NETCL_OK && tail > 0) st = slice_products(*part, S, 1, a3, b3, S * ks, tail);
+    return st;
+}
+
 /* o3 [1, M, N] = the product of S slices of K (and the tail), through ga's
- * epilogue where there is one (the backend then has gemm_sum) */
+ * epilogue where there is one (the backend then has gemm_sum): in one
+ * backend call where it runs the slices and their sum together (the last
+ * slice taking the tail), else the slices into partials and gemm_sum */
 static netcl_status split_product(netcl_tensor **o3, netcl_tensor *a3, netcl_tensor *b3, int S, const gemm_args *ga,
                                   int ndim, const int64_t *oshape)
 {
     netcl_device *dev = nc_dev(a3);
-    int64_t K = a3->sizes[2], ks = nc_gemm_slice_len(K, S), tail = K - S * ks;
-    int64_t psizes[3] = {S + (tail > 0), a3->sizes[1], b3->sizes[2]}, osizes[3] = {1, psizes[1], psizes[2]};
+    int64_t osizes[3] = {1, a3->sizes[1], b3->sizes[2]};
     netcl_tensor *part = NULL, *c3 = NULL;
-    nc_desc o, p, cd, bd;
-    nc_gemm_epi e;
     netcl_status st;
-    if (dev->backend->gemm_split_run) { /* slices and sum in one call (the last slice takes the tail) */
-        nc_desc x, y;
-        st = epilogue_of(&e, &c3, &cd, &bd, ga, ndim, oshape, 1);
-        if (st == NETCL_OK) st = nc_tensor_new(o3, dev, a3->dtype, 3, osizes);
-        if (st == NETCL_OK) {
-            nc_desc_of(&o, *o3);
-            nc_desc_of(&x, a3);
-            nc_desc_of(&y, b3);
-            st = dev->backend->gemm_split_run(dev, &o, &x, &y, &e, S);
-        }
-        netcl_tensor_release(c3);
-        c3 = NULL;
-        if (st != NETCL_ERR_UNSUPPORTED) return st;
-        netcl_tensor_release(*o3);
-        *o3 = NULL;
+    if (!dev->backend->gemm_sum) { /* a plain sum (no epilogue) */
+        st = partials(&part, a3, b3, S);
+        if (st == NETCL_OK) st = nc_fwd_reduce(o3, NETCL_OP_SUM, part, 0, 1);
+        netcl_tensor_release(part);
+        return st;
     }
-    NC_TRY(nc_tensor_new(&part, dev, a3->dtype, 3, psizes));
-    st = slice_products(part, 0, S, a3, b3, 0, ks);
-    if (st == NETCL_OK && tail > 0) st = slice_products(part, S, 1, a3, b3, S * ks, tail);
-    if (st == NETCL_OK && !dev->backend->gemm_sum) {
-        st = nc_fwd_reduce(o3, NETCL_OP_SUM, part, 0, 1);
-    } else if (st == NETCL_OK) {
-        st = epilogue_of(&e, &c3, &cd, &bd, ga, ndim, oshape, 1);
-        if (st == NETCL_OK) st = nc_tensor_new(o3, dev, a3->dtype, 3, osizes);
-        if (st == NETCL_OK) {
-            nc_desc_of(&o, *o3);
+    nc_desc o, p, x, y, cd, bd;
+    nc_gemm_epi e;
+    st = epilogue_of(&e, &c3, &cd, &bd, ga, ndim, oshape, 1);
+    if (st == NETCL_OK) st = nc_tensor_new(o3, dev, a3->dtype, 3, osizes);
+    if (st == NETCL_OK) {
+        nc_desc_of(&o, *o3);
+        nc_desc_of(&x, a3);
+        nc_desc_of(&y, b3);
+        st = dev->backend->gemm_split_run ? dev->backend->gemm_split_run(dev, &o, &x, &y, &e, S) : NETCL_ERR_UNSUPPORTED;
+        if (st == NETCL_ERR_UNSUPPORTED) st = partials(&part, a3, b3, S);
+        if (st == NETCL_OK && part) {
             nc_desc_of(&p, part);
             st = dev->backend->gemm_sum(dev, &o, &p, &e);
         }

@@ -138,6 +138,10 @@ netcl_status nc_ffma_split_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg,
  * $NETCL_GEMM_SPLIT_SUM=pass keeps the separate pass everywhere, =kernel
  * sums in every FFMA kernel (for comparisons) */
 int nc_gemm_split_in_kernel(const nc_gemm_cfg *cfg);
+/* a [1, M, K], w [1, K, N] and out [1, M, N] become split-K's S slices of
+ * ks: [S, M, ks] @ [S, ks, N] -> [S, M, N], the batch strides along K
+ * (views, no copies; gemm_split.c) */
+void nc_gemm_slice_descs(nc_desc *a, nc_desc *w, nc_desc *out, int S, int64_t ks);
 /* The FFMA kernel as a convolution pass (groups 1, float32), the input
  * gathered by its copies: forward y <- x, b = w, e fused; backward-weight
  * out [slices, O, C*KH*KW] <- x, b = dy, slice s summing images [s ip,

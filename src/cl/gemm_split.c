@@ -111,6 +111,15 @@ static netcl_status split_counts(nc_cl_device *cd, int64_t n, cl_mem *out)
     return NETCL_OK;
 }
 
+void nc_gemm_slice_descs(nc_desc *a, nc_desc *w, nc_desc *out, int S, int64_t ks)
+{
+    a->sizes[0] = w->sizes[0] = out->sizes[0] = S;
+    a->sizes[2] = w->sizes[1] = ks;
+    a->strides[0] = ks * a->strides[2];
+    w->strides[0] = ks * w->strides[1];
+    out->strides[0] = out->sizes[1] * out->sizes[2];
+}
+
 int nc_gemm_split_in_kernel(const nc_gemm_cfg *cfg)
 {
     const char *env = getenv("NETCL_GEMM_SPLIT_SUM");
@@ -124,11 +133,7 @@ netcl_status nc_cl_gemm_split_run(netcl_device *dev, const nc_desc *out, const n
     if (S < 2) return NETCL_ERR_UNSUPPORTED;
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2], ks = nc_gemm_slice_len(K, S);
     nc_desc av = *a, wv = *w, pv = *out;
-    av.sizes[0] = wv.sizes[0] = pv.sizes[0] = S;
-    av.sizes[2] = wv.sizes[1] = ks;
-    av.strides[0] = ks * a->strides[2];
-    wv.strides[0] = ks * w->strides[1];
-    pv.strides[0] = M * N;
+    nc_gemm_slice_descs(&av, &wv, &pv, S, ks);
     /* the configuration the slices' batched product gets (a plain one) */
     nc_gemm_epi plain = {1, 0, NULL, NULL, 0, -1, 0};
     nc_gemm_call g = {dev, &pv, &av, &wv, &plain, S, M, N, ks};

@@ -335,13 +335,7 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
      * first where that runs faster (src/linalg.c): the product it then runs */
     int S = nc_gemm_split_count(dev, &da, &dw, 0), copies = S > 1 ? 0 : nc_cl_gemm_copies(dev, &da, &dw);
     int64_t ks = S > 1 ? nc_gemm_slice_len(k, S) : k;
-    if (S > 1) { /* the slices: [S, m, ks] @ [S, ks, n], batch strides along k */
-        da.sizes[0] = dw.sizes[0] = dout.sizes[0] = S;
-        da.sizes[2] = dw.sizes[1] = ks;
-        da.strides[0] = ks * da.strides[2];
-        dw.strides[0] = ks * dw.strides[1];
-        dout.strides[0] = m * n;
-    }
+    if (S > 1) nc_gemm_slice_descs(&da, &dw, &dout, S, ks);
     if (copies & NC_GEMM_COPY_A) nc_gemm_desc3(&da, NULL, dtype, m, k, 1);
     if (copies & NC_GEMM_COPY_W) nc_gemm_desc3(&dw, NULL, dtype, k, n, 0);
     nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
@@ -351,10 +345,11 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
     nc_gemm_choose(&g, &cfg, &why);
     char text[200], split[80] = "";
     nc_gemm_cfg_format(&cfg, text, sizeof text);
-    if (S > 1)
+    if (S > 1) {
+        int in_kernel = nc_gemm_split_in_kernel(&cfg);
         snprintf(split, sizeof split, "; K in %d slices of %lld%s, summed%s", S, (long long)ks,
-                 S * ks < k ? nc_gemm_split_in_kernel(&cfg) ? " and the rest (in the last)" : " and the rest" : "",
-                 nc_gemm_split_in_kernel(&cfg) ? " in the kernel" : "");
+                 S * ks < k ? in_kernel ? " and the rest (in the last)" : " and the rest" : "", in_kernel ? " in the kernel" : "");
+    }
     snprintf(buf, (size_t)len, "%s (%s%s%s%s)", text, why, split, copies & NC_GEMM_COPY_A ? "; a copied m-contiguous first" : "",
              copies & NC_GEMM_COPY_W ? "; w copied n-contiguous first" : "");
     return NETCL_OK;
