@@ -89,7 +89,7 @@
  * plain tf32 161-165 -> 185 once the loop was unswitched, below); 64x64
  * blocks of tf32x3 lost (1024^3: 36 -> 27-32). -DFRAG_PIPE forces it,
  * -DNO_FRAG_PIPE turns it off. Needs an even number of k-steps per tile. */
-#if !defined(FRAG_PIPE) && !defined(NO_FRAG_PIPE) && BM * BN >= 16384
+#if !defined(FRAG_PIPE) && !defined(NO_FRAG_PIPE) && BM * BN >= 16384 && !defined(WGMMA)
 #define FRAG_PIPE
 #endif
 #if defined(FRAG_PIPE) && ((BK / KSTEP) % 2 || defined(FFMA))
@@ -156,7 +156,11 @@
  * ever copy those). It depends on r only through r % 8 (cpr >= 8) or
  * r * cpr / 8 % cpr, so moving 8 rows keeps it. */
 #define BITREV3(x) ((((x) & 1) << 2) | ((x) & 2) | (((x) >> 2) & 1))
+#ifdef WGMMA /* the hardware's own swizzles: 128-byte rows XOR with r % 8 itself */
+#define SWZ_KEY(cpr, r) ((cpr) >= 8 ? (r) & 7 : ((r) * (cpr) / 8) & ((cpr) - 1))
+#else
 #define SWZ_KEY(cpr, r) ((cpr) >= 8 ? BITREV3((r) & 7) : ((r) * (cpr) / 8) & ((cpr) - 1))
+#endif
 #define SWZ(cpr, r, c) ((c) ^ SWZ_KEY(cpr, r))
 #define TOFF(cpr, r, c) ((((r) * (cpr)) + SWZ(cpr, r, c)) * 16) /* byte offset of (row, chunk) */
 #define AOFF(r, c) (A_PADDED ? (r) * A_RB + (c) * 16 : TOFF(A_CPR, r, c))
@@ -307,6 +311,169 @@ inline uint to_tf32(uint x)
                  : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]), "f"(0.0f))
 #endif
 
+#ifdef WGMMA
+/* ---- wgmma (sm_90a) ----------------------------------------------------------------
+ * Warpgroups (4 warps) stacked along m, each owning MI slabs of 64 rows
+ * (MI = 1 or 2): per slab wgmma.m64n{BN}k{KSTEP} reads both operands
+ * straight from the stage through matrix descriptors and accumulates BN/2
+ * floats a thread, laid out as mma.m16n8's C fragments side by side (warp
+ * w of the group: rows 16 w .. 16 w + 15 of each slab), so acc[i][j][q]
+ * and the epilogue below serve both paths (FRAG_ROW). The operands
+ * are k-contiguous rows of BK * ESZ = 32, 64 or 128 bytes: exactly the
+ * hardware's 32-, 64- and 128-byte swizzles, which the copies' XOR
+ * swizzle already is (SWZ_KEY above), so the stage needs no other layout.
+ * NVIDIA's OpenCL compiles for sm_90, where ptxas refuses wgmma: every
+ * wgmma line is written as a PTX comment marked "//@", which compiles
+ * with the operands' registers allocated; program.c uncomments the marked
+ * lines of the driver's PTX, retargets it to sm_90a and builds it again
+ * (docs/gemm.md, "Hopper's wgmma"). */
+#if defined(FFMA) || defined(TF32X3) || WN != 1 || WM % 4 || (MI != 1 && MI != 2) || MI * BN > 256 || !A_KCONT || !B_KCONT || \
+    (BK * ESZ != 32 && BK * ESZ != 64 && BK * ESZ != 128)
+#error "WGMMA: warpgroups along m of 64 or 128 rows, k-contiguous rows of 32, 64 or 128 bytes"
+#endif
+#define WG_RB (BK * ESZ)
+/* a warpgroup's MI slabs of 64 rows; warp w % 4 of it holds rows 16 w.. of each */
+#define FRAG_ROW(i) ((wm / 4) * 4 * WTM + (i) * 64 + (wm % 4) * 16)
+#define WG_MODE (WG_RB == 128 ? 1 : WG_RB == 64 ? 2 : 3)
+/* the descriptor of a k-contiguous tile starting at local byte address
+ * addr: 8-row groups 8 WG_RB apart, the swizzle (the leading offset is
+ * unused by swizzled k-major tiles); a k-step further is addr + 32 */
+inline ulong wg_desc(uint addr)
+{
+    return (ulong)((addr & 0x3FFFF) >> 4) | (1ul << 16) | ((ulong)(8 * WG_RB >> 4) << 32) | ((ulong)WG_MODE << 62);
+}
+#define WG_STEP(desc, bytes) ((desc) + (ulong)((bytes) >> 4))
+#ifdef MMA_EMULATE
+/* What the hardware reads through a descriptor: element (r, k) at start +
+ * (r / 8) SBO + (r % 8) width + k ESZ, address bits 4.. XOR bits 7.. */
+inline float wg_elem(__local const uchar *smem, ulong desc, int r, int k)
+{
+    const uint start = (uint)(desc & 0x3FFF) << 4, sbo = (uint)((desc >> 32) & 0x3FFF) << 4, mode = (uint)(desc >> 62);
+    const uint width = mode == 1 ? 128 : mode == 2 ? 64 : 32;
+    uint addr = start + (uint)(r / 8) * sbo + (uint)(r % 8) * width + (uint)k * ESZ;
+    addr ^= ((addr >> 7) & (width / 16 - 1)) << 4;
+#if TA == 0
+    return elem_float(*(__local const uint *)(smem + addr));
+#else
+    return elem_float(*(__local const ushort *)(smem + addr));
+#endif
+}
+inline void wg_emul(__private float *d, __local const uchar *smem, ulong da, ulong db, int warp, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    for (int j = 0; j < BN / 8; j++)
+        for (int q = 0; q < 4; q++) {
+            const int r = 16 * (warp % 4) + g + (q >> 1) * 8, c = 8 * j + 2 * t + (q & 1);
+            float s = 0;
+            for (int k = 0; k < KSTEP; k++) s += wg_elem(smem, da, r, k) * wg_elem(smem, db, c, k);
+            d[4 * j + q] += s;
+        }
+}
+#define WG_MMA(acc, da, db) wg_emul(&acc[0][0], smem, da, db, warp, lane)
+#define WG_FENCE()
+#define WG_PROXY_FENCE()
+#define WG_COMMIT()
+#define WG_WAIT_ALL(acc)
+#define WG_SBASE 0u /* descriptors hold offsets from smem */
+#else
+#define WG_STR_(x) #x
+#define WG_STR(x) WG_STR_(x)
+#if TA == 0
+#define WG_OP "wgmma.mma_async.sync.aligned.m64n" WG_STR(BN) "k8.f32.tf32.tf32"
+#define WG_TRANS ""
+#else
+#if TA == 1
+#define WG_OP "wgmma.mma_async.sync.aligned.m64n" WG_STR(BN) "k16.f32.f16.f16"
+#else
+#define WG_OP "wgmma.mma_async.sync.aligned.m64n" WG_STR(BN) "k16.f32.bf16.bf16"
+#endif
+#define WG_TRANS ", 0, 0" /* both operands k-major */
+#endif
+/* operand lists: BN / 2 accumulators %0.., then the two descriptors and a 1 */
+#define WG_C4(d, j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define WG_C16(d, j) WG_C4(d, j), WG_C4(d, (j) + 1), WG_C4(d, (j) + 2), WG_C4(d, (j) + 3)
+#define WG_T16(a) /* %a0 .. %a9 */ "%" #a "0,%" #a "1,%" #a "2,%" #a "3,%" #a "4,%" #a "5,%" #a "6,%" #a "7,%" #a "8,%" #a "9"
+#define WG_T0 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9"
+#define WG_T10_59 WG_T16(1) "," WG_T16(2) "," WG_T16(3) "," WG_T16(4) "," WG_T16(5)
+#define WG_A32 WG_T0 "," WG_T16(1) "," WG_T16(2) ",%30,%31"
+#define WG_A64 WG_T0 "," WG_T10_59 ",%60,%61,%62,%63"
+#define WG_A128 WG_T0 "," WG_T10_59 "," WG_T16(6) "," WG_T16(7) "," WG_T16(8) "," WG_T16(9) "," WG_T16(10) "," \
+    WG_T16(11) ",%120,%121,%122,%123,%124,%125,%126,%127"
+#if BN == 64
+#define WG_ACC WG_A32
+#define WG_DESCS "%32, %33"
+#define WG_PRED "%34"
+#define WG_CONS(d) WG_C16(d, 0), WG_C16(d, 4)
+#elif BN == 128
+#define WG_ACC WG_A64
+#define WG_DESCS "%64, %65"
+#define WG_PRED "%66"
+#define WG_CONS(d) WG_C16(d, 0), WG_C16(d, 4), WG_C16(d, 8), WG_C16(d, 12)
+#elif BN == 256
+#define WG_ACC WG_A128
+#define WG_DESCS "%128, %129"
+#define WG_PRED "%130"
+#define WG_CONS(d) WG_C16(d, 0), WG_C16(d, 4), WG_C16(d, 8), WG_C16(d, 12), WG_C16(d, 16), WG_C16(d, 20), \
+    WG_C16(d, 24), WG_C16(d, 28)
+#else
+#error "WGMMA: BN is 64, 128 or 256"
+#endif
+/* the scale-d predicate comes from the last operand (1: accumulate) */
+#define WG_MMA(acc, da, db)                                                                               \
+    asm volatile("//@{ .reg .pred p;\n//@setp.ne.b32 p, " WG_PRED ", 0;\n//@" WG_OP " {" WG_ACC "}, "    \
+                 WG_DESCS ", p, 1, 1" WG_TRANS ";\n//@}\n"                                                \
+                 : WG_CONS(acc) : "l"(da), "l"(db), "r"(1) : "memory")
+#define WG_FENCE() asm volatile("//@wgmma.fence.sync.aligned;\n" ::: "memory")
+/* cp.async's writes (the generic proxy) made visible to wgmma's reads */
+#define WG_PROXY_FENCE() asm volatile("//@fence.proxy.async.shared::cta;\n" ::: "memory")
+/* the wgmmas issued since the last commit as one group */
+#define WG_COMMIT() asm volatile("//@wgmma.commit_group.sync.aligned;\n" ::: "memory")
+/* every group done; the accumulators are operands, so that no read of them
+ * moves above the wait */
+#define WG_WAIT_ALL(acc) asm volatile("//@wgmma.wait_group.sync.aligned 0;\n" : WG_CONS_ALL(acc) :: "memory")
+#if MI == 1
+#define WG_CONS_ALL(acc) WG_CONS(acc[0])
+#else
+#define WG_CONS_ALL(acc) WG_CONS(acc[0]), WG_CONS(acc[1])
+#endif
+#define WG_SBASE sbase
+#endif
+/* The turn of the k loop: every thread's part of tile kt has landed (and
+ * is rounded), and every warpgroup is done with tile kt - 1, whose stage
+ * the copies of tile kt + FETCH_AHEAD then take */
+#define WG_TURN()                                                                                         \
+    do {                                                                                                  \
+        WG_PROXY_FENCE();                                                                                 \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                     \
+        PIPE_FETCH(ws);                                                                                   \
+    } while (0)
+#if TA == 0 && !defined(NO_WG_ROUND)
+/* wgmma reads a float32 operand as tf32 by truncation, which biases every
+ * product of positive values by 2^-11 on average (see to_tf32): each
+ * thread rounds the chunks it copied into the stage due (its own copies
+ * have landed) to the nearest tf32 in place, before the barrier */
+inline void wg_round16(__local uchar *p)
+{
+    __local uint4 *q = (__local uint4 *)p;
+    uint4 v = *q;
+    v.x = to_tf32(v.x), v.y = to_tf32(v.y), v.z = to_tf32(v.z), v.w = to_tf32(v.w);
+    *q = v;
+}
+#define WG_ROUND_OWN(stage)                                                                               \
+    do {                                                                                                  \
+        __local uchar *st_ = smem + (stage) * STAGE_BYTES;                                                \
+        UNROLL for (int j = 0; j < NA; j++) if (X_PRESENT(A, j)) wg_round16(st_ + X_SOFF(A, j));          \
+        UNROLL for (int j = 0; j < NB; j++) if (X_PRESENT(B, j)) wg_round16(st_ + A_BYTES + X_SOFF(B, j)); \
+    } while (0)
+#else
+#define WG_ROUND_OWN(stage)
+#endif
+#else
+#define WG_PROXY_FENCE()
+#define WG_ROUND_OWN(stage)
+#define FRAG_ROW(i) (wm * WTM + (i) * 16) /* the first row of mma tile i of this warp */
+#endif /* WGMMA */
+
 #if TA == 0 && defined(TF32X3)
 /* 3xTF32 (float32 accuracy from TF32 tensor cores): x = hi + lo, hi the
  * nearest tf32 and lo the rest (exact in float32; the tensor cores read
@@ -441,6 +608,11 @@ inline uint tf32_lo(uint x, uint hi)
     do {                                                                                                   \
         CP_WAIT(STAGES - 2);                                                                               \
         barrier(CLK_LOCAL_MEM_FENCE);                                                                      \
+        PIPE_FETCH(stage);                                                                                 \
+    } while (0)
+/* tile kt + FETCH_AHEAD queued into `stage` (a group, empty or not) */
+#define PIPE_FETCH(stage)                                                                                  \
+    do {                                                                                                   \
         const int k0 = (kt + FETCH_AHEAD) * BK;                                                            \
         const bool full = phase == 0 || (inner && k0 + BK <= K);                                           \
         if (phase == 0 || k0 < K) LOAD_TILE(k0, stage);                                                    \
@@ -510,8 +682,12 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
               __global const A_T *w, long woff, long bs0, long bs1, long bs2, int M, int N, int K, int nbatch,
               EPI_PARAMS SPLIT_PARAMS)
 {
+#ifdef WGMMA /* the swizzles follow address bits: stages aligned to their 8-row atoms */
+    __local uchar smem[STAGES * STAGE_BYTES] __attribute__((aligned(1024)));
+#else
     __local uchar smem[STAGES * STAGE_BYTES] __attribute__((aligned(128)));
-#if defined(MMA_EMULATE) && !defined(FFMA)
+#endif
+#if defined(MMA_EMULATE) && !defined(FFMA) && !defined(WGMMA)
     __local float xa[WM * WN * 16 * KSTEP], xb[WM * WN * KSTEP * 8];
     __local int xo[WM * WN * 32];
 #else
@@ -544,6 +720,9 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
     const int fb0[2] = {(wn * WTN + ln) * B_RB, (wn * WTN + ln + 4) * B_RB};
     const int fbs[2] = {SWZ_KEY(B_CPR, wn * WTN + ln), SWZ_KEY(B_CPR, wn * WTN + ln + 4)};
 #endif
+#elif defined(WGMMA)
+    /* the descriptors of stage 0: this warp's warpgroup's rows of A, and B */
+    const ulong wg_a0 = wg_desc(WG_SBASE + (uint)(warp / 4) * 64 * MI * WG_RB), wg_b0 = wg_desc(WG_SBASE + A_BYTES);
 #else
     /* each lane's ldmatrix row address (byte offset in its tile) per k-step,
      * or per fragment for the transposed loads: the swizzle depends on the
@@ -645,6 +824,10 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             if (s < ktiles) LOAD_TILE(s * BK, s);
             CP_COMMIT();
         }
+#ifdef WGMMA
+        CP_WAIT(STAGES - 2);   /* this thread's part of tile 0 landed (WG_TURN) */
+        WG_ROUND_OWN(0);
+#endif
 #ifdef FRAG_PIPE
         CP_WAIT(FETCH_AHEAD - 1);
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -673,7 +856,9 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         int kt = 0;
         UNROLL for (int phase = 0; phase < 2; phase++)
         for (const int kend = phase == 0 ? kfast : ktiles; kt < kend; kt++) {
-#ifndef FRAG_PIPE
+#ifdef WGMMA
+            WG_TURN();
+#elif !defined(FRAG_PIPE)
             PIPE_TURN(ws);   /* tile kt has landed; the stage read last round is free */
 #endif
             const int sa = rs * STAGE_BYTES;
@@ -691,6 +876,19 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             }
 #elif defined(FFMA)
             FFMA_TILE(smem + sa, smem + sa + A_BYTES);
+#elif defined(WGMMA)
+            /* the tile's k-steps as one group; while it runs, this
+             * thread's part of the next tile lands and is rounded (tf32),
+             * then the group is waited for: the next turn's barrier frees
+             * this stage */
+            WG_FENCE();
+            UNROLL for (int s = 0; s < BK / KSTEP; s++)
+                UNROLL for (int i = 0; i < MI; i++)
+                    WG_MMA(acc[i], WG_STEP(wg_a0, sa + i * 64 * WG_RB + s * KSTEP * ESZ), WG_STEP(wg_b0, sa + s * KSTEP * ESZ));
+            WG_COMMIT();
+            CP_WAIT(STAGES - 2);
+            WG_ROUND_OWN(NEXT_STAGE(rs));
+            WG_WAIT_ALL(acc);
 #else
             UNROLL for (int s = 0; s < BK / KSTEP; s++) {
                 uint af[MI][4], bf[NI][2];
@@ -788,7 +986,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
         UNROLL for (int i = 0; i < MI; i++)
             UNROLL for (int j = 0; j < NI; j++)
                 UNROLL for (int q = 0; q < 4; q++) {
-                    int m = m0 + wm * WTM + i * 16 + g + (q >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t + (q & 1);
+                    int m = m0 + FRAG_ROW(i) + g + (q >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t + (q & 1);
                     if (m < M && n < N)
                         O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(acc[i][j][q], bb, m, n, EPI_ARGS));
                 }

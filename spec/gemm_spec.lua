@@ -410,6 +410,83 @@ function TestGemm:test_fp32_precision_modes()
   if not H.device_info().tensor_cores:find("tf32", 1, true) then lu.assertTrue(e.tf32 < 1e-5, tostring(e.tf32)) end
 end
 
+-- Hopper's wgmma (sm_90a through patched PTX, docs/gemm.md): every dtype
+-- in forced configurations (one and two warpgroups, one or two 64-row
+-- slabs a warpgroup, n of 64 to 256, rows of 32, 64 and 128 bytes and so
+-- all three swizzles), edges in m, n and K,
+-- the fused epilogue, and the untuned choice for a large tf32 x @ w^T.
+local wgmma_configs = {
+  float32 = { "wgmma mwg=64 nwg=64 kwg=8 mdimc=4 ndimc=1 stages=4 gm=8",
+              "wgmma mwg=128 nwg=128 kwg=16 mdimc=8 ndimc=1 stages=3 gm=8",
+              "wgmma mwg=64 nwg=256 kwg=16 mdimc=4 ndimc=1 stages=2 gm=8",
+              "wgmma mwg=64 nwg=128 kwg=32 mdimc=4 ndimc=1 stages=2 gm=8" },
+  float16 = { "wgmma mwg=64 nwg=64 kwg=16 mdimc=4 ndimc=1 stages=4 gm=8",
+              "wgmma mwg=128 nwg=128 kwg=32 mdimc=8 ndimc=1 stages=3 gm=8",
+              "wgmma mwg=128 nwg=256 kwg=16 mdimc=8 ndimc=1 stages=4 gm=8",
+              "wgmma mwg=64 nwg=128 kwg=64 mdimc=4 ndimc=1 stages=2 gm=8",
+              "wgmma mwg=128 nwg=128 kwg=32 mdimc=4 ndimc=1 stages=3 gm=8" },
+}
+wgmma_configs.bfloat16 = wgmma_configs.float16
+
+local function check_wgmma(dtypes, shapes)
+  netcl.backends.allow_tf32 = true
+  local ok, err = pcall(function()
+    for _, dt in ipairs(dtypes) do
+      local rt, at = 1e-2, 1e-2 * 16   -- tf32 / 16-bit inputs, float32 sums
+      for _, cfg in ipairs(wgmma_configs[dt]) do
+        netcl.gemm_set_config(cfg, H.device)
+        for _, s in ipairs(shapes) do
+          local a, b = operands(H.device, s[1], s[2], s[3], false, true, dt)
+          lu.assertStrContains(netcl.gemm_config(s[1], s[3], s[2], { device = H.device, dtype = dt, trans_b = true }), cfg)
+          H.assert_close(a:matmul(b):to("cpu"):to("float32"), a:to("cpu"):to("float32"):matmul(b:to("cpu"):to("float32")),
+            rt, at, ("%s %s %dx%dx%d"):format(dt, cfg, s[1], s[2], s[3]))
+        end
+        local a, b = operands(H.device, 100, 200, 72, false, true, dt)
+        local bias = netcl.randn(72, { device = H.device, dtype = dt })
+        H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }):to("cpu"):to("float32"),
+          (a:to("cpu"):to("float32"):matmul(b:to("cpu"):to("float32")) + bias:to("cpu"):to("float32")):relu(), rt, at,
+          dt .. " epilogue " .. cfg)
+        if dt == "float32" and cfg == wgmma_configs.float32[1] then
+          -- operands rounded to the nearest tf32, not truncated as wgmma
+          -- would read them: on uniform [0, 1) operands truncation's bias
+          -- shows as a relative error near 6e-4
+          netcl.manual_seed(5)
+          local x, y = netcl.rand(128, 1024, { device = H.device }), netcl.rand(64, 1024, { device = H.device }):t()
+          local ref = x:to("cpu"):matmul(y:to("cpu"))
+          local e = (x:matmul(y):to("cpu") - ref):abs():max():item() / ref:abs():max():item()
+          lu.assertTrue(e < 1e-4, "wgmma tf32 rounding: relative error " .. e)
+        end
+      end
+      netcl.gemm_set_config(nil, H.device)
+    end
+  end)
+  netcl.gemm_set_config(nil, H.device)
+  netcl.backends.allow_tf32 = false
+  if not ok then error(err, 0) end
+end
+
+function TestGemm:test_wgmma_products()
+  local tc = H.device_info().tensor_cores
+  lu.skipIf(not tc:find("wgmma", 1, true), "wgmma not enabled on " .. H.device .. ": " .. tc)
+  -- 1000 x 1064 x 520: inner blocks run the loop's unchecked phase
+  check_wgmma({ "float32", "float16", "bfloat16" }, { { 100, 200, 72 }, { 256, 512, 256 }, { 1000, 1064, 520 }, { 64, 32, 256 } })
+  with_cache_dir(function()
+    netcl.tune_cache_reload(H.device)
+    -- untuned: 16-bit x @ w^T of a round of 128x128 blocks or more;
+    -- tf32 keeps mma.sync (rounding its operands in local memory costs
+    -- more than wgmma gains), and so does w not k-contiguous
+    local cu = H.device_info().compute_units
+    local o = { device = H.device, dtype = "float16", trans_b = true }
+    lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 1024, o), "wgmma mwg=128 nwg=128 kwg=32 mdimc=8 ndimc=1 stages=3")
+    lu.assertStrContains(netcl.gemm_config(128 * cu - 128, 128, 1024, o), "mma mwg=")
+    lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, dtype = "float16" }), "mma mwg=")
+    netcl.backends.allow_tf32 = true
+    local tf32 = netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, trans_b = true })
+    netcl.backends.allow_tf32 = false
+    lu.assertStrContains(tf32, "mma mwg=")
+  end)
+end
+
 -- The tensor-core kernel with plain-OpenCL stand-ins for its PTX
 -- (NETCL_MMA_EMULATE, docs/gemm.md): its indexing, pipeline and edges on a
 -- device that cannot run PTX. Slow to compile on PoCL, so opt-in:
@@ -435,6 +512,24 @@ function TestGemm:test_mma_emulated()
     lu.assertStrContains(H.device_info().tensor_cores, "tf32,f16,bf16 (emulated)")
   end)
   netcl.backends.allow_tf32 = false
+  ffi.C.unsetenv("NETCL_MMA_EMULATE")
+  if not ok then error(err, 0) end
+end
+
+-- The wgmma kernel emulated (NETCL_WGMMA_EMULATE with NETCL_MMA_EMULATE):
+-- the descriptors decoded and the hardware's swizzles applied in plain
+-- OpenCL, so the layouts are checked on PoCL. Opt-in as the one above (a
+-- configuration takes minutes to compile on PoCL).
+function TestGemm:test_wgmma_emulated()
+  lu.skipIf(os.getenv("NETCL_TEST_MMA_EMULATE") ~= "1", "set NETCL_TEST_MMA_EMULATE=1 to run the emulated wgmma kernel")
+  lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "for OpenCL devices without PTX")
+  ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
+  ffi.C.setenv("NETCL_WGMMA_EMULATE", "1", 1)
+  local saved = wgmma_configs
+  wgmma_configs = { float32 = { saved.float32[1] }, float16 = { saved.float16[1] } }
+  local ok, err = pcall(check_wgmma, { "float32", "float16" }, { { 100, 200, 72 } })
+  wgmma_configs = saved
+  ffi.C.unsetenv("NETCL_WGMMA_EMULATE")
   ffi.C.unsetenv("NETCL_MMA_EMULATE")
   if not ok then error(err, 0) end
 end

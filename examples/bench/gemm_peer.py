@@ -1,14 +1,15 @@
 # examples/bench/gemm_peer.py — the PyTorch side of examples/bench/gemm.lua:
 # the same products on the same machine, printed as "kind size TFLOP/s".
 # usage: python3 gemm_peer.py cuda|cpu sgemm:4096,sgemm_nt:4096,tf32:4096,fp16:4096,...
-# (sgemm_nt: a @ b.t(), b stored [n, n], nn.Linear's layout)
+# (sgemm_nt, fp16_nt, bf16_nt: a @ b.t(), b stored [n, n], nn.Linear's layout)
 import sys, time
 import torch
 
 dev = sys.argv[1] if sys.argv[1] == "cpu" or torch.cuda.is_available() else "cpu"
 print("device", torch.cuda.get_device_name() if dev == "cuda" else "cpu (%d threads)" % torch.get_num_threads())
 # tf32x3: netcl's float32-accurate 3xTF32 mode, whose peer is the SGEMM
-DTYPES = {"sgemm": torch.float32, "sgemm_nt": torch.float32, "tf32x3": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+DTYPES = {"sgemm": torch.float32, "sgemm_nt": torch.float32, "tf32x3": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
+          "fp16_nt": torch.float16, "bf16_nt": torch.bfloat16}
 
 def sync():
     if dev == "cuda":
@@ -18,7 +19,7 @@ def run(kind, n):
     torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
     a = torch.randn(n, n, device=dev, dtype=DTYPES[kind])
     b = torch.randn(n, n, device=dev, dtype=DTYPES[kind])
-    if kind == "sgemm_nt":
+    if kind.endswith("_nt"):
         b = b.t()
     a @ b; sync()
     warm_until = time.perf_counter() + 0.2  # the same warm-up as gemm.lua's

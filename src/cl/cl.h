@@ -171,4 +171,9 @@ void nc_cl_release_transfers(nc_cl_device *cd);
 netcl_status nc_cl_error_word(nc_cl_device *cd, cl_mem *out);
 void nc_cl_release_index(nc_cl_device *cd);
 
+/* After a build from source (ptx_patch.c): on NVIDIA, a program whose PTX
+ * holds "//@"-marked lines is rebuilt from that PTX with them uncommented
+ * and its target raised to sm_90a (*prog replaced). */
+netcl_status nc_cl_ptx_finish(nc_cl_device *cd, cl_program *prog, const char *family, const char *opts);
+
 #endif

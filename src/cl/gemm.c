@@ -13,13 +13,13 @@
 #include <string.h>
 
 /* ---- configurations as text ------------------------------------------------ */
-static const char *const kernel_names[] = {"tiled", "direct", "mma", "ffma"};
+static const char *const kernel_names[] = {"tiled", "direct", "mma", "ffma", "wgmma"};
 
 void nc_gemm_cfg_format(const nc_gemm_cfg *c, char *buf, size_t len)
 {
-    if (c->kernel == NC_GEMM_MMA)
-        snprintf(buf, len, "mma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d stages=%d gm=%d", c->mwg, c->nwg, c->kwg,
-                 c->mdimc, c->ndimc, c->stages, c->gm);
+    if (c->kernel == NC_GEMM_MMA || c->kernel == NC_GEMM_WGMMA)
+        snprintf(buf, len, "%s mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d stages=%d gm=%d", kernel_names[c->kernel], c->mwg,
+                 c->nwg, c->kwg, c->mdimc, c->ndimc, c->stages, c->gm);
     else if (c->kernel == NC_GEMM_FFMA)
         snprintf(buf, len, "ffma mwg=%d nwg=%d kwg=%d mdimc=%d ndimc=%d vwm=%d vwn=%d stages=%d gm=%d", c->mwg, c->nwg,
                  c->kwg, c->mdimc, c->ndimc, c->vwm, c->vwn, c->stages, c->gm);
@@ -44,7 +44,7 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
         s += used;
         char *eq = strchr(word, '=');
         if (!eq) {
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < 5; k++)
                 if (strcmp(word, kernel_names[k]) == 0) c->kernel = k;
             continue;
         }
@@ -70,6 +70,11 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
                (c->vwn == 8 || c->vwn == 16) && c->mwg == c->mdimc * 8 * c->vwm && c->nwg == c->ndimc * 4 * c->vwn &&
                (c->kwg == 8 || c->kwg == 16 || c->kwg == 32) && c->stages >= 2 && c->stages <= 4 && c->gm >= 0 &&
                c->gm <= 64;
+    if (c->kernel == NC_GEMM_WGMMA) /* warpgroups along m, wgmma's n of 64, 128 or 256; mma.c checks the rest */
+        return c->ndimc == 1 && c->mdimc > 0 && c->mdimc % 4 == 0 && c->mdimc <= 16 &&
+               (c->mwg == 16 * c->mdimc || (c->mwg == 32 * c->mdimc && c->nwg <= 128)) &&
+               (c->nwg == 64 || c->nwg == 128 || c->nwg == 256) && pow2(c->kwg) && c->kwg >= 8 && c->kwg <= 64 &&
+               c->stages >= 2 && c->stages <= 6 && c->gm >= 0 && c->gm <= 64;
     if (c->kernel != NC_GEMM_TILED && c->kernel != NC_GEMM_MMA) return 0;
     if (c->mwg <= 0 || c->nwg <= 0 || c->kwg <= 0 || c->mdimc <= 0 || c->ndimc <= 0 || c->pad < 0 || c->pad > 64) return 0;
     if (c->kernel == NC_GEMM_MMA) /* 16 x 16 mma tile pairs per warp; mma.c checks the rest */
@@ -322,6 +327,7 @@ netcl_status nc_gemm_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg)
     case NC_GEMM_DIRECT: return launch_direct(g, cfg);
     case NC_GEMM_MMA: return nc_mma_usable(g) ? nc_mma_launch(g, cfg) : NETCL_ERR_UNSUPPORTED;
     case NC_GEMM_FFMA: return nc_ffma_usable(g) ? nc_mma_launch(g, cfg) : NETCL_ERR_UNSUPPORTED;
+    case NC_GEMM_WGMMA: return nc_wgmma_usable(g) ? nc_mma_launch(g, cfg) : NETCL_ERR_UNSUPPORTED;
     default: return NETCL_ERR_UNSUPPORTED;
     }
 }
@@ -463,6 +469,13 @@ netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a,
         st = nc_gemm_launch(&g, &cfg);
     }
     if (st == NETCL_ERR_UNSUPPORTED) { /* the chosen one does not fit this problem */
+        const char *dbg = getenv("NETCL_DEBUG");
+        if (dbg && atoi(dbg) >= 1) {
+            char text[200];
+            nc_gemm_cfg_format(&cfg, text, sizeof text);
+            fprintf(stderr, "netcl: GEMM configuration '%s' (%s) does not serve %lldx%lldx%lld on %s; the default runs\n",
+                    text, why, (long long)g.M, (long long)g.N, (long long)g.K, dev->name);
+        }
         nc_gemm_default(&g, &cfg);
         st = nc_gemm_launch(&g, &cfg);
     }

@@ -9,13 +9,14 @@
 
 #include "cl.h"
 
-typedef enum { NC_GEMM_TILED = 0, NC_GEMM_DIRECT = 1, NC_GEMM_MMA = 2, NC_GEMM_FFMA = 3 } nc_gemm_kernel;
+typedef enum { NC_GEMM_TILED = 0, NC_GEMM_DIRECT = 1, NC_GEMM_MMA = 2, NC_GEMM_FFMA = 3, NC_GEMM_WGMMA = 4 } nc_gemm_kernel;
 
 typedef struct nc_gemm_cfg {
     int kernel;                                  /* nc_gemm_kernel */
     /* tiled: work-group tile, threads, local read chunks, global vector width, padding;
      * mma: mwg x nwg x kwg block tile, mdimc x ndimc warps;
-     * ffma: the same, and vwm x vwn outputs a thread */
+     * ffma: the same, and vwm x vwn outputs a thread;
+     * wgmma: mwg x nwg x kwg block tile, mdimc warps along m (4 a warpgroup), ndimc 1 */
     int mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, vw, pad;
     int cmr, cnr;                                /* direct: rows x cols per work item */
     int stages;                                  /* mma, ffma: cp.async pipeline depth */
@@ -45,7 +46,7 @@ typedef struct nc_gemm_state {
     int nentries, capentries;
     char cache_note[1400];         /* why the cache file was ignored, or "" */
     int tc_probed;                 /* tensor-core probe ran (mma.c) */
-    int tc_ok[4];                  /* tf32, f16, bf16, ffma (float32 FMAs fed by cp.async) passed */
+    int tc_ok[7];                  /* tf32, f16, bf16, ffma (float32 FMAs fed by cp.async), wgmma tf32, f16, bf16 passed */
     char tc_status[256];
     cl_mem split_count;            /* split-K's tile counts, zeros between products (gemm_split.c) */
     int64_t split_count_n;
@@ -102,6 +103,10 @@ netcl_status nc_gemm_set_epi_args(cl_kernel k, cl_uint first, const nc_desc *o, 
  * dtype, fp32_precision not "ieee" for float32, operand layouts cp.async can copy), its
  * default configuration and candidates, and the launch (no usability check). */
 int nc_mma_usable(const nc_gemm_call *g);
+/* Hopper's wgmma (sm_90a through patched PTX, mma.c): where the tensor-core
+ * path serves g, the device is of compute capability 9.0, its probe passed
+ * for the dtype and both operands are k-contiguous. */
+int nc_wgmma_usable(const nc_gemm_call *g);
 /* The same pipeline feeding float32 FMAs (ieee float32 on those devices). */
 int nc_ffma_usable(const nc_gemm_call *g);
 void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);

@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const dt_names[4] = {"tf32", "f16", "bf16", "ffma"};
-#define KIND_FFMA 3 /* the probe slot of the FFMA kernel */
+static const char *const dt_names[7] = {"tf32", "f16", "bf16", "ffma", "wgmma tf32", "wgmma f16", "wgmma bf16"};
+#define KIND_FFMA 3  /* the probe slot of the FFMA kernel */
+#define KIND_WGMMA 4 /* + the mma kind: the probe slots of the wgmma kernel */
 
 static int emulated(void)
 {
@@ -37,6 +38,21 @@ static int mma_kind(netcl_dtype dt)
 static int hardware_ok(const netcl_device *dev)
 {
     return emulated() || (strstr(dev->vendor, "NVIDIA") && dev->compute_capability >= 80);
+}
+
+static int env_is(const char *name, const char *value)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, value) == 0;
+}
+
+/* wgmma is sm_90a's alone (Blackwell has none); NETCL_WGMMA=0 turns it
+ * off, NETCL_WGMMA_EMULATE=1 emulates it with NETCL_MMA_EMULATE */
+static int wgmma_hardware_ok(const netcl_device *dev)
+{
+    if (env_is("NETCL_WGMMA", "0")) return 0;
+    if (emulated()) return env_is("NETCL_WGMMA_EMULATE", "1");
+    return strstr(dev->vendor, "NVIDIA") && dev->compute_capability == 90;
 }
 
 /* An operand [B, rows, cols] cp.async can copy: one of its two matrix dims
@@ -65,6 +81,17 @@ int nc_mma_usable(const nc_gemm_call *g)
     if (!operand_ok(g->a, chunk, g->B) || !operand_ok(g->w, chunk, g->B)) return 0;
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
     if (!s) return 0;
+    probe(g->dev, s, kind);
+    return s->tc_ok[kind] == 1;
+}
+
+int nc_wgmma_usable(const nc_gemm_call *g)
+{
+    if (!nc_mma_usable(g) || !wgmma_hardware_ok(g->dev) || !k_contig(g->a, 2) || !k_contig(g->w, 1) ||
+        (g->out->dtype == NETCL_DTYPE_FLOAT32 && nc_fp32_mode() != NC_FP32_TF32))
+        return 0;
+    nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
+    int kind = KIND_WGMMA + mma_kind(g->out->dtype);
     probe(g->dev, s, kind);
     return s->tc_ok[kind] == 1;
 }
@@ -185,8 +212,28 @@ int64_t nc_ffma_small_groups(const nc_gemm_call *g)
     return nc_gemm_groups(g, s->mwg, s->nwg);
 }
 
+/* wgmma's blocks: 128 x 128 of two warpgroups (m64n128 each), 64-byte
+ * rows (the 64-byte swizzle: k-tiles of 32 16-bit elements) in three
+ * stages. H100, TFLOP/s at 4096^3 / 8192^3 nt, float16: 394 / 441 against
+ * mma.sync's 356 / 404. Wider blocks lost: 128 x 256 holds two stages of
+ * 64-byte rows (282 / 319) or four of 32-byte ones (324 / 361); so did
+ * 32-byte rows at 128 x 128 (six stages: 237 / 253), every k-tile's
+ * barrier and wait costing more than the stages give. tf32 keeps mma.sync:
+ * wgmma reads its operands straight from local memory, where rounding
+ * them to the nearest tf32 (WG_ROUND_OWN) costs more than wgmma gains
+ * (152-162 / 162 against 176-178 / 188-190; truncated, 219-221 / 240-242,
+ * with truncation's bias). Products of a round of such blocks at least. */
+static int wgmma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
+{
+    int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
+    if (g->out->dtype == NETCL_DTYPE_FLOAT32 || nc_gemm_groups(g, 128, 128) < cu || !nc_wgmma_usable(g)) return 0;
+    *c = (nc_gemm_cfg){.kernel = NC_GEMM_WGMMA, 128, 128, 32, 8, 1, 1, 1, 1, 0, 0, 0, 3, 8};
+    return 1;
+}
+
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
+    if (wgmma_default(g, c)) return;
     /* 128 x 128 blocks of four 64 x 64 warp tiles, three stages of
      * 16-byte-swizzled tiles (no padding: 48 KiB, what OpenCL gets on
      * NVIDIA); 64 x 64 blocks with four stages when the large ones would
@@ -218,6 +265,17 @@ static const nc_gemm_cfg candidates_f16[] = {
     {NC_GEMM_MMA, 64, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},    {NC_GEMM_MMA, 128, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 16},
 };
 
+/* {kernel, BM, BN, BK, warps along m, 1, -, ..., stages, raster group}:
+ * rows of 32, 64 and 128 bytes (tf32 BK 8 / 16 / 32, 16-bit 16 / 32 / 64) */
+static const char *const candidates_wgmma[] = {
+    "wgmma mwg=128 nwg=128 kwg=%d mdimc=8 ndimc=1 stages=3 gm=8",  "wgmma mwg=128 nwg=256 kwg=%d mdimc=8 ndimc=1 stages=4 gm=8",
+    "wgmma mwg=128 nwg=256 kwg=%d mdimc=8 ndimc=1 stages=2 gm=8",  "wgmma mwg=64 nwg=128 kwg=%d mdimc=4 ndimc=1 stages=4 gm=8",
+    "wgmma mwg=128 nwg=128 kwg=%d mdimc=8 ndimc=1 stages=3 gm=16",
+};
+/* the k-tile of each candidate in elements of 4 (tf32) and 2 bytes: rows of
+ * 64 bytes, or 32 where four stages of 128 x 256 fit */
+static const int candidates_wgmma_bk[][2] = {{16, 32}, {8, 16}, {16, 32}, {16, 32}, {16, 32}};
+
 int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
 {
     if (!nc_mma_usable(g)) return 0;
@@ -226,6 +284,12 @@ int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
     int count = f32 ? (int)(sizeof candidates_f32 / sizeof candidates_f32[0]) : (int)(sizeof candidates_f16 / sizeof candidates_f16[0]);
     int n = 0;
     nc_mma_default(g, &out[n++]);
+    if (nc_wgmma_usable(g))
+        for (int i = 0; i < (int)(sizeof candidates_wgmma / sizeof candidates_wgmma[0]) && n < max; i++) {
+            char text[120];
+            snprintf(text, sizeof text, candidates_wgmma[i], candidates_wgmma_bk[i][f32 ? 0 : 1]);
+            if (nc_gemm_cfg_parse(&out[n], text) && memcmp(&out[n], &out[0], sizeof out[0]) != 0) n++;
+        }
     for (int i = 0; i < count && n < max; i++)
         if (memcmp(&list[i], &out[0], sizeof out[0]) != 0) out[n++] = list[i];
     return n;
@@ -276,9 +340,9 @@ static int64_t stage_bytes(const nc_gemm_cfg *c, int kind, int a_kc, int b_kc)
 
 /* The deepest pipeline up to cfg's that fits the device's local memory
  * (0: not even two stages). */
-static int fit_stages(const nc_gemm_cfg *c, const netcl_device *dev, int kind, int a_kc, int b_kc)
+static int fit_stages(const nc_gemm_cfg *c, const netcl_device *dev, int kind, int a_kc, int b_kc, int wg)
 {
-    int64_t extra = emulated() ? (int64_t)c->mdimc * c->ndimc * ((16 + 8) * 16 * 4 + 32 * 4) : 0;
+    int64_t extra = emulated() && !wg ? (int64_t)c->mdimc * c->ndimc * ((16 + 8) * 16 * 4 + 32 * 4) : 0;
     for (int st = c->stages; st >= 2; st--)
         if (st * stage_bytes(c, kind, a_kc, b_kc) + extra <= dev->local_mem) return st;
     return 0;
@@ -306,7 +370,7 @@ typedef struct {
 static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const conv_gather *conv,
                            const nc_split_sum *split)
 {
-    int ffma = c->kernel == NC_GEMM_FFMA;
+    int ffma = c->kernel == NC_GEMM_FFMA, wg = c->kernel == NC_GEMM_WGMMA;
     if (split && (!ffma || conv)) return NETCL_ERR_UNSUPPORTED;
     int kind = ffma ? (g->out->dtype == NETCL_DTYPE_FLOAT32 ? 0 : -1) : mma_kind(g->out->dtype);
     int threads = c->mdimc * c->ndimc * 32, chunk = kind == 0 ? 4 : 8;
@@ -315,7 +379,7 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
      * (ffma: warp tiles of 8 vwm x 4 vwn), at least two 16-byte chunks along
      * every tile row and a power of two of them (the swizzle permutes a
      * row's chunks by XOR: 3 or 6 chunks a row would leave it) */
-    if (kind < 0 || (c->kernel != NC_GEMM_MMA && !ffma) || c->stages < 2 || c->stages > 4 || c->mdimc <= 0 ||
+    if (kind < 0 || (c->kernel != NC_GEMM_MMA && !ffma && !wg) || c->stages < 2 || c->stages > (wg ? 6 : 4) || c->mdimc <= 0 ||
         c->ndimc <= 0 || c->kwg <= 0 || (c->kwg & (c->kwg - 1)) || !operand_ok(g->a, chunk, g->B) ||
         (!conv && !operand_ok(g->w, chunk, g->B)))
         return NETCL_ERR_UNSUPPORTED;
@@ -325,8 +389,16 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
                    c->kwg < 2 * chunk)
         return NETCL_ERR_UNSUPPORTED;
     int a_kc = k_contig(g->a, 2), b_kc = conv ? conv->pass == NC_CONV_PASS_WEIGHT : k_contig(g->w, 1);
+    /* wgmma: warpgroups along m of one or two m64 slabs (two: n of 128 at
+     * most, the accumulators of one asm), k-contiguous rows of 32, 64 or
+     * 128 bytes */
+    int row_bytes = c->kwg * (kind == 0 ? 4 : 2);
+    if (wg && (conv || !a_kc || !b_kc || c->ndimc != 1 || c->mdimc % 4 ||
+               (c->mwg != 16 * c->mdimc && (c->mwg != 32 * c->mdimc || c->nwg > 128)) ||
+               (c->nwg != 64 && c->nwg != 128 && c->nwg != 256) || (row_bytes != 32 && row_bytes != 64 && row_bytes != 128)))
+        return NETCL_ERR_UNSUPPORTED;
     /* ffma tiles are all swizzled, none padded */
-    int stages = fit_stages(c, g->dev, kind, a_kc || ffma, b_kc || ffma);
+    int stages = fit_stages(c, g->dev, kind, a_kc || ffma, b_kc || ffma, wg);
     if (!stages || threads > g->dev->max_work_group) return NETCL_ERR_UNSUPPORTED;
     /* a tile row's chunks are copied by distinct threads (threads >= chunks per row) */
     int64_t a_cpr = (a_kc ? c->kwg : c->mwg) / chunk, b_cpr = (b_kc ? c->kwg : c->nwg) / chunk;
@@ -351,15 +423,20 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
     epilogue_opts(g->epi, epi, sizeof epi);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n,
-             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s%s%s",
+             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s%s%s%s",
              c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi, ffma_opts, conv_opts,
-             kind == 0 && !ffma && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "",
-             split ? " -DSPLIT_SUM" : "");
+             kind == 0 && !ffma && !wg && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "",
+             split ? " -DSPLIT_SUM" : "", wg ? " -DWGMMA" : "");
     cl_kernel k;
-    size_t wg, kmax = 0;
-    NC_TRY(nc_cl_kernel(cd, "gemm+gemm_ffma+gemm_mma", opts, "gemm_mma", &k, &wg));
+    size_t kwg_size, kmax = 0;
+    NC_TRY(nc_cl_kernel(cd, "gemm+gemm_ffma+gemm_mma", opts, "gemm_mma", &k, &kwg_size));
     nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
-    if (kmax && kmax < (size_t)threads) return NETCL_ERR_UNSUPPORTED;
+    if (kmax && kmax < (size_t)threads) {
+        const char *dbg = getenv("NETCL_DEBUG");
+        if (dbg && atoi(dbg) >= 1)
+            fprintf(stderr, "netcl: the GEMM kernel takes at most %zu threads a block, not %d\n", kmax, threads);
+        return NETCL_ERR_UNSUPPORTED;
+    }
     NC_TRY(nc_gemm_set_args(g, k));
     if (split) {
         cl_mem pb = split->part, cb = split->count;
@@ -472,33 +549,27 @@ netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *cv, nc_c
 }
 
 /* ---- the probe ------------------------------------------------------------------- */
-/* Runs the kernel (default configuration, 64 x 64 blocks) on a problem with
- * edges in m and n, two k-tiles and a half, row-major then both operands
- * transposed; "" when both results are right, else why not. */
+/* Runs the kernel (64 x 64 blocks) on a problem with edges in m and n,
+ * two k-tiles and a half, row-major then both operands transposed (wgmma:
+ * once, w transposed); "" when the results are right, else why not. */
 static void probe_cfg(netcl_device *dev, int kind, char *why, size_t len)
 {
-    static const netcl_dtype dts[4] = {NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT16, NETCL_DTYPE_BFLOAT16, NETCL_DTYPE_FLOAT32};
+    static const netcl_dtype dts[7] = {NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT16, NETCL_DTYPE_BFLOAT16, NETCL_DTYPE_FLOAT32,
+                                       NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT16, NETCL_DTYPE_BFLOAT16};
     const int64_t M = 72, N = 40, K = 56;
+    int wg = kind >= KIND_WGMMA;
     why[0] = 0;
-    for (int layout = 0; layout < 2 && !why[0]; layout++) {
-        nc_desc da = {0}, dw = {0}, dout = {0};
-        da.dtype = dw.dtype = dout.dtype = dts[kind];
-        da.ndim = dw.ndim = dout.ndim = 3;
-        da.sizes[0] = dw.sizes[0] = 1;
-        da.sizes[1] = M, da.sizes[2] = K, dw.sizes[1] = K, dw.sizes[2] = N;
-        da.strides[1] = layout ? 1 : K, da.strides[2] = layout ? M : 1;
-        dw.strides[1] = layout ? 1 : N, dw.strides[2] = layout ? K : 1;
-        dout.sizes[0] = 1, dout.sizes[1] = M, dout.sizes[2] = N;
-        nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
-        nc_gemm_call g = {dev, &dout, &da, &dw, &e, 1, M, N, K};
+    for (int layout = wg ? 2 : 0; layout < (wg ? 3 : 2) && !why[0]; layout++) {
+        int ta = layout == 1, tb = layout != 0;   /* layout 2: a row-major, w transposed */
         nc_gemm_cfg cfg;
         if (kind == KIND_FFMA) /* 64 x 64 blocks of 2 x 2 warps: several blocks */
             cfg = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 64, 64, 16, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
-        else {
-            nc_mma_default(&g, &cfg);
-            cfg.mwg = cfg.nwg = 64, cfg.stages = 3;   /* several blocks and pipeline stages */
+        else {   /* several blocks and pipeline stages */
+            int kbk = dts[kind] == NETCL_DTYPE_FLOAT32 ? 16 : 32;
+            cfg = wg ? (nc_gemm_cfg){.kernel = NC_GEMM_WGMMA, 64, 64, kbk, 4, 1, 1, 1, 1, 0, 0, 0, 3, 8}
+                     : (nc_gemm_cfg){.kernel = NC_GEMM_MMA, 64, 64, kbk, 2, 2, 1, 1, 1, 0, 0, 0, 3, 8};
         }
-        double err = nc_gemm_check_cfg(dev, dts[kind], M, N, K, layout, layout, &cfg);
+        double err = nc_gemm_check_cfg(dev, dts[kind], M, N, K, ta, tb, &cfg);
         if (err < 0) snprintf(why, len, "%s: %.150s", dt_names[kind], netcl_last_error());
         else if (!(err <= (kind == KIND_FFMA ? 1e-4 : 1e-2)))
             snprintf(why, len, "%s: wrong result (relative error %.2g)", dt_names[kind], err);
@@ -533,6 +604,13 @@ const char *netcl_device_tensor_cores(netcl_device *dev)
         probe(dev, s, k);
         if (s->tc_ok[k] == 1) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", buf[0] ? "," : "", dt_names[k]);
     }
+    /* ",wgmma" where Hopper's instruction serves at least one of them */
+    int wgmma = 0;
+    for (int k = KIND_WGMMA; k < KIND_WGMMA + 3 && wgmma_hardware_ok(dev); k++) {
+        probe(dev, s, k);
+        wgmma |= s->tc_ok[k] == 1 && s->tc_ok[k - KIND_WGMMA] == 1;
+    }
+    if (buf[0] && wgmma) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ",wgmma");
     if (!buf[0]) snprintf(buf, sizeof buf, "none (probe failed: %.300s)", s->tc_status);
     else if (emulated()) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " (emulated)");
     return buf;

@@ -197,6 +197,9 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
             free(log);
             nc_cl.clReleaseProgram(prog);
             prog = NULL;
+        } else if ((st = nc_cl_ptx_finish(cd, &prog, family, opts)) != NETCL_OK) {
+            nc_cl.clReleaseProgram(prog);   /* sm_90a lines that did not build (ptx_patch.c) */
+            prog = NULL;
         } else {
             __atomic_fetch_add(&compiled, 1, __ATOMIC_RELAXED);
             if (debug_level() >= 2) print_build_log(cd, prog, family);

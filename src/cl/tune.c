@@ -267,7 +267,7 @@ double nc_gemm_check_cfg(netcl_device *dev, netcl_dtype dt, int64_t M, int64_t N
     nc_gemm_call g = {dev, &b.dout, &b.da, &b.dw, &epi, 1, M, N, K};
     int lowp = dt != NETCL_DTYPE_FLOAT32 && dt != NETCL_DTYPE_FLOAT64;
     if (st == NETCL_OK) st = reference(&g, &b, lowp ? 1e-2 : 1e-4);
-    if (st == NETCL_OK) st = cfg->kernel == NC_GEMM_MMA || cfg->kernel == NC_GEMM_FFMA ? nc_mma_launch(&g, cfg) : nc_gemm_launch(&g, cfg);
+    if (st == NETCL_OK) st = cfg->kernel == NC_GEMM_MMA || cfg->kernel == NC_GEMM_FFMA || cfg->kernel == NC_GEMM_WGMMA ? nc_mma_launch(&g, cfg) : nc_gemm_launch(&g, cfg);
     if (st == NETCL_ERR_UNSUPPORTED) st = nc_fail(st, "the configuration does not fit %s", dev->name);
     if (st == NETCL_OK) st = read_floats(cd, b.o, dt, M * N, b.got);
     double err = st == NETCL_OK ? rel_error(b.got, b.want, M * N) : -1;
