@@ -164,7 +164,17 @@
 #define SWZ(cpr, r, c) ((c) ^ SWZ_KEY(cpr, r))
 #define TOFF(cpr, r, c) ((((r) * (cpr)) + SWZ(cpr, r, c)) * 16) /* byte offset of (row, chunk) */
 #define AOFF(r, c) (A_PADDED ? (r) * A_RB + (c) * 16 : TOFF(A_CPR, r, c))
+#if defined(WGMMA) && !B_KCONT
+/* wgmma reads an n-contiguous B transposed from 128-byte-swizzled atoms of
+ * 8 k-rows x 64 n: the tile is stored [n / 64][k][128 bytes], each row's
+ * chunks XOR k % 8 */
+#define BOFF(r, c) (((c) / 8) * (BK * 128) + (r) * 128 + (((c) % 8) ^ ((r) % 8)) * 16)
+#define B_ROWB 128 /* bytes between a tile's rows within an atom column */
+#else
 #define BOFF(r, c) (B_PADDED ? (r) * B_RB + (c) * 16 : TOFF(B_CPR, r, c))
+#define B_ROWB B_RB
+#endif
+#define A_ROWB A_RB
 /* a thread's chunks lie a fixed byte distance apart when the swizzle repeats */
 #define A_SSTEP_OK (A_PADDED || A_RSTEP % 8 == 0)
 #define B_SSTEP_OK (B_PADDED || B_RSTEP % 8 == 0)
@@ -327,9 +337,9 @@ inline uint to_tf32(uint x)
  * with the operands' registers allocated; program.c uncomments the marked
  * lines of the driver's PTX, retargets it to sm_90a and builds it again
  * (docs/gemm.md, "Hopper's wgmma"). */
-#if defined(FFMA) || defined(TF32X3) || WN != 1 || WM % 4 || (MI != 1 && MI != 2) || MI * BN > 256 || !A_KCONT || !B_KCONT || \
-    (BK * ESZ != 32 && BK * ESZ != 64 && BK * ESZ != 128)
-#error "WGMMA: warpgroups along m of 64 or 128 rows, k-contiguous rows of 32, 64 or 128 bytes"
+#if defined(FFMA) || defined(TF32X3) || WN != 1 || WM % 4 || (MI != 1 && MI != 2) || MI * BN > 256 || !A_KCONT || \
+    (!B_KCONT && (TA == 0 || BK % 16)) || (BK * ESZ != 32 && BK * ESZ != 64 && BK * ESZ != 128)
+#error "WGMMA: warpgroups along m of 64 or 128 rows, A k-contiguous rows of 32, 64 or 128 bytes, B k- or (16-bit) n-contiguous"
 #endif
 #define WG_RB (BK * ESZ)
 /* a warpgroup's MI slabs of 64 rows; warp w % 4 of it holds rows 16 w.. of each */
@@ -343,6 +353,15 @@ inline ulong wg_desc(uint addr)
     return (ulong)((addr & 0x3FFFF) >> 4) | (1ul << 16) | ((ulong)(8 * WG_RB >> 4) << 32) | ((ulong)WG_MODE << 62);
 }
 #define WG_STEP(desc, bytes) ((desc) + (ulong)((bytes) >> 4))
+#if B_KCONT
+#define WG_BSTEP (KSTEP * ESZ) /* bytes from one k-step to the next along B */
+#define WG_B_DESC(addr) wg_desc(addr)
+#else
+/* n-contiguous B: the leading offset steps between 64-column atoms, the
+ * stride offset between 8-row groups of k; a k-step is 16 rows further */
+#define WG_BSTEP (KSTEP * 128)
+#define WG_B_DESC(addr) ((ulong)(((addr) & 0x3FFFF) >> 4) | ((ulong)(BK * 128 >> 4) << 16) | ((ulong)(1024 >> 4) << 32) | (1ul << 62))
+#endif
 #ifdef MMA_EMULATE
 /* What the hardware reads through a descriptor: element (r, k) at start +
  * (r / 8) SBO + (r % 8) width + k ESZ, address bits 4.. XOR bits 7.. */
@@ -358,6 +377,16 @@ inline float wg_elem(__local const uchar *smem, ulong desc, int r, int k)
     return elem_float(*(__local const ushort *)(smem + addr));
 #endif
 }
+/* B read transposed: element (n, k) at start + (n / 64) LBO + (k / 8) SBO
+ * + (k % 8) 128 + n ESZ % 128, address bits 4..6 XOR bits 7..9 */
+inline float wg_elem_t(__local const uchar *smem, ulong desc, int n, int k)
+{
+    const uint start = (uint)(desc & 0x3FFF) << 4, lbo = (uint)((desc >> 16) & 0x3FFF) << 4;
+    const uint sbo = (uint)((desc >> 32) & 0x3FFF) << 4;
+    uint addr = start + (uint)(n / 64) * lbo + (uint)(k / 8) * sbo + (uint)(k % 8) * 128 + (uint)(n % 64) * ESZ;
+    addr ^= ((addr >> 7) & 7) << 4;
+    return elem_float(*(__local const ushort *)(smem + addr));
+}
 inline void wg_emul(__private float *d, __local const uchar *smem, ulong da, ulong db, int warp, int lane)
 {
     const int g = lane >> 2, t = lane & 3;
@@ -365,7 +394,11 @@ inline void wg_emul(__private float *d, __local const uchar *smem, ulong da, ulo
         for (int q = 0; q < 4; q++) {
             const int r = 16 * (warp % 4) + g + (q >> 1) * 8, c = 8 * j + 2 * t + (q & 1);
             float s = 0;
+#if B_KCONT
             for (int k = 0; k < KSTEP; k++) s += wg_elem(smem, da, r, k) * wg_elem(smem, db, c, k);
+#else
+            for (int k = 0; k < KSTEP; k++) s += wg_elem(smem, da, r, k) * wg_elem_t(smem, db, c, k);
+#endif
             d[4 * j + q] += s;
         }
 }
@@ -387,7 +420,11 @@ inline void wg_emul(__private float *d, __local const uchar *smem, ulong da, ulo
 #else
 #define WG_OP "wgmma.mma_async.sync.aligned.m64n" WG_STR(BN) "k16.f32.bf16.bf16"
 #endif
+#if B_KCONT
 #define WG_TRANS ", 0, 0" /* both operands k-major */
+#else
+#define WG_TRANS ", 0, 1" /* B read transposed */
+#endif
 #endif
 /* operand lists: BN / 2 accumulators %0.., then the two descriptors and a 1 */
 #define WG_C4(d, j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
@@ -523,7 +560,7 @@ inline uint tf32_lo(uint x, uint hi)
 #define A_KOFF(k0) ((k0) * A_KSTRIDE)
 #endif
 #define X_PRESENT(X, j) (N##X * THREADS == X##_ROWS * X##_CPR || tid + (j) * THREADS < X##_ROWS * X##_CPR)
-#define X_SOFF(X, j) (X##_SSTEP_OK ? X##s0 + (j) * X##_RSTEP * X##_RB : X##OFF(X##r0 + (j) * X##_RSTEP, X##c0))
+#define X_SOFF(X, j) (X##_SSTEP_OK ? X##s0 + (j) * X##_RSTEP * X##_ROWB : X##OFF(X##r0 + (j) * X##_RSTEP, X##c0))
 #define LOAD_OPERAND(X, xs, k0)                                                                           \
     do {                                                                                                 \
         __global const uchar *src_ = X##g + (long)X##_KOFF(k0) * ESZ;                                     \
@@ -722,7 +759,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
 #endif
 #elif defined(WGMMA)
     /* the descriptors of stage 0: this warp's warpgroup's rows of A, and B */
-    const ulong wg_a0 = wg_desc(WG_SBASE + (uint)(warp / 4) * 64 * MI * WG_RB), wg_b0 = wg_desc(WG_SBASE + A_BYTES);
+    const ulong wg_a0 = wg_desc(WG_SBASE + (uint)(warp / 4) * 64 * MI * WG_RB), wg_b0 = WG_B_DESC(WG_SBASE + A_BYTES);
 #else
     /* each lane's ldmatrix row address (byte offset in its tile) per k-step,
      * or per fragment for the transposed loads: the swizzle depends on the
@@ -884,7 +921,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             WG_FENCE();
             UNROLL for (int s = 0; s < BK / KSTEP; s++)
                 UNROLL for (int i = 0; i < MI; i++)
-                    WG_MMA(acc[i], WG_STEP(wg_a0, sa + i * 64 * WG_RB + s * KSTEP * ESZ), WG_STEP(wg_b0, sa + s * KSTEP * ESZ));
+                    WG_MMA(acc[i], WG_STEP(wg_a0, sa + i * 64 * WG_RB + s * KSTEP * ESZ), WG_STEP(wg_b0, sa + s * WG_BSTEP));
             WG_COMMIT();
             CP_WAIT(STAGES - 2);
             WG_ROUND_OWN(NEXT_STAGE(rs));

@@ -435,11 +435,15 @@ local function check_wgmma(dtypes, shapes)
       local rt, at = 1e-2, 1e-2 * 16   -- tf32 / 16-bit inputs, float32 sums
       for _, cfg in ipairs(wgmma_configs[dt]) do
         netcl.gemm_set_config(cfg, H.device)
-        for _, s in ipairs(shapes) do
-          local a, b = operands(H.device, s[1], s[2], s[3], false, true, dt)
-          lu.assertStrContains(netcl.gemm_config(s[1], s[3], s[2], { device = H.device, dtype = dt, trans_b = true }), cfg)
-          H.assert_close(a:matmul(b):to("cpu"):to("float32"), a:to("cpu"):to("float32"):matmul(b:to("cpu"):to("float32")),
-            rt, at, ("%s %s %dx%dx%d"):format(dt, cfg, s[1], s[2], s[3]))
+        -- w k-contiguous (x @ w^T), and for 16-bit types n-contiguous too
+        -- (row-major: read transposed)
+        for _, tb in ipairs(dt == "float32" and { true } or { true, false }) do
+          for _, s in ipairs(shapes) do
+            local a, b = operands(H.device, s[1], s[2], s[3], false, tb, dt)
+            lu.assertStrContains(netcl.gemm_config(s[1], s[3], s[2], { device = H.device, dtype = dt, trans_b = tb }), cfg)
+            H.assert_close(a:matmul(b):to("cpu"):to("float32"), a:to("cpu"):to("float32"):matmul(b:to("cpu"):to("float32")),
+              rt, at, ("%s %s %dx%dx%d trans_b=%s"):format(dt, cfg, s[1], s[2], s[3], tb))
+          end
         end
         local a, b = operands(H.device, 100, 200, 72, false, true, dt)
         local bias = netcl.randn(72, { device = H.device, dtype = dt })
@@ -472,18 +476,24 @@ function TestGemm:test_wgmma_products()
   check_wgmma({ "float32", "float16", "bfloat16" }, { { 100, 200, 72 }, { 256, 512, 256 }, { 1000, 1064, 520 }, { 64, 32, 256 } })
   with_cache_dir(function()
     netcl.tune_cache_reload(H.device)
-    -- untuned: 16-bit x @ w^T of a round of 128x128 blocks or more;
-    -- tf32 keeps mma.sync (rounding its operands in local memory costs
-    -- more than wgmma gains), and so does w not k-contiguous
+    -- untuned: 16-bit products of a round of 128x128 blocks or more whose
+    -- a is k-contiguous (w either way); tf32 keeps mma.sync (rounding its
+    -- operands in local memory costs more than wgmma gains), and so does
+    -- a transposed a
     local cu = H.device_info().compute_units
+    local default = "wgmma mwg=128 nwg=128 kwg=32 mdimc=4 ndimc=1 stages=3"
     local o = { device = H.device, dtype = "float16", trans_b = true }
-    lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 1024, o), "wgmma mwg=128 nwg=128 kwg=32 mdimc=8 ndimc=1 stages=3")
+    lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 1024, o), default)
+    lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, dtype = "bfloat16" }), default)
     lu.assertStrContains(netcl.gemm_config(128 * cu - 128, 128, 1024, o), "mma mwg=")
-    lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, dtype = "float16" }), "mma mwg=")
+    lu.assertNotStrContains(netcl.gemm_config(128 * cu - 128, 128, 1024, o), "wgmma")
+    lu.assertNotStrContains(netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, dtype = "float16", trans_a = true }),
+      "wgmma")
     netcl.backends.allow_tf32 = true
     local tf32 = netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, trans_b = true })
     netcl.backends.allow_tf32 = false
     lu.assertStrContains(tf32, "mma mwg=")
+    lu.assertNotStrContains(tf32, "wgmma")
   end)
 end
 

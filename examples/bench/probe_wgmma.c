@@ -8,11 +8,13 @@
  *   check: one warpgroup computes D[64][32] = A[64][K] B[32][K]^T from local
  *          memory through four k-steps (f16 K = 64, tf32 K = 32), with the
  *          operands unswizzled (8x16-byte core matrices) and 128-byte
- *          swizzled, against the host;
+ *          swizzled, against the host; and f16 with B read transposed
+ *          (n contiguous) from 128-byte-swizzled atoms (check_trans);
  *   peak:  register-resident loops of wgmma m64nNk16 (f16) / k8 (tf32),
  *          TFLOP/s over the whole device.
- * H100 (2026-11-27): every check exact; peaks 949-978 TFLOP/s f16/bf16,
- * 488 tf32 (mma.sync: 659 / 329). netcl's own path: src/cl/ptx_patch.c.
+ * H100 (2026-11-27): every check exact (check_trans: variant 0, variant 1
+ * wrong); peaks 949-978 TFLOP/s f16/bf16, 488 tf32 (mma.sync: 659 / 329).
+ * netcl's own path: src/cl/ptx_patch.c.
  *   cc -O2 examples/bench/probe_wgmma.c -lOpenCL -o /tmp/wg && /tmp/wg */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -220,6 +222,46 @@ static unsigned half2(float f, int bf)
     return bf ? u >> 16 : f2h(f);
 }
 
+/* one check kernel's buffers: A, B in, D out, then the variant argument */
+typedef struct {
+    cl_mem a, b, d;
+    cl_kernel k;
+    size_t dsz;
+} check_bufs;
+
+static check_bufs check_setup(cl_context c, cl_program p, const char *name, const void *A, size_t asz, const void *B,
+                              size_t bsz, size_t dsz)
+{
+    cl_int e;
+    check_bufs cb = {clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, asz, (void *)A, &e),
+                     clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bsz, (void *)B, &e),
+                     clCreateBuffer(c, CL_MEM_READ_WRITE, dsz, NULL, &e), clCreateKernel(p, name, &e), dsz};
+    return cb;
+}
+
+/* one warpgroup's run with `variant`; D (poisoned first) into out */
+static void check_run(cl_command_queue q, check_bufs *cb, unsigned variant, float *out, cl_int *er, cl_int *ef)
+{
+    clSetKernelArg(cb->k, 0, sizeof cb->a, &cb->a);
+    clSetKernelArg(cb->k, 1, sizeof cb->b, &cb->b);
+    clSetKernelArg(cb->k, 2, sizeof cb->d, &cb->d);
+    clSetKernelArg(cb->k, 3, sizeof variant, &variant);
+    memset(out, 0xff, cb->dsz);
+    clEnqueueWriteBuffer(q, cb->d, CL_TRUE, 0, cb->dsz, out, 0, NULL, NULL);
+    size_t gl = 128, lo = 128;
+    *er = clEnqueueNDRangeKernel(q, cb->k, 1, NULL, &gl, &lo, 0, NULL, NULL);
+    *ef = clFinish(q);
+    clEnqueueReadBuffer(q, cb->d, CL_TRUE, 0, cb->dsz, out, 0, NULL, NULL);
+}
+
+static void check_release(check_bufs *cb)
+{
+    clReleaseKernel(cb->k);
+    clReleaseMemObject(cb->a);
+    clReleaseMemObject(cb->b);
+    clReleaseMemObject(cb->d);
+}
+
 static void check(cl_context c, cl_device_id d, cl_command_queue q, const char *type)
 {
     char *src = check_src(type);
@@ -250,21 +292,10 @@ static void check(cl_context c, cl_device_id d, cl_command_queue q, const char *
             for (int k = 0; k < K; k++) s += (double)a[m][k] * b[n][k];
             ref[m][n] = (float)s;
         }
-    cl_int e;
-    cl_mem ma = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof A, A, &e);
-    cl_mem mb = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof B, B, &e);
-    cl_mem md = clCreateBuffer(c, CL_MEM_READ_WRITE, sizeof out, NULL, &e);
-    cl_kernel k = clCreateKernel(p, "check", &e);
+    check_bufs cb = check_setup(c, p, "check", A, sizeof A, B, sizeof B, sizeof out);
     for (unsigned swz = 0; swz < 2; swz++) {
-        clSetKernelArg(k, 0, sizeof ma, &ma);
-        clSetKernelArg(k, 1, sizeof mb, &mb);
-        clSetKernelArg(k, 2, sizeof md, &md);
-        clSetKernelArg(k, 3, sizeof swz, &swz);
-        memset(out, 0xff, sizeof out);
-        clEnqueueWriteBuffer(q, md, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL);
-        size_t gl = 128, lo = 128;
-        cl_int er = clEnqueueNDRangeKernel(q, k, 1, NULL, &gl, &lo, 0, NULL, NULL), ef = clFinish(q);
-        clEnqueueReadBuffer(q, md, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL);
+        cl_int er, ef;
+        check_run(q, &cb, swz, out, &er, &ef);
         int bad = 0, fm = -1, fn = -1;
         for (int m = 0; m < 64; m++)
             for (int n = 0; n < 32; n++)
@@ -277,10 +308,7 @@ static void check(cl_context c, cl_device_id d, cl_command_queue q, const char *
         if (bad) printf(" (first D[%d][%d] = %g, want %g)", fm, fn, out[fm * 32 + fn], ref[fm][fn]);
         printf("\n");
     }
-    clReleaseKernel(k);
-    clReleaseMemObject(ma);
-    clReleaseMemObject(mb);
-    clReleaseMemObject(md);
+    check_release(&cb);
     clReleaseProgram(p);
 }
 
@@ -321,6 +349,93 @@ static void peak(cl_context c, cl_device_id d, cl_command_queue q, const char *t
     clReleaseProgram(p);
 }
 
+/* B read transposed (imm-trans-b 1): w stored [k][n] with n contiguous, as
+ * a row-major product's second operand. The 128-byte swizzle's atoms are 8
+ * k-rows of 64 n-elements; the stage holds them as [n-block][k][128 bytes],
+ * and the two descriptor offsets are tried both ways round: variant 0 has
+ * the leading offset step between n-blocks and the stride offset between
+ * 8-row groups of k, variant 1 the reverse. f16, m64n128, K = 64. */
+static char *check_trans_src(void)
+{
+    used = 0;
+    put("%s", common);
+    put("__kernel __attribute__((reqd_work_group_size(128, 1, 1)))\n"
+        "void check_t(__global const uint *A, __global const uint *B, __global float *D, uint variant) {\n"
+        "  __local uint sa[64 * 32] __attribute__((aligned(1024)));\n"
+        "  __local uint sb[64 * 64] __attribute__((aligned(1024)));\n"
+        "  uint t = get_local_id(0);\n"
+        "  for (uint i = t; i < 64 * 32; i += 128) sa[lay(i / 32, i %% 32, 1)] = A[i];\n"
+        "  for (uint i = t; i < 64 * 64; i += 128) {\n"
+        "    uint k = i / 64, w = i %% 64, nb = w / 32, c = (w %% 32) / 4;\n"
+        "    sb[nb * 2048 + k * 32 + ((c ^ (k %% 8)) * 4) + w %% 4] = B[i];\n"
+        "  }\n"
+        "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+        "  asm volatile(\"//@fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+        "  float d[64];\n"
+        "  for (int i = 0; i < 64; i++) d[i] = 0.0f;\n"
+        "  uint a0 = (uint)(ulong)sa, b0 = (uint)(ulong)sb;\n"
+        "  asm volatile(\"//@wgmma.fence.sync.aligned;\" ::: \"memory\");\n"
+        "  for (uint s = 0; s < 4; s++) {\n"
+        "    ulong da = desc(a0 + 32 * s, 16, 1024, 1);\n"
+        "    ulong db = variant ? desc(b0 + 2048 * s, 1024, 8192, 1) : desc(b0 + 2048 * s, 8192, 1024, 1);\n");
+    /* put_wgmma with imm-trans-b 1 */
+    put("asm volatile(\"//@{ .reg .pred p;\\n//@setp.ne.b32 p, %%66, 0;\\n"
+        "//@wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {");
+    for (int i = 0; i < 64; i++) put("%s%%%d", i ? "," : "", i);
+    put("}, %%64, %%65, p, 1, 1, 0, 1;\\n//@}\" : ");
+    for (int i = 0; i < 64; i++) put("%s\"+f\"(d[%d])", i ? "," : "", i);
+    put(" : \"l\"(da), \"l\"(db), \"r\"(1) : \"memory\");\n  }\n");
+    put_wait(128, "d", 0);
+    put("  uint w = t / 32, l = t %% 32, row = 16 * w + l / 4;\n"
+        "  for (int j = 0; j < 16; j++) {\n"
+        "    uint col = 8 * j + (l %% 4) * 2;\n"
+        "    D[row * 128 + col] = d[4 * j];\n"
+        "    D[row * 128 + col + 1] = d[4 * j + 1];\n"
+        "    D[(row + 8) * 128 + col] = d[4 * j + 2];\n"
+        "    D[(row + 8) * 128 + col + 1] = d[4 * j + 3];\n"
+        "  }\n"
+        "}\n");
+    return strdup(buf);
+}
+
+static void check_trans(cl_context c, cl_device_id d, cl_command_queue q)
+{
+    char *src = check_trans_src();
+    cl_program p = build(c, d, src, 0);
+    free(src);
+    if (!p) return;
+    static float a[64][64], b[64][128], ref[64][128], out[64 * 128];
+    static unsigned A[64 * 32], B[64 * 64];
+    srand(9);
+    for (int r = 0; r < 64; r++)
+        for (int k = 0; k < 64; k++) a[r][k] = (float)(rand() % 33 - 16) / 8;
+    for (int k = 0; k < 64; k++)
+        for (int n = 0; n < 128; n++) b[k][n] = (float)(rand() % 33 - 16) / 8;
+    for (int r = 0; r < 64; r++)
+        for (int w = 0; w < 32; w++) A[r * 32 + w] = f2h(a[r][2 * w]) | (unsigned)f2h(a[r][2 * w + 1]) << 16;
+    for (int k = 0; k < 64; k++)
+        for (int w = 0; w < 64; w++) B[k * 64 + w] = f2h(b[k][2 * w]) | (unsigned)f2h(b[k][2 * w + 1]) << 16;
+    for (int m = 0; m < 64; m++)
+        for (int n = 0; n < 128; n++) {
+            double sum = 0;
+            for (int k = 0; k < 64; k++) sum += (double)a[m][k] * b[k][n];
+            ref[m][n] = (float)sum;
+        }
+    check_bufs cb = check_setup(c, p, "check_t", A, sizeof A, B, sizeof B, sizeof out);
+    for (unsigned v = 0; v < 2; v++) {
+        cl_int er, ef;
+        check_run(q, &cb, v, out, &er, &ef);
+        int bad = 0;
+        for (int m = 0; m < 64; m++)
+            for (int n = 0; n < 128; n++) bad += out[m * 128 + n] != ref[m][n];
+        printf("  check f16, B transposed, variant %u (%s): enqueue %d finish %d, %d of 8192 wrong\n", v,
+               v ? "leading offset 8-row k groups, stride n-blocks" : "leading offset n-blocks, stride 8-row k groups", er,
+               ef, bad);
+    }
+    check_release(&cb);
+    clReleaseProgram(p);
+}
+
 /* the first NVIDIA GPU's device, or 0 */
 static int nvidia_gpu(cl_device_id *out)
 {
@@ -353,6 +468,8 @@ int main(void)
     check(c, d, q, "f16");
     check(c, d, q, "bf16");
     check(c, d, q, "tf32");
+    check_trans(c, d, q);
+    if (getenv("PROBE_CHECKS_ONLY")) return 0;
     peak(c, d, q, "f16", 128, 2, 1);
     peak(c, d, q, "f16", 256, 1, 1);
     peak(c, d, q, "f16", 256, 2, 1);

@@ -85,9 +85,15 @@ int nc_mma_usable(const nc_gemm_call *g)
     return s->tc_ok[kind] == 1;
 }
 
+/* w n-contiguous: read transposed, which wgmma does for 16-bit types only */
+static int wgmma_w_ok(const nc_gemm_call *g)
+{
+    return k_contig(g->w, 1) || (g->out->dtype != NETCL_DTYPE_FLOAT32 && g->w->strides[2] == 1);
+}
+
 int nc_wgmma_usable(const nc_gemm_call *g)
 {
-    if (!nc_mma_usable(g) || !wgmma_hardware_ok(g->dev) || !k_contig(g->a, 2) || !k_contig(g->w, 1) ||
+    if (!nc_mma_usable(g) || !wgmma_hardware_ok(g->dev) || !k_contig(g->a, 2) || !wgmma_w_ok(g) ||
         (g->out->dtype == NETCL_DTYPE_FLOAT32 && nc_fp32_mode() != NC_FP32_TF32))
         return 0;
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
@@ -212,22 +218,26 @@ int64_t nc_ffma_small_groups(const nc_gemm_call *g)
     return nc_gemm_groups(g, s->mwg, s->nwg);
 }
 
-/* wgmma's blocks: 128 x 128 of two warpgroups (m64n128 each), 64-byte
- * rows (the 64-byte swizzle: k-tiles of 32 16-bit elements) in three
- * stages. H100, TFLOP/s at 4096^3 / 8192^3 nt, float16: 394 / 441 against
- * mma.sync's 356 / 404. Wider blocks lost: 128 x 256 holds two stages of
- * 64-byte rows (282 / 319) or four of 32-byte ones (324 / 361); so did
- * 32-byte rows at 128 x 128 (six stages: 237 / 253), every k-tile's
- * barrier and wait costing more than the stages give. tf32 keeps mma.sync:
- * wgmma reads its operands straight from local memory, where rounding
- * them to the nearest tf32 (WG_ROUND_OWN) costs more than wgmma gains
- * (152-162 / 162 against 176-178 / 188-190; truncated, 219-221 / 240-242,
- * with truncation's bias). Products of a round of such blocks at least. */
+/* wgmma's blocks: 128 x 128 of one warpgroup (two m64n128 slabs, 128
+ * accumulators a thread, so three blocks a multiprocessor), k-tiles of 32
+ * 16-bit elements (A's 64-byte rows: the 64-byte swizzle; an n-contiguous
+ * B in 128-byte atoms) in three stages. H100, TFLOP/s at 4096^3 / 8192^3
+ * against mma.sync in the same calls: row-major float16 428 / 491 against
+ * 376 / 330, bfloat16 435 / 511 against 380 / 356; x @ w^T float16 390 /
+ * 448 (two warpgroups of one slab: 385-396 / 433-451) against 356-362 /
+ * 404-416. Wider blocks lost: 128 x 256 holds two stages of 64-byte rows
+ * (282 / 319 nt) or four of 32-byte ones (324 / 361); so did 32-byte rows
+ * at 128 x 128 (six stages: 237 / 253), every k-tile's barrier and wait
+ * costing more than the stages give. tf32 keeps mma.sync: wgmma reads its
+ * operands straight from local memory, where rounding them to the nearest
+ * tf32 (WG_ROUND_OWN) costs more than wgmma gains (152-163 / 162-178
+ * against 176-182 / 181-194; truncated, 214-221 / 233-242, with
+ * truncation's bias). Products of a round of such blocks at least. */
 static int wgmma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     if (g->out->dtype == NETCL_DTYPE_FLOAT32 || nc_gemm_groups(g, 128, 128) < cu || !nc_wgmma_usable(g)) return 0;
-    *c = (nc_gemm_cfg){.kernel = NC_GEMM_WGMMA, 128, 128, 32, 8, 1, 1, 1, 1, 0, 0, 0, 3, 8};
+    *c = (nc_gemm_cfg){.kernel = NC_GEMM_WGMMA, 128, 128, 32, 4, 1, 1, 1, 1, 0, 0, 0, 3, 8};
     return 1;
 }
 
@@ -268,13 +278,13 @@ static const nc_gemm_cfg candidates_f16[] = {
 /* {kernel, BM, BN, BK, warps along m, 1, -, ..., stages, raster group}:
  * rows of 32, 64 and 128 bytes (tf32 BK 8 / 16 / 32, 16-bit 16 / 32 / 64) */
 static const char *const candidates_wgmma[] = {
-    "wgmma mwg=128 nwg=128 kwg=%d mdimc=8 ndimc=1 stages=3 gm=8",  "wgmma mwg=128 nwg=256 kwg=%d mdimc=8 ndimc=1 stages=4 gm=8",
-    "wgmma mwg=128 nwg=256 kwg=%d mdimc=8 ndimc=1 stages=2 gm=8",  "wgmma mwg=64 nwg=128 kwg=%d mdimc=4 ndimc=1 stages=4 gm=8",
-    "wgmma mwg=128 nwg=128 kwg=%d mdimc=8 ndimc=1 stages=3 gm=16",
+    "wgmma mwg=128 nwg=128 kwg=%d mdimc=4 ndimc=1 stages=3 gm=8",  "wgmma mwg=128 nwg=128 kwg=%d mdimc=8 ndimc=1 stages=3 gm=8",
+    "wgmma mwg=128 nwg=256 kwg=%d mdimc=8 ndimc=1 stages=4 gm=8",  "wgmma mwg=128 nwg=256 kwg=%d mdimc=8 ndimc=1 stages=2 gm=8",
+    "wgmma mwg=64 nwg=128 kwg=%d mdimc=4 ndimc=1 stages=4 gm=8",   "wgmma mwg=128 nwg=128 kwg=%d mdimc=4 ndimc=1 stages=3 gm=16",
 };
 /* the k-tile of each candidate in elements of 4 (tf32) and 2 bytes: rows of
  * 64 bytes, or 32 where four stages of 128 x 256 fit */
-static const int candidates_wgmma_bk[][2] = {{16, 32}, {8, 16}, {16, 32}, {16, 32}, {16, 32}};
+static const int candidates_wgmma_bk[][2] = {{16, 32}, {16, 32}, {8, 16}, {16, 32}, {16, 32}, {16, 32}};
 
 int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
 {
@@ -393,7 +403,7 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
      * most, the accumulators of one asm), k-contiguous rows of 32, 64 or
      * 128 bytes */
     int row_bytes = c->kwg * (kind == 0 ? 4 : 2);
-    if (wg && (conv || !a_kc || !b_kc || c->ndimc != 1 || c->mdimc % 4 ||
+    if (wg && (conv || !a_kc || (!b_kc && (kind == 0 || c->nwg < 64)) || c->ndimc != 1 || c->mdimc % 4 ||
                (c->mwg != 16 * c->mdimc && (c->mwg != 32 * c->mdimc || c->nwg > 128)) ||
                (c->nwg != 64 && c->nwg != 128 && c->nwg != 256) || (row_bytes != 32 && row_bytes != 64 && row_bytes != 128)))
         return NETCL_ERR_UNSUPPORTED;
