@@ -561,7 +561,8 @@ netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *cv, nc_c
 /* ---- the probe ------------------------------------------------------------------- */
 /* Runs the kernel (64 x 64 blocks) on a problem with edges in m and n,
  * two k-tiles and a half, row-major then both operands transposed (wgmma:
- * once, w transposed); "" when the results are right, else why not. */
+ * w transposed, i.e. k-contiguous, then for 16-bit types row-major, read
+ * transposed); "" when the results are right, else why not. */
 static void probe_cfg(netcl_device *dev, int kind, char *why, size_t len)
 {
     static const netcl_dtype dts[7] = {NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT16, NETCL_DTYPE_BFLOAT16, NETCL_DTYPE_FLOAT32,
@@ -569,8 +570,10 @@ static void probe_cfg(netcl_device *dev, int kind, char *why, size_t len)
     const int64_t M = 72, N = 40, K = 56;
     int wg = kind >= KIND_WGMMA;
     why[0] = 0;
-    for (int layout = wg ? 2 : 0; layout < (wg ? 3 : 2) && !why[0]; layout++) {
-        int ta = layout == 1, tb = layout != 0;   /* layout 2: a row-major, w transposed */
+    static const int layouts[2][2] = {{0, 1}, {2, 0}};   /* 2: a row-major, w transposed */
+    int nlayouts = wg && dts[kind] == NETCL_DTYPE_FLOAT32 ? 1 : 2;
+    for (int li = 0; li < nlayouts && !why[0]; li++) {
+        int layout = layouts[wg][li], ta = layout == 1, tb = layout != 0;
         nc_gemm_cfg cfg;
         if (kind == KIND_FFMA) /* 64 x 64 blocks of 2 x 2 warps: several blocks */
             cfg = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 64, 64, 16, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
