@@ -8,7 +8,7 @@
  *
  * Two kernels here, both configured entirely by -D options (src/cl/gemm.c
  * builds them; every distinct option set is its own cached program), and
- * the tensor-core kernel gemm_mma in gemm_mma.cl, built after this file:
+ * the tensor-core kernel gemm_mma (gemm_mma.cl .. gemm_mma_kernel.cl), built after this file:
  *   gemm_tiled   register-tiled SIMT kernel for GPUs: local-memory staging,
  *                per-thread MWI x NWI outputs, double-buffered local tiles
  *                with the next K-tile prefetched into registers.

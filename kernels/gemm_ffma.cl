@@ -3,7 +3,7 @@
  * to its FMAs and stores its outputs: macros only, expanded inside
  * gemm_mma (whose names they use: the stage layout, the lane's place,
  * acc, the output tile). The program is gemm.cl + this file + gemm_mma.cl
- * (src/cl/mma.c). */
+ * + gemm_wgmma.cl + gemm_mma_kernel.cl (src/cl/mma.c). */
 #ifdef FFMA
 /* Each thread owns TM x TN outputs of its warp's 8TM x 4TN tile: rows
  * FFMA_ROW(i), columns FFMA_COL(j) (relative to the warp tile). Per k it
@@ -130,7 +130,7 @@
     } while (0)
 /* Stores. Scalar stores queued in the load-store unit for 10-15% of a
  * short product's time (H100, Nsight Compute; docs/gemm.md, "Stores"), so
- * gemm_mma.cl stores an interior block of a 16-byte-aligned output as
+ * gemm_mma_kernel.cl stores an interior block of a 16-byte-aligned output as
  * float4s, one of two ways by the layout of w; -DNO_FFMA_VEC_STORE turns
  * both off. FFMA_STORE4: outputs (m, n .. n + 3) of values x0 .. x3,
  * through the epilogue. */

@@ -171,6 +171,9 @@ void nc_cl_release_transfers(nc_cl_device *cd);
 netcl_status nc_cl_error_word(nc_cl_device *cd, cl_mem *out);
 void nc_cl_release_index(nc_cl_device *cd);
 
+/* $NETCL_DEBUG as a number (0 when unset), read once (program.c) */
+int nc_cl_debug_level(void);
+
 /* After a build from source (ptx_patch.c): on NVIDIA, a program whose PTX
  * holds "//@"-marked lines is rebuilt from that PTX with them uncommented
  * and its target raised to sm_90a (*prog replaced). */

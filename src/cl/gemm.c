@@ -469,8 +469,7 @@ netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a,
         st = nc_gemm_launch(&g, &cfg);
     }
     if (st == NETCL_ERR_UNSUPPORTED) { /* the chosen one does not fit this problem */
-        const char *dbg = getenv("NETCL_DEBUG");
-        if (dbg && atoi(dbg) >= 1) {
+        if (nc_cl_debug_level() >= 1) {
             char text[200];
             nc_gemm_cfg_format(&cfg, text, sizeof text);
             fprintf(stderr, "netcl: GEMM configuration '%s' (%s) does not serve %lldx%lldx%lld on %s; the default runs\n",

@@ -105,7 +105,7 @@ netcl_status nc_gemm_set_epi_args(cl_kernel k, cl_uint first, const nc_desc *o, 
 int nc_mma_usable(const nc_gemm_call *g);
 /* Hopper's wgmma (sm_90a through patched PTX, mma.c): where the tensor-core
  * path serves g, the device is of compute capability 9.0, its probe passed
- * for the dtype and both operands are k-contiguous. */
+ * for the dtype, a is k-contiguous and w k-contiguous or (16-bit) n-contiguous. */
 int nc_wgmma_usable(const nc_gemm_call *g);
 /* The same pipeline feeding float32 FMAs (ieee float32 on those devices). */
 int nc_ffma_usable(const nc_gemm_call *g);

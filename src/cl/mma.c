@@ -275,16 +275,14 @@ static const nc_gemm_cfg candidates_f16[] = {
     {NC_GEMM_MMA, 64, 64, 32, 2, 2, 1, 1, 1, 0, 0, 0, 4, 8},    {NC_GEMM_MMA, 128, 128, 32, 2, 2, 1, 1, 1, 0, 0, 0, 3, 16},
 };
 
-/* {kernel, BM, BN, BK, warps along m, 1, -, ..., stages, raster group}:
- * rows of 32, 64 and 128 bytes (tf32 BK 8 / 16 / 32, 16-bit 16 / 32 / 64) */
-static const char *const candidates_wgmma[] = {
-    "wgmma mwg=128 nwg=128 kwg=%d mdimc=4 ndimc=1 stages=3 gm=8",  "wgmma mwg=128 nwg=128 kwg=%d mdimc=8 ndimc=1 stages=3 gm=8",
-    "wgmma mwg=128 nwg=256 kwg=%d mdimc=8 ndimc=1 stages=4 gm=8",  "wgmma mwg=128 nwg=256 kwg=%d mdimc=8 ndimc=1 stages=2 gm=8",
-    "wgmma mwg=64 nwg=128 kwg=%d mdimc=4 ndimc=1 stages=4 gm=8",   "wgmma mwg=128 nwg=128 kwg=%d mdimc=4 ndimc=1 stages=3 gm=16",
-};
-/* the k-tile of each candidate in elements of 4 (tf32) and 2 bytes: rows of
+/* {kernel, BM, BN, BK, warps along m, 1, -, ..., stages, raster group},
+ * BK in 16-bit elements (halved for tf32: the same bytes a row): rows of
  * 64 bytes, or 32 where four stages of 128 x 256 fit */
-static const int candidates_wgmma_bk[][2] = {{16, 32}, {16, 32}, {8, 16}, {16, 32}, {16, 32}, {16, 32}};
+static const nc_gemm_cfg candidates_wgmma[] = {
+    {NC_GEMM_WGMMA, 128, 128, 32, 4, 1, 1, 1, 1, 0, 0, 0, 3, 8}, {NC_GEMM_WGMMA, 128, 128, 32, 8, 1, 1, 1, 1, 0, 0, 0, 3, 8},
+    {NC_GEMM_WGMMA, 128, 256, 16, 8, 1, 1, 1, 1, 0, 0, 0, 4, 8}, {NC_GEMM_WGMMA, 128, 256, 32, 8, 1, 1, 1, 1, 0, 0, 0, 2, 8},
+    {NC_GEMM_WGMMA, 64, 128, 32, 4, 1, 1, 1, 1, 0, 0, 0, 4, 8},  {NC_GEMM_WGMMA, 128, 128, 32, 4, 1, 1, 1, 1, 0, 0, 0, 3, 16},
+};
 
 int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
 {
@@ -296,9 +294,9 @@ int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max)
     nc_mma_default(g, &out[n++]);
     if (nc_wgmma_usable(g))
         for (int i = 0; i < (int)(sizeof candidates_wgmma / sizeof candidates_wgmma[0]) && n < max; i++) {
-            char text[120];
-            snprintf(text, sizeof text, candidates_wgmma[i], candidates_wgmma_bk[i][f32 ? 0 : 1]);
-            if (nc_gemm_cfg_parse(&out[n], text) && memcmp(&out[n], &out[0], sizeof out[0]) != 0) n++;
+            out[n] = candidates_wgmma[i];
+            if (f32) out[n].kwg /= 2;
+            if (memcmp(&out[n], &out[0], sizeof out[0]) != 0) n++;
         }
     for (int i = 0; i < count && n < max; i++)
         if (memcmp(&list[i], &out[0], sizeof out[0]) != 0) out[n++] = list[i];
@@ -439,11 +437,10 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
              split ? " -DSPLIT_SUM" : "", wg ? " -DWGMMA" : "");
     cl_kernel k;
     size_t kwg_size, kmax = 0;
-    NC_TRY(nc_cl_kernel(cd, "gemm+gemm_ffma+gemm_mma", opts, "gemm_mma", &k, &kwg_size));
+    NC_TRY(nc_cl_kernel(cd, "gemm+gemm_ffma+gemm_mma+gemm_wgmma+gemm_mma_kernel", opts, "gemm_mma", &k, &kwg_size));
     nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
     if (kmax && kmax < (size_t)threads) {
-        const char *dbg = getenv("NETCL_DEBUG");
-        if (dbg && atoi(dbg) >= 1)
+        if (nc_cl_debug_level() >= 1)
             fprintf(stderr, "netcl: the GEMM kernel takes at most %zu threads a block, not %d\n", kmax, threads);
         return NETCL_ERR_UNSUPPORTED;
     }

@@ -21,7 +21,7 @@ int64_t netcl_runtime_programs_loaded(void) { return __atomic_load_n(&loaded, __
 int64_t netcl_runtime_kernels_launched(void) { return __atomic_load_n(&launched, __ATOMIC_RELAXED); }
 int64_t netcl_runtime_enqueue_ns(void) { return __atomic_load_n(&enqueue_ns, __ATOMIC_RELAXED); }
 
-static int debug_level(void)
+int nc_cl_debug_level(void)
 {
     static int level = -1;
     if (level < 0) { const char *e = getenv("NETCL_DEBUG"); level = e ? atoi(e) : 0; }
@@ -202,14 +202,14 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
             prog = NULL;
         } else {
             __atomic_fetch_add(&compiled, 1, __ATOMIC_RELAXED);
-            if (debug_level() >= 2) print_build_log(cd, prog, family);
+            if (nc_cl_debug_level() >= 2) print_build_log(cd, prog, family);
             if (have_dir) save_binary(cd, prog, path);
         }
     } else {
         __atomic_fetch_add(&loaded, 1, __ATOMIC_RELAXED);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (st == NETCL_OK && debug_level() >= 1)
+    if (st == NETCL_OK && nc_cl_debug_level() >= 1)
         fprintf(stderr, "netcl: %s program %s [%s] on %s in %.1f ms\n", from_disk ? "loaded" : "built", family, options,
                 cd->dev->name, (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     free(common);
@@ -327,7 +327,7 @@ netcl_status nc_cl_kernel(nc_cl_device *cd, const char *family, const char *opti
 
 netcl_status nc_cl_launch_nd(nc_cl_device *cd, cl_kernel k, int dims, const size_t *global, const size_t *local)
 {
-    if (debug_level() >= 2) {
+    if (nc_cl_debug_level() >= 2) {
         char name[64] = "?";
         nc_cl.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
         name[sizeof name - 1] = 0;

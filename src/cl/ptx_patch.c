@@ -15,12 +15,13 @@
 #define MARK "//@"
 
 /* The PTX with its marked lines uncommented and `.target sm_90` raised to
- * sm_90a; *target_ok 0 when the PTX targets anything else. */
-static char *unmark(const char *ptx, int *target_ok)
+ * sm_90a; *marked: how many lines were marked, *target_ok 0 when the PTX
+ * targets anything else. */
+static char *unmark(const char *ptx, int *marked, int *target_ok)
 {
     char *out = malloc(strlen(ptx) + 16), *w = out;
     if (!out) return NULL;
-    *target_ok = 0;
+    *marked = *target_ok = 0;
     for (const char *p = ptx; *p;) {
         const char *e = strchr(p, '\n');
         size_t len = e ? (size_t)(e + 1 - p) : strlen(p);
@@ -28,6 +29,7 @@ static char *unmark(const char *ptx, int *target_ok)
         while (s < p + len && (*s == ' ' || *s == '\t')) s++;
         size_t lead = (size_t)(s - p);
         if (strncmp(s, MARK, 3) == 0) {
+            ++*marked;
             memcpy(w, p, lead);
             memcpy(w + lead, s + 3, len - lead - 3);
             w += len - 3;
@@ -47,7 +49,7 @@ static char *unmark(const char *ptx, int *target_ok)
     return out;
 }
 
-static char *program_ptx(nc_cl_device *cd, cl_program prog)
+static char *program_ptx(cl_program prog)
 {
     size_t len = 0;
     if (nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS || !len) return NULL;
@@ -57,23 +59,22 @@ static char *program_ptx(nc_cl_device *cd, cl_program prog)
         free(bin);
         return NULL;
     }
-    (void)cd;
     return bin;
 }
 
 netcl_status nc_cl_ptx_finish(nc_cl_device *cd, cl_program *prog, const char *family, const char *opts)
 {
     if (!strstr(cd->dev->vendor, "NVIDIA")) return NETCL_OK;
-    char *ptx = program_ptx(cd, *prog);
+    char *ptx = program_ptx(*prog);
     if (!ptx) return nc_fail(NETCL_ERR_BACKEND, "OpenCL: reading the PTX of program %s failed", family);
-    if (!strstr(ptx, "\t" MARK) && !strstr(ptx, " " MARK) && !strstr(ptx, "\n" MARK)) {
-        free(ptx);
-        return NETCL_OK;
-    }
-    int target_ok = 0;
-    char *patched = unmark(ptx, &target_ok);
+    int marked, target_ok;
+    char *patched = unmark(ptx, &marked, &target_ok);
     free(ptx);
     if (!patched) return nc_fail(NETCL_ERR_OOM, "OpenCL: out of host memory");
+    if (!marked) {   /* nothing of sm_90a's: the program stands as built */
+        free(patched);
+        return NETCL_OK;
+    }
     if (!target_ok) {
         free(patched);
         return nc_fail(NETCL_ERR_UNSUPPORTED, "OpenCL: program %s needs sm_90a instructions, but %s's PTX does not target sm_90",
@@ -93,8 +94,7 @@ netcl_status nc_cl_ptx_finish(nc_cl_device *cd, cl_program *prog, const char *fa
         return nc_fail(NETCL_ERR_BACKEND, "OpenCL: building program %s from its sm_90a PTX on %s failed (%s):\n%.1500s", family,
                        cd->dev->name, nc_cl_error_name(err), log);
     }
-    const char *dbg = getenv("NETCL_DEBUG");
-    if (dbg && atoi(dbg) >= 2) {   /* ptxas's report of the sm_90a build (-cl-nv-verbose) */
+    if (nc_cl_debug_level() >= 2) {   /* ptxas's report of the sm_90a build (-cl-nv-verbose) */
         char log[4096] = "";
         nc_cl.clGetProgramBuildInfo(p, cd->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
         fprintf(stderr, "netcl: build log of %s (sm_90a):\n%s\n", family, log);
