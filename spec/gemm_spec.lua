@@ -410,6 +410,44 @@ function TestGemm:test_fp32_precision_modes()
   if not H.device_info().tensor_cores:find("tf32", 1, true) then lu.assertTrue(e.tf32 < 1e-5, tostring(e.tf32)) end
 end
 
+-- TF32 rounds both operands to the nearest tf32, as cuBLAS does (checked on
+-- an H100: PyTorch's TF32 matmul gives 1 + 2^-10 here, in both operands):
+-- x = 1 + 2^-11 + 2^-12 has 13 significant bits, so every sum below is
+-- exact and the result tells rounding (1 + 2^-10), truncation (1) and
+-- float32 (x) apart. Where there are no tensor cores tf32 is float32.
+function TestGemm:test_tf32_rounds_to_nearest()
+  local x, K = 1 + 2 ^ -11 + 2 ^ -12, 256
+  local tc = H.device_info().tensor_cores
+  local want = tc:find("tf32", 1, true) and 1 + 2 ^ -10 or x
+  local function product(low_on_a, cfg)
+    local o = { device = H.device }
+    local a = netcl.full({ 256, K }, low_on_a and x or 1 / K, o)
+    local w = netcl.full({ 256, K }, low_on_a and 1 / K or x, o):t()   -- k-contiguous, as every tf32 path takes
+    netcl.gemm_set_config(cfg, H.device)
+    local ok, c = pcall(function() return a:matmul(w) end)
+    netcl.gemm_set_config(nil, H.device)
+    if not ok then error(c, 0) end
+    return c:min():item(), c:max():item(), netcl.gemm_config(256, 256, K, { device = H.device, trans_b = true })
+  end
+  local configs = { false }
+  if tc:find("wgmma", 1, true) then configs[2] = "wgmma mwg=128 nwg=128 kwg=16 mdimc=4 ndimc=1 stages=3 gm=8" end
+  netcl.backends.allow_tf32 = true
+  local ok, err = pcall(function()
+    for _, cfg in ipairs(configs) do
+      for _, low_on_a in ipairs({ true, false }) do
+        local lo, hi, used = product(low_on_a, cfg or nil)
+        lu.assertEquals(lo, want, ("tf32 min %.9g, want %.9g (%s, low bits on %s)"):format(lo, want, used, low_on_a and "a" or "w"))
+        lu.assertEquals(hi, want, ("tf32 max %.9g (%s)"):format(hi, used))
+      end
+    end
+  end)
+  netcl.backends.allow_tf32 = false
+  if not ok then error(err, 0) end
+  local lo, hi = product(true)
+  lu.assertEquals(lo, x)
+  lu.assertEquals(hi, x)
+end
+
 -- Hopper's wgmma (sm_90a through patched PTX, docs/gemm.md): every dtype
 -- in forced configurations (one and two warpgroups, one or two 64-row
 -- slabs a warpgroup, n of 64 to 256, rows of 32, 64 and 128 bytes and so
