@@ -219,7 +219,8 @@ int64_t nc_ffma_small_groups(const nc_gemm_call *g)
 }
 
 /* wgmma's blocks: 128 x 128 of one warpgroup (two m64n128 slabs, 128
- * accumulators a thread, so three blocks a multiprocessor), k-tiles of 32
+ * accumulators a thread; 192 registers: two blocks a multiprocessor, and
+ * three at 168 gained nothing, the blocks being fed by L2), k-tiles of 32
  * 16-bit elements (A's 64-byte rows: the 64-byte swizzle; an n-contiguous
  * B in 128-byte atoms) in three stages. H100, TFLOP/s at 4096^3 / 8192^3
  * against mma.sync in the same calls: row-major float16 428 / 491 against
