@@ -448,6 +448,34 @@ function TestGemm:test_tf32_rounds_to_nearest()
   lu.assertEquals(hi, x)
 end
 
+-- Large tf32 products where wgmma serves round both operands into a
+-- workspace first (src/cl/gemm_tf32.c), then run the truncating kernel:
+-- w both ways and a transposed a (the workspace copy reads along either
+-- dim) against the cpu at tf32's tolerance, and the exact rounding of
+-- both operands at that size.
+function TestGemm:test_tf32_rounded_first()
+  local tc = H.device_info().tensor_cores
+  lu.skipIf(not tc:find("wgmma", 1, true), "wgmma not enabled on " .. H.device .. ": " .. tc)
+  local M, N, K = 4096, 4096, 1024
+  netcl.backends.allow_tf32 = true
+  local ok, err = pcall(function()
+    for _, l in ipairs({ { false, false }, { false, true }, { true, true } }) do
+      local cfg = netcl.gemm_config(M, N, K, { device = H.device, dtype = "float32", trans_a = l[1], trans_b = l[2] })
+      lu.assertStrContains(cfg, "rounded to tf32 first")
+      H.against_cpu(function(dev) local a, b = operands(dev, M, K, N, l[1], l[2]); return a:matmul(b) end, 1e-2, 1e-2 * 32)
+    end
+    local x = 1 + 2 ^ -11 + 2 ^ -12
+    for _, low_on_a in ipairs({ true, false }) do
+      local o = { device = H.device }
+      local c = netcl.full({ M, K }, low_on_a and x or 1 / K, o):matmul(netcl.full({ K, N }, low_on_a and 1 / K or x, o))
+      lu.assertEquals(c:min():item(), 1 + 2 ^ -10)
+      lu.assertEquals(c:max():item(), 1 + 2 ^ -10)
+    end
+  end)
+  netcl.backends.allow_tf32 = false
+  if not ok then error(err, 0) end
+end
+
 -- Hopper's wgmma (sm_90a through patched PTX, docs/gemm.md): every dtype
 -- in forced configurations (one and two warpgroups, one or two 64-row
 -- slabs a warpgroup, n of 64 to 256, rows of 32, 64 and 128 bytes and so
@@ -516,8 +544,9 @@ function TestGemm:test_wgmma_products()
     netcl.tune_cache_reload(H.device)
     -- untuned: 16-bit products of a round of 128x128 blocks or more whose
     -- a is k-contiguous (w either way); tf32 keeps mma.sync (rounding its
-    -- operands in local memory costs more than wgmma gains), and so does
-    -- a transposed a
+    -- operands in local memory costs more than wgmma gains; from 4096 x
+    -- 4096 outputs they are rounded first: test_tf32_rounded_first), and
+    -- so does a transposed a
     local cu = H.device_info().compute_units
     local default = "wgmma mwg=128 nwg=128 kwg=32 mdimc=4 ndimc=1 stages=3"
     local o = { device = H.device, dtype = "float16", trans_b = true }

@@ -107,6 +107,15 @@ int nc_mma_usable(const nc_gemm_call *g);
  * path serves g, the device is of compute capability 9.0, its probe passed
  * for the dtype, a is k-contiguous and w k-contiguous or (16-bit) n-contiguous. */
 int nc_wgmma_usable(const nc_gemm_call *g);
+/* nc_mma_launch for float32 operands already rounded to tf32
+ * (gemm_tf32.c): a wgmma configuration then skips its own rounding */
+netcl_status nc_mma_launch_tf32_exact(const nc_gemm_call *g, const nc_gemm_cfg *c);
+/* gemm_tf32.c: large tf32 products with both operands rounded into a
+ * workspace first, then wgmma; whether g takes that way, the product,
+ * and its description for netcl_gemm_config */
+int nc_gemm_tf32_round_first(const nc_gemm_call *g);
+netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g);
+void nc_gemm_tf32_describe(char *buf, size_t len);
 /* The same pipeline feeding float32 FMAs (ieee float32 on those devices). */
 int nc_ffma_usable(const nc_gemm_call *g);
 void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);

@@ -233,7 +233,8 @@ int64_t nc_ffma_small_groups(const nc_gemm_call *g)
  * operands straight from local memory, where rounding them to the nearest
  * tf32 (WG_ROUND_OWN) costs more than wgmma gains (152-163 / 162-178
  * against 176-182 / 181-194; truncated, 214-221 / 233-242, with
- * truncation's bias). Products of a round of such blocks at least. */
+ * truncation's bias), except large products, whose operands are rounded
+ * first (gemm_tf32.c). Products of a round of such blocks at least. */
 static int wgmma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
@@ -375,9 +376,10 @@ typedef struct {
 } conv_gather;
 
 /* conv: NULL for a plain product; split: NULL, or g's batches are the K
- * slices of one output, summed in the kernel (-DSPLIT_SUM, FFMA only) */
+ * slices of one output, summed in the kernel (-DSPLIT_SUM, FFMA only);
+ * tf32_exact: float32 operands already rounded to tf32 (gemm_tf32.c) */
 static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const conv_gather *conv,
-                           const nc_split_sum *split)
+                           const nc_split_sum *split, int tf32_exact)
 {
     int ffma = c->kernel == NC_GEMM_FFMA, wg = c->kernel == NC_GEMM_WGMMA;
     if (split && (!ffma || conv)) return NETCL_ERR_UNSUPPORTED;
@@ -435,7 +437,7 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
              " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s%s%s%s",
              c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi, ffma_opts, conv_opts,
              kind == 0 && !ffma && !wg && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "",
-             split ? " -DSPLIT_SUM" : "", wg ? " -DWGMMA" : "");
+             split ? " -DSPLIT_SUM" : "", wg ? kind == 0 && tf32_exact ? " -DWGMMA -DNO_WG_ROUND" : " -DWGMMA" : "");
     cl_kernel k;
     size_t kwg_size, kmax = 0;
     NC_TRY(nc_cl_kernel(cd, "gemm+gemm_ffma+gemm_mma+gemm_wgmma+gemm_mma_kernel", opts, "gemm_mma", &k, &kwg_size));
@@ -457,11 +459,13 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
     return nc_cl_launch_nd(cd, k, 1, &global, &local);
 }
 
-netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL, NULL); }
+netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL, NULL, 0); }
+
+netcl_status nc_mma_launch_tf32_exact(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL, NULL, 1); }
 
 netcl_status nc_ffma_split_launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const nc_split_sum *split)
 {
-    return launch(g, c, NULL, split);
+    return launch(g, c, NULL, split, 0);
 }
 
 /* ---- convolution passes as implicit GEMMs ----------------------------------------- */
@@ -553,7 +557,7 @@ netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *cv, nc_c
         g = (nc_gemm_call){dev, &dout, &da, &dx, e, slices, cv->O, K, cg.ip * L};
         weight_cfg(cv, &cfg);
     }
-    return launch(&g, &cfg, &cg, NULL);
+    return launch(&g, &cfg, &cg, NULL, 0);
 }
 
 /* ---- the probe ------------------------------------------------------------------- */
