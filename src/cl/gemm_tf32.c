@@ -68,7 +68,7 @@ static netcl_status round_operand(nc_cl_device *cd, cl_mem buf, const nc_desc *d
     return nc_cl_launch_nd(cd, k, 2, global, local);
 }
 
-netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g)
+static netcl_status rounded_product(const nc_gemm_call *g)
 {
     nc_cl_device *cd = nc_cl_dev(g->dev);
     cl_mem ra, rw;
@@ -81,6 +81,18 @@ netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g)
     nc_gemm_call r = *g;
     r.a = &ta, r.w = &tw;
     return nc_mma_launch_tf32_exact(&r, &wgmma_tf32);
+}
+
+/* Anything that fails here (the workspaces' memory above all) leaves the
+ * product to the usual path: NETCL_ERR_UNSUPPORTED */
+netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g)
+{
+    netcl_status st = rounded_product(g);
+    if (st == NETCL_OK) return st;
+    if (nc_cl_debug_level() >= 1)
+        fprintf(stderr, "netcl: tf32 product %lldx%lldx%lld with its operands rounded first failed on %s (%s); mma.sync runs it\n",
+                (long long)g->M, (long long)g->N, (long long)g->K, g->dev->name, netcl_last_error());
+    return NETCL_ERR_UNSUPPORTED;
 }
 
 /* The product's description for netcl.gemm_config */
