@@ -23,18 +23,22 @@ static void workspace_descs(const nc_gemm_call *g, cl_mem ra, cl_mem rw, nc_desc
     nc_gemm_desc3(tw, rw, NETCL_DTYPE_FLOAT32, g->K, g->N, 1);
 }
 
-/* Where it pays: tf32 allowed, one float32 product of at least 4096 x
- * 4096 outputs (the two passes cost about 4 (M + N) K bytes each way
- * against 2 M N K flops: at 4096^2 a fifth of the product's time, at
- * 2048^2 more than wgmma gains), nothing forced or tuned for it.
+/* Where it pays: tf32 allowed, one float32 product, nothing forced or
+ * tuned for it, K >= 1024 and M, N >= 4096, or 2048 where an operand is
+ * not k-contiguous (mma.sync's slower layouts). The two passes cost about
+ * 4 (M + N) K bytes each way against 2 M N K flops: at 4096^2 a fifth of
+ * the product's time. H100, TFLOP/s, rounded first against mma.sync: nn
+ * 2048^3 155 / 149, 3072^3 159 / 132, 4096 x 2048 x 2048 170 / 152; nt
+ * 2048^3 151 / 167, 3072^3 158 / 159, 4096 x 4096 x 1024 154 / 150.
  * NETCL_TF32_ROUND_FIRST=0 turns it off, =1 takes it at any size (tests). */
 int nc_gemm_tf32_round_first(const nc_gemm_call *g)
 {
     const char *env = getenv("NETCL_TF32_ROUND_FIRST");
     int any_size = env && strcmp(env, "1") == 0;
+    int64_t least = g->a->strides[2] == 1 && g->w->strides[1] == 1 ? 4096 : 2048;
     if ((env && strcmp(env, "0") == 0) || g->out->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_TF32 ||
         g->B != 1 || g->a->sizes[0] != 1 || g->w->sizes[0] != 1 ||
-        (!any_size && (g->M < 4096 || g->N < 4096 || g->K < 1024)))
+        (!any_size && (g->M < least || g->N < least || g->K < 1024)))
         return 0;
     nc_desc ta, tw;
     workspace_descs(g, NULL, NULL, &ta, &tw);
