@@ -31,6 +31,13 @@
 #define CAT(a, b) CAT_(a, b)
 
 inline float bf16_load(ushort b) { return as_float((uint)b << 16); }
+/* float32 bits to the nearest tf32 (10 mantissa bits), ties away from zero
+ * as cvt.rna and cuBLAS; Inf kept, NaN quiet */
+inline uint tf32_nearest_bits(uint x)
+{
+    if ((x & 0x7f800000u) == 0x7f800000u) return (x & 0x007fffffu) ? 0x7fc00000u : x;
+    return (x + 0x1000u) & 0xffffe000u;
+}
 inline ushort bf16_store(float f)
 {
     uint x = as_uint(f);

@@ -194,12 +194,8 @@ inline void cp_async4(__local uchar *dst, __global const uchar *src, bool ok)
 }
 #define CP_COMMIT()
 #define CP_WAIT(n)
-/* cvt.rna.tf32.f32: to nearest, ties away (Inf and NaN kept, NaN quiet) */
-inline uint to_tf32(uint x)
-{
-    if ((x & 0x7f800000u) == 0x7f800000u) return (x & 0x007fffffu) ? 0x7fc00000u : x;
-    return (x + 0x1000u) & 0xffffe000u;
-}
+/* cvt.rna.tf32.f32, as common.cl computes it */
+inline uint to_tf32(uint x) { return tf32_nearest_bits(x); }
 inline float elem_float(uint bits)
 {
 #if TA == 1

@@ -5,12 +5,7 @@
  * -DRCONT (the input's rows adjacent: sr == 1) a 32 x 32 tile goes through
  * local memory so that reads and writes both run along memory. */
 
-inline float nearest_tf32(float v)
-{
-    uint x = as_uint(v);
-    if ((x & 0x7f800000u) == 0x7f800000u) return as_float((x & 0x007fffffu) ? 0x7fc00000u : x);
-    return as_float((x + 0x1000u) & 0xffffe000u);
-}
+#define nearest_tf32(v) as_float(tf32_nearest_bits(as_uint(v)))
 
 __kernel __attribute__((reqd_work_group_size(32, 8, 1)))
 void round_tf32_2d(__global float *out, __global const float *in, long off, long sr, long sk, int R, int K)

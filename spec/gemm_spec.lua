@@ -415,19 +415,28 @@ end
 -- x = 1 + 2^-11 + 2^-12 has 13 significant bits, so every sum below is
 -- exact and the result tells rounding (1 + 2^-10), truncation (1) and
 -- float32 (x) apart. Where there are no tensor cores tf32 is float32.
+local TF32_X = 1 + 2 ^ -11 + 2 ^ -12
+-- the min and max of a [M, K] @ w [K, N], TF32_X on one operand and 1 / K
+-- on the other; w k-contiguous where w_t
+local function tf32_probe(M, N, K, low_on_a, w_t)
+  local o, x = { device = H.device }, TF32_X
+  local a = netcl.full({ M, K }, low_on_a and x or 1 / K, o)
+  local wv = low_on_a and 1 / K or x
+  local c = a:matmul(w_t and netcl.full({ N, K }, wv, o):t() or netcl.full({ K, N }, wv, o))
+  return c:min():item(), c:max():item()
+end
+
 function TestGemm:test_tf32_rounds_to_nearest()
-  local x, K = 1 + 2 ^ -11 + 2 ^ -12, 256
+  local x, K = TF32_X, 256
   local tc = H.device_info().tensor_cores
   local want = tc:find("tf32", 1, true) and 1 + 2 ^ -10 or x
   local function product(low_on_a, cfg)
-    local o = { device = H.device }
-    local a = netcl.full({ 256, K }, low_on_a and x or 1 / K, o)
-    local w = netcl.full({ 256, K }, low_on_a and 1 / K or x, o):t()   -- k-contiguous, as every tf32 path takes
     netcl.gemm_set_config(cfg, H.device)
-    local ok, c = pcall(function() return a:matmul(w) end)
+    -- w k-contiguous, as every tf32 path takes
+    local ok, lo, hi = pcall(tf32_probe, 256, 256, K, low_on_a, true)
     netcl.gemm_set_config(nil, H.device)
-    if not ok then error(c, 0) end
-    return c:min():item(), c:max():item(), netcl.gemm_config(256, 256, K, { device = H.device, trans_b = true })
+    if not ok then error(lo, 0) end
+    return lo, hi, netcl.gemm_config(256, 256, K, { device = H.device, trans_b = true })
   end
   local configs = { false }
   if tc:find("wgmma", 1, true) then configs[2] = "wgmma mwg=128 nwg=128 kwg=16 mdimc=4 ndimc=1 stages=3 gm=8" end
@@ -464,12 +473,10 @@ function TestGemm:test_tf32_rounded_first()
       lu.assertStrContains(cfg, "rounded to tf32 first")
       H.against_cpu(function(dev) local a, b = operands(dev, M, K, N, l[1], l[2]); return a:matmul(b) end, 1e-2, 1e-2 * 32)
     end
-    local x = 1 + 2 ^ -11 + 2 ^ -12
     for _, low_on_a in ipairs({ true, false }) do
-      local o = { device = H.device }
-      local c = netcl.full({ M, K }, low_on_a and x or 1 / K, o):matmul(netcl.full({ K, N }, low_on_a and 1 / K or x, o))
-      lu.assertEquals(c:min():item(), 1 + 2 ^ -10)
-      lu.assertEquals(c:max():item(), 1 + 2 ^ -10)
+      local lo, hi = tf32_probe(M, N, K, low_on_a, false)
+      lu.assertEquals(lo, 1 + 2 ^ -10)
+      lu.assertEquals(hi, 1 + 2 ^ -10)
     end
   end)
   netcl.backends.allow_tf32 = false

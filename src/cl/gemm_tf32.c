@@ -33,13 +33,13 @@ static void workspace_descs(const nc_gemm_call *g, cl_mem ra, cl_mem rw, nc_desc
  * NETCL_TF32_ROUND_FIRST=0 turns it off, =1 takes it at any size (tests). */
 int nc_gemm_tf32_round_first(const nc_gemm_call *g)
 {
+    if (g->out->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_TF32 || g->B != 1 || g->a->sizes[0] != 1 ||
+        g->w->sizes[0] != 1)
+        return 0;
     const char *env = getenv("NETCL_TF32_ROUND_FIRST");
     int any_size = env && strcmp(env, "1") == 0;
     int64_t least = g->a->strides[2] == 1 && g->w->strides[1] == 1 ? 4096 : 2048;
-    if ((env && strcmp(env, "0") == 0) || g->out->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_TF32 ||
-        g->B != 1 || g->a->sizes[0] != 1 || g->w->sizes[0] != 1 ||
-        (!any_size && (g->M < least || g->N < least || g->K < 1024)))
-        return 0;
+    if ((env && strcmp(env, "0") == 0) || (!any_size && (g->M < least || g->N < least || g->K < 1024))) return 0;
     nc_desc ta, tw;
     workspace_descs(g, NULL, NULL, &ta, &tw);
     nc_gemm_call r = *g;
