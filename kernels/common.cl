@@ -38,6 +38,20 @@ inline uint tf32_nearest_bits(uint x)
     if ((x & 0x7f800000u) == 0x7f800000u) return (x & 0x007fffffu) ? 0x7fc00000u : x;
     return (x + 0x1000u) & 0xffffe000u;
 }
+/* The power of two that takes a row whose largest finite magnitude has
+ * the float32 bits mb to [2^14, 2^15) (tf32 products on float16 tensor
+ * cores, src/cl/gemm_tf32.c); 0 for a row of zeros. Subnormal maxima
+ * count as 2^-126. */
+inline int tf32_half_exp(uint mb)
+{
+    return mb == 0 ? 0 : 14 - (mb >= 0x800000u ? (int)(mb >> 23) - 127 : -126);
+}
+/* 2^e for e in [-149, 127], from its bits */
+inline float pow2f(int e) { return e >= -126 ? as_float((uint)(e + 127) << 23) : as_float(1u << (e + 149)); }
+/* v 2^e for e in [-298, 254], in two halves of e, each a float: exact
+ * whenever the result is (both factors shrink v, or both grow it, so
+ * neither step over- or underflows where the whole would not) */
+inline float scale_pow2(float v, int e) { return v * pow2f(e >> 1) * pow2f(e - (e >> 1)); }
 inline ushort bf16_store(float f)
 {
     uint x = as_uint(f);

@@ -87,15 +87,22 @@
  * along m; act is a netcl_op code for activate (ops.cl), anything else
  * meaning none. The tensor-core kernel fixes them at build time instead. */
 /* The arguments every kernel of the family takes after the sizes, in order. */
+#ifdef ESCALE /* float16 operands of a float32 product (tf32 on float16): c and bias are the output's type */
+#define E_T O_T
+#define E_LOAD(p, i) CAT(LD_, TO)(p, i)
+#else
+#define E_T A_T
+#define E_LOAD(p, i) A_LOAD(p, i)
+#endif
 #define EPI_PARAMS                                                                                       \
-    A_CT alpha, A_CT beta, __global const A_T *c, long coff, long cs0, long cs1, long cs2,               \
-        __global const A_T *bias, long boff, long bstride, A_CT p1, int flags, int act
+    A_CT alpha, A_CT beta, __global const E_T *c, long coff, long cs0, long cs1, long cs2,               \
+        __global const E_T *bias, long boff, long bstride, A_CT p1, int flags, int act
 /* The epilogue of one output element (batch b, row m, col n, product v). */
 inline A_CT epilogue(A_CT v, long b, long m, long n, EPI_PARAMS)
 {
     v *= alpha;
-    if (flags & 1) v += beta * A_LOAD(c, coff + b * cs0 + m * cs1 + n * cs2);
-    if (flags & 6) v += A_LOAD(bias, boff + ((flags & 2) ? n : m) * bstride);
+    if (flags & 1) v += beta * E_LOAD(c, coff + b * cs0 + m * cs1 + n * cs2);
+    if (flags & 6) v += E_LOAD(bias, boff + ((flags & 2) ? n : m) * bstride);
     return activate(v, act, p1);
 }
 #define EPI_ARGS alpha, beta, c, coff, cs0, cs1, cs2, bias, boff, bstride, p1, flags, act

@@ -511,6 +511,18 @@ inline uint tf32_lo(uint x, uint hi)
 #define OUT_INDEX(m, n) (((long)bb * M + (m)) * N + (n))
 #endif
 
+/* -DESCALE (src/cl/gemm_tf32.c): float16 operands that carry tf32 values
+ * scaled by a power of two per row of a and column of w, whose largest
+ * finite magnitudes (float32 bits) esc holds, a's M then w's N; every
+ * output is scaled back before the epilogue */
+#ifdef ESCALE
+#define ESCALE_PARAMS , __global const uint *esc
+/* by multiplications: ldexp here cost the 4096^3 product 146 us of 455 (H100) */
+#define ESCALED(v, m, n) scale_pow2((v), -(tf32_half_exp(esc[m]) + tf32_half_exp(esc[M + (n)])))
+#else
+#define ESCALE_PARAMS
+#define ESCALED(v, m, n) (v)
+#endif
 #ifndef SPLIT_SUM
 #define SPLIT_PARAMS
 #elif !defined(FFMA)

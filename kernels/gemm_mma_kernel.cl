@@ -7,7 +7,7 @@
 __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
 void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, long as0, long as1, long as2,
               __global const A_T *w, long woff, long bs0, long bs1, long bs2, int M, int N, int K, int nbatch,
-              EPI_PARAMS SPLIT_PARAMS)
+              EPI_PARAMS SPLIT_PARAMS ESCALE_PARAMS)
 {
 #ifdef WGMMA /* the swizzles follow address bits: stages aligned to their 8-row atoms */
     __local uchar smem[STAGES * STAGE_BYTES] __attribute__((aligned(1024)));
@@ -307,7 +307,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             UNROLL for (int j = 0; j < TN; j++) {
                 int m = m0 + wm * WTM + FFMA_ROW(i), n = n0 + wn * WTN + FFMA_COL(j);
                 if (m < M && n < N)
-                    O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(acc[i][j], bb, m, n, EPI_ARGS));
+                    O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(ESCALED(acc[i][j], m, n), bb, m, n, EPI_ARGS));
             }
 #else
         UNROLL for (int i = 0; i < MI; i++)
@@ -315,7 +315,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                 UNROLL for (int q = 0; q < 4; q++) {
                     int m = m0 + FRAG_ROW(i) + g + (q >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t + (q & 1);
                     if (m < M && n < N)
-                        O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(acc[i][j][q], bb, m, n, EPI_ARGS));
+                        O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(ESCALED(acc[i][j][q], m, n), bb, m, n, EPI_ARGS));
                 }
 #endif
     }

@@ -457,21 +457,47 @@ function TestGemm:test_tf32_rounds_to_nearest()
   lu.assertEquals(hi, x)
 end
 
--- Large tf32 products where wgmma serves round both operands into a
--- workspace first (src/cl/gemm_tf32.c), then run the truncating kernel:
--- w both ways and a transposed a (the workspace copy reads along either
--- dim) against the cpu at tf32's tolerance, and the exact rounding of
--- both operands at that size.
+-- Large tf32 products where wgmma serves (src/cl/gemm_tf32.c) round both
+-- operands to tf32 first: into float16 scaled per row of a and column of
+-- w where K (and N, for an n-contiguous w) is a multiple of 8, else into
+-- float32 workspaces. w both ways and a transposed a against the cpu at
+-- tf32's tolerance; rows and columns at scales 2^-60 .. 2^60; Inf and NaN
+-- passed through; the exact rounding of both operands.
 function TestGemm:test_tf32_rounded_first()
   local tc = H.device_info().tensor_cores
   lu.skipIf(not tc:find("wgmma", 1, true), "wgmma not enabled on " .. H.device .. ": " .. tc)
-  local M, N, K = 4096, 4096, 1024
+  local M, N = 4096, 4096
   netcl.backends.allow_tf32 = true
   local ok, err = pcall(function()
-    for _, l in ipairs({ { false, false }, { false, true }, { true, true } }) do
+    for _, l in ipairs({ { false, false, 1024, "scaled into float16" }, { false, true, 1024, "scaled into float16" },
+                         { true, true, 1024, "scaled into float16" }, { false, true, 1028, "rounded to tf32 first" } }) do
+      local K = l[3]
       local cfg = netcl.gemm_config(M, N, K, { device = H.device, dtype = "float32", trans_a = l[1], trans_b = l[2] })
-      lu.assertStrContains(cfg, "rounded to tf32 first")
+      lu.assertStrContains(cfg, l[4])
       H.against_cpu(function(dev) local a, b = operands(dev, M, K, N, l[1], l[2]); return a:matmul(b) end, 1e-2, 1e-2 * 32)
+    end
+    -- badly scaled rows and columns: each output relative to its own scale
+    netcl.manual_seed(11)
+    local K = 1024
+    local cpu = { device = "cpu" }
+    local rs = netcl.randint(-60, 60, { M, 1 }, cpu):to("float32"):mul(math.log(2)):exp()
+    local cs = netcl.randint(-60, 60, { 1, N }, cpu):to("float32"):mul(math.log(2)):exp()
+    local a, w = netcl.randn(M, K, cpu) * rs, netcl.randn(K, N, cpu) * cs
+    local scale = rs * cs
+    local got = (a:to(H.device):matmul(w:to(H.device)):to("cpu") / scale)
+    local ref = a:matmul(w) / scale
+    local rel = (got - ref):abs():max():item() / ref:abs():max():item()
+    lu.assertTrue(rel < 2e-3, ("scaled rows: relative error %.3g"):format(rel))
+    -- Inf and NaN: the outputs of their rows are what float32 gives
+    local ai = netcl.randn(M, K, cpu)
+    ai[{ 3, 5 }] = math.huge
+    ai[{ 7, 9 }] = 0 / 0
+    local ci = ai:to(H.device):matmul(w:to(H.device)):to("cpu")
+    local ri = ai:matmul(w)
+    for j = 1, 64 do
+      local x, y, z = ci[{ 3, j }]:item(), ri[{ 3, j }]:item(), ci[{ 7, j }]:item()
+      lu.assertEquals(x, y)
+      lu.assertTrue(z ~= z, "NaN row: " .. z)
     end
     for _, low_on_a in ipairs({ true, false }) do
       local lo, hi = tf32_probe(M, N, K, low_on_a, false)

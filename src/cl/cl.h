@@ -32,8 +32,8 @@ typedef struct nc_cl_device {
     cl_context ctx;
     cl_command_queue queue;
     cl_command_queue xfer;      /* copy-only queue for uploads from pinned memory (transfer.c), lazily */
-    cl_mem scratch[2];          /* reduction partials, grown on demand and reused (the queue is in order) */
-    size_t scratch_size[2];
+    cl_mem scratch[3];          /* reduction partials, grown on demand and reused (the queue is in order) */
+    size_t scratch_size[3];
     netcl_device *dev;
     struct nc_cl_profile *profile;   /* NETCL_PROFILE=1: launches' events and times (profile.c) */
     nc_cl_program *programs;

@@ -110,12 +110,16 @@ int nc_wgmma_usable(const nc_gemm_call *g);
 /* nc_mma_launch for float32 operands already rounded to tf32
  * (gemm_tf32.c): a wgmma configuration then skips its own rounding */
 netcl_status nc_mma_launch_tf32_exact(const nc_gemm_call *g, const nc_gemm_cfg *c);
+/* nc_mma_launch for float16 operands of a float32 output that carry tf32
+ * values scaled per row of a and column of w (gemm_tf32.c): escale holds
+ * the rows' and columns' largest magnitudes, a's M then w's N */
+netcl_status nc_mma_launch_scaled_half(const nc_gemm_call *g, const nc_gemm_cfg *c, cl_mem escale);
 /* gemm_tf32.c: large tf32 products with both operands rounded into a
  * workspace first, then wgmma; whether g takes that way, the product,
  * and its description for netcl_gemm_config */
 int nc_gemm_tf32_round_first(const nc_gemm_call *g);
 netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g);
-void nc_gemm_tf32_describe(char *buf, size_t len);
+void nc_gemm_tf32_describe(const nc_gemm_call *g, char *buf, size_t len);
 /* The same pipeline feeding float32 FMAs (ieee float32 on those devices). */
 int nc_ffma_usable(const nc_gemm_call *g);
 void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);

@@ -377,13 +377,19 @@ typedef struct {
 
 /* conv: NULL for a plain product; split: NULL, or g's batches are the K
  * slices of one output, summed in the kernel (-DSPLIT_SUM, FFMA only);
- * tf32_exact: float32 operands already rounded to tf32 (gemm_tf32.c) */
+ * tf32_exact: float32 operands already rounded to tf32 (gemm_tf32.c);
+ * escale: float16 operands of a float32 output, scaled per row of a and
+ * column of w by the powers of two the buffer's maxima give (gemm_tf32.c) */
 static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const conv_gather *conv,
-                           const nc_split_sum *split, int tf32_exact)
+                           const nc_split_sum *split, int tf32_exact, cl_mem escale)
 {
     int ffma = c->kernel == NC_GEMM_FFMA, wg = c->kernel == NC_GEMM_WGMMA;
     if (split && (!ffma || conv)) return NETCL_ERR_UNSUPPORTED;
-    int kind = ffma ? (g->out->dtype == NETCL_DTYPE_FLOAT32 ? 0 : -1) : mma_kind(g->out->dtype);
+    if (escale && (ffma || conv || split || g->a->dtype != NETCL_DTYPE_FLOAT16 || g->w->dtype != NETCL_DTYPE_FLOAT16 ||
+                   g->out->dtype != NETCL_DTYPE_FLOAT32))
+        return NETCL_ERR_UNSUPPORTED;
+    netcl_dtype in_dtype = escale ? NETCL_DTYPE_FLOAT16 : g->out->dtype;
+    int kind = ffma ? (g->out->dtype == NETCL_DTYPE_FLOAT32 ? 0 : -1) : mma_kind(in_dtype);
     int threads = c->mdimc * c->ndimc * 32, chunk = kind == 0 ? 4 : 8;
     int kstep = kind == 0 ? 8 : 16;
     /* whole k-steps per tile, whole ldmatrix pairs of B fragments per warp
@@ -430,14 +436,15 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
             snprintf(conv_opts + n, sizeof conv_opts - n, " -DCV_N=%lld -DCV_O=%lld -DCV_IP=%lld", (long long)v->N,
                      (long long)v->O, (long long)conv->ip);
     }
-    nc_cl_dtype_opts(opts, sizeof opts, g->out->dtype, g->out->dtype);
+    nc_cl_dtype_opts(opts, sizeof opts, in_dtype, g->out->dtype);
     epilogue_opts(g->epi, epi, sizeof epi);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n,
-             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s%s%s%s",
+             " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s%s%s%s%s",
              c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi, ffma_opts, conv_opts,
              kind == 0 && !ffma && !wg && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "",
-             split ? " -DSPLIT_SUM" : "", wg ? kind == 0 && tf32_exact ? " -DWGMMA -DNO_WG_ROUND" : " -DWGMMA" : "");
+             split ? " -DSPLIT_SUM" : "", wg ? kind == 0 && tf32_exact ? " -DWGMMA -DNO_WG_ROUND" : " -DWGMMA" : "",
+             escale ? " -DESCALE" : "");
     cl_kernel k;
     size_t kwg_size, kmax = 0;
     NC_TRY(nc_cl_kernel(cd, "gemm+gemm_ffma+gemm_mma+gemm_wgmma+gemm_mma_kernel", opts, "gemm_mma", &k, &kwg_size));
@@ -453,19 +460,25 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
         cl_int klast = (cl_int)split->klast;
         NC_ARG(k, 29, pb); NC_ARG(k, 30, cb); NC_ARG(k, 31, klast);
     }
+    if (escale) NC_ARG(k, 29, escale);
     /* one block per output tile, capped (the blocks loop over the rest) */
     int64_t tiles = ((g->M + c->mwg - 1) / c->mwg) * ((g->N + c->nwg - 1) / c->nwg) * g->B;
     size_t global = (size_t)(tiles < (1 << 20) ? tiles : (1 << 20)) * (size_t)threads, local = (size_t)threads;
     return nc_cl_launch_nd(cd, k, 1, &global, &local);
 }
 
-netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL, NULL, 0); }
+netcl_status nc_mma_launch(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL, NULL, 0, NULL); }
 
-netcl_status nc_mma_launch_tf32_exact(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL, NULL, 1); }
+netcl_status nc_mma_launch_tf32_exact(const nc_gemm_call *g, const nc_gemm_cfg *c) { return launch(g, c, NULL, NULL, 1, NULL); }
+
+netcl_status nc_mma_launch_scaled_half(const nc_gemm_call *g, const nc_gemm_cfg *c, cl_mem escale)
+{
+    return launch(g, c, NULL, NULL, 0, escale);
+}
 
 netcl_status nc_ffma_split_launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const nc_split_sum *split)
 {
-    return launch(g, c, NULL, split, 0);
+    return launch(g, c, NULL, split, 0, NULL);
 }
 
 /* ---- convolution passes as implicit GEMMs ----------------------------------------- */
@@ -557,7 +570,7 @@ netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *cv, nc_c
         g = (nc_gemm_call){dev, &dout, &da, &dx, e, slices, cv->O, K, cg.ip * L};
         weight_cfg(cv, &cfg);
     }
-    return launch(&g, &cfg, &cg, NULL, 0);
+    return launch(&g, &cfg, &cg, NULL, 0, NULL);
 }
 
 /* ---- the probe ------------------------------------------------------------------- */

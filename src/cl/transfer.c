@@ -115,7 +115,7 @@ netcl_status nc_cl_scratch(nc_cl_device *cd, int k, size_t nbytes, cl_mem *out)
 
 void nc_cl_release_transfers(nc_cl_device *cd)
 {
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < (int)(sizeof cd->scratch / sizeof cd->scratch[0]); k++) {
         if (cd->scratch[k]) nc_cl.clReleaseMemObject(cd->scratch[k]);
         cd->scratch[k] = NULL;
         cd->scratch_size[k] = 0;
