@@ -92,9 +92,7 @@ static int half_usable(const nc_gemm_call *g)
     return nc_wgmma_usable(&r);
 }
 
-/* The passes over one operand of R rows of K, element (r, k) at d's
- * offset + r sr + k sk: its rows' maxima into mx[moff ..], then its
- * float16 copy into dst, [R][K] or, where out_rcont, [K][R] */
+/* kernel `name` of tf32_half.cl, VW = vw */
 static netcl_status half_kernel(nc_cl_device *cd, const char *name, const char *flags, int vw, cl_kernel *k)
 {
     char opts[160];
@@ -106,6 +104,9 @@ static netcl_status half_kernel(nc_cl_device *cd, const char *name, const char *
     return wg < 256 ? NETCL_ERR_UNSUPPORTED : NETCL_OK;
 }
 
+/* The passes over one operand of R rows of K, element (r, k) at d's
+ * offset + r sr + k sk: its rows' maxima into mx[moff ..], then its
+ * float16 copy into dst, [R][K] or, where out_rcont, [K][R] */
 static netcl_status operand_to_half(const nc_gemm_call *g, cl_mem dst, cl_mem mx, cl_int moff, const nc_desc *d,
                                     int64_t R, int64_t K, int64_t sr, int64_t sk, int out_rcont)
 {
