@@ -476,6 +476,13 @@ function TestGemm:test_tf32_rounded_first()
       lu.assertStrContains(cfg, l[4])
       H.against_cpu(function(dev) local a, b = operands(dev, M, K, N, l[1], l[2]); return a:matmul(b) end, 1e-2, 1e-2 * 32)
     end
+    -- the fused epilogue (c and bias float32 while the operands are float16)
+    H.against_cpu(function(dev)
+      local a, b = operands(dev, M, 1024, N, false, true)
+      netcl.manual_seed(12)
+      local c, bias = netcl.randn(M, N, { device = dev }), netcl.randn(N, { device = dev })
+      return netcl.gemm(a, b, { c = c, bias = bias, alpha = 0.75, beta = 1.25, act = "gelu" })
+    end, 1e-2, 1e-2 * 32)
     -- badly scaled rows and columns: each output relative to its own scale
     netcl.manual_seed(11)
     local K = 1024
