@@ -141,7 +141,7 @@ static netcl_status operand_to_half(const nc_gemm_call *g, cl_mem dst, cl_mem mx
         NC_TRY(half_kernel(cd, "absmax_r", "", vr, &k));
         NC_ARG(k, 0, mx); NC_ARG(k, 1, moff); NC_ARG(k, 2, in); NC_ARG(k, 3, off); NC_ARG(k, 4, csr); NC_ARG(k, 5, csk);
         NC_ARG(k, 6, cR); NC_ARG(k, 7, cK);
-        size_t global[2] = {(size_t)(R / vr + 63) / 64 * 64, (size_t)(K + 127) / 128}, local[2] = {64, 1};
+        size_t global[2] = {(size_t)(R / vr + 63) / 64 * 64, (size_t)(K + 63) / 64}, local[2] = {64, 1};   /* KCH */
         NC_TRY(nc_cl_launch_nd(cd, k, 2, global, local));
     }
     size_t global[2], local[2];
