@@ -38,6 +38,7 @@ inline uint tf32_nearest_bits(uint x)
     if ((x & 0x7f800000u) == 0x7f800000u) return (x & 0x007fffffu) ? 0x7fc00000u : x;
     return (x + 0x1000u) & 0xffffe000u;
 }
+#define nearest_tf32(v) as_float(tf32_nearest_bits(as_uint(v)))
 /* The power of two that takes a row whose largest finite magnitude has
  * the float32 bits mb to [2^14, 2^15) (tf32 products on float16 tensor
  * cores, src/cl/gemm_tf32.c); 0 for a row of zeros. Subnormal maxima

@@ -5,8 +5,6 @@
  * -DRCONT (the input's rows adjacent: sr == 1) a 32 x 32 tile goes through
  * local memory so that reads and writes both run along memory. */
 
-#define nearest_tf32(v) as_float(tf32_nearest_bits(as_uint(v)))
-
 __kernel __attribute__((reqd_work_group_size(32, 8, 1)))
 void round_tf32_2d(__global float *out, __global const float *in, long off, long sr, long sk, int R, int K)
 {

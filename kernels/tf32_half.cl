@@ -17,7 +17,12 @@ inline uint finite_bits(float v)
     const uint b = as_uint(v) & 0x7fffffffu;
     return b < 0x7f800000u ? b : 0u;
 }
-#define to_h(v, e) scale_pow2(as_float(tf32_nearest_bits(as_uint(v))), (e))
+inline uint4 finite_bits4(float4 v)
+{
+    return (uint4)(finite_bits(v.x), finite_bits(v.y), finite_bits(v.z), finite_bits(v.w));
+}
+inline uint max4(uint4 m) { return max(max(m.x, m.y), max(m.z, m.w)); }
+#define to_h(v, e) scale_pow2(nearest_tf32(v), (e))
 
 /* k contiguous (sk == 1): a warp per row, the maximum stored */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
@@ -31,8 +36,7 @@ void absmax_k(__global uint *mx, int moff, __global const float *in, long off, l
 #pragma unroll 4
         for (int k = lane * VW; k < K; k += 32 * VW) {
 #if VW == 4
-            const float4 v = vload4(0, p + k);
-            m = max(m, max(max(finite_bits(v.x), finite_bits(v.y)), max(finite_bits(v.z), finite_bits(v.w))));
+            m = max(m, max4(finite_bits4(vload4(0, p + k))));
 #else
             m = max(m, finite_bits(p[k]));
 #endif
@@ -61,7 +65,7 @@ void to_half_rows(__global half *out, __global const float *in, long off, long s
 #if VW == 4
         const float4 v = vload4(0, p + k);
         vstore4(v, 0, row + k);
-        m = max(m, max(max(finite_bits(v.x), finite_bits(v.y)), max(finite_bits(v.z), finite_bits(v.w))));
+        m = max(m, max4(finite_bits4(v)));
 #else
         row[k] = p[k];
         m = max(m, finite_bits(row[k]));
@@ -96,10 +100,7 @@ __kernel void absmax_r(__global uint *mx, int moff, __global const float *in, lo
 #if VW == 4
     uint4 m = 0;
 #pragma unroll 8
-    for (int k = k0; k < kend; k++) {
-        const float4 v = vload4(0, in + off + r + k * sk);
-        m = max(m, (uint4)(finite_bits(v.x), finite_bits(v.y), finite_bits(v.z), finite_bits(v.w)));
-    }
+    for (int k = k0; k < kend; k++) m = max(m, finite_bits4(vload4(0, in + off + r + k * sk)));
     atomic_max(mx + moff + r, m.x), atomic_max(mx + moff + r + 1, m.y);
     atomic_max(mx + moff + r + 2, m.z), atomic_max(mx + moff + r + 3, m.w);
 #else

@@ -450,8 +450,9 @@ netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a,
     if (g.M > INT32_MAX || g.N > INT32_MAX || g.K > INT32_MAX || g.B > INT32_MAX)
         return nc_fail(NETCL_ERR_UNSUPPORTED, "matmul: %lld x %lld x %lld (batch %lld) exceeds the OpenCL kernels' 32-bit sizes on %s",
                        (long long)g.M, (long long)g.K, (long long)g.N, (long long)g.B, dev->name);
-    if (nc_gemm_tf32_round_first(&g)) {
-        netcl_status st = nc_gemm_tf32_rounded(&g);
+    nc_tf32_way way = nc_gemm_tf32_round_first(&g);
+    if (way != NC_TF32_NONE) {
+        netcl_status st = nc_gemm_tf32_rounded(&g, way);
         if (st != NETCL_ERR_UNSUPPORTED) return st;
     }
     nc_gemm_cfg cfg;

@@ -117,9 +117,10 @@ netcl_status nc_mma_launch_scaled_half(const nc_gemm_call *g, const nc_gemm_cfg 
 /* gemm_tf32.c: large tf32 products with both operands rounded into a
  * workspace first, then wgmma; whether g takes that way, the product,
  * and its description for netcl_gemm_config */
-int nc_gemm_tf32_round_first(const nc_gemm_call *g);
-netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g);
-void nc_gemm_tf32_describe(const nc_gemm_call *g, char *buf, size_t len);
+typedef enum { NC_TF32_NONE, NC_TF32_FLOAT32, NC_TF32_HALF } nc_tf32_way;   /* none, float32 or float16 workspaces */
+nc_tf32_way nc_gemm_tf32_round_first(const nc_gemm_call *g);
+netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g, nc_tf32_way way);
+void nc_gemm_tf32_describe(nc_tf32_way way, char *buf, size_t len);
 /* The same pipeline feeding float32 FMAs (ieee float32 on those devices). */
 int nc_ffma_usable(const nc_gemm_call *g);
 void nc_ffma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);

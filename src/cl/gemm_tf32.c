@@ -37,24 +37,30 @@ static void workspace_descs(const nc_gemm_call *g, cl_mem ra, cl_mem rw, nc_desc
  * 132; nt 2048^3 115-173 / 143-151 / 167-170, 3072^3 227 / 157 / 159,
  * 4096 x 4096 x 1024 188 / 152 / 150.
  * NETCL_TF32_ROUND_FIRST=0 turns it off, =1 takes it at any size (tests). */
-int nc_gemm_tf32_round_first(const nc_gemm_call *g)
+nc_tf32_way nc_gemm_tf32_round_first(const nc_gemm_call *g)
 {
     if (g->out->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_TF32 || g->B != 1 || g->a->sizes[0] != 1 ||
         g->w->sizes[0] != 1)
-        return 0;
+        return NC_TF32_NONE;
     const char *env = getenv("NETCL_TF32_ROUND_FIRST");
     int any_size = env && strcmp(env, "1") == 0;
-    int64_t least = g->a->strides[2] == 1 && g->w->strides[1] == 1 ? half_usable(g) ? 3072 : 4096 : 2048;
-    if ((env && strcmp(env, "0") == 0) || (!any_size && (g->M < least || g->N < least || g->K < 1024))) return 0;
-    nc_desc ta, tw;
-    workspace_descs(g, NULL, NULL, &ta, &tw);
-    nc_gemm_call r = *g;
-    r.a = &ta, r.w = &tw;
-    if (!half_usable(g) && !nc_wgmma_usable(&r)) return 0;
+    if ((env && strcmp(env, "0") == 0) || (!any_size && (g->M < 2048 || g->N < 2048 || g->K < 1024)))
+        return NC_TF32_NONE;   /* the cheap questions first: smaller products never take it */
+    nc_tf32_way way = NC_TF32_HALF;
+    if (!half_usable(g)) {
+        nc_desc ta, tw;
+        workspace_descs(g, NULL, NULL, &ta, &tw);
+        nc_gemm_call r = *g;
+        r.a = &ta, r.w = &tw;
+        if (!nc_wgmma_usable(&r)) return NC_TF32_NONE;
+        way = NC_TF32_FLOAT32;
+    }
+    int64_t least = g->a->strides[2] == 1 && g->w->strides[1] == 1 ? way == NC_TF32_HALF ? 3072 : 4096 : 2048;
+    if (!any_size && (g->M < least || g->N < least)) return NC_TF32_NONE;
     nc_gemm_cfg cfg;
     const char *why;
     nc_gemm_choose(g, &cfg, &why);
-    return strcmp(why, "default") == 0;
+    return strcmp(why, "default") == 0 ? way : NC_TF32_NONE;
 }
 
 /* ---- tf32 carried by float16 ------------------------------------------------
@@ -216,9 +222,9 @@ static netcl_status rounded_product(const nc_gemm_call *g)
 
 /* Anything that fails here (the workspaces' memory above all) leaves the
  * product to the usual path: NETCL_ERR_UNSUPPORTED */
-netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g)
+netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g, nc_tf32_way way)
 {
-    netcl_status st = half_usable(g) ? half_product(g) : rounded_product(g);
+    netcl_status st = way == NC_TF32_HALF ? half_product(g) : rounded_product(g);
     if (st == NETCL_OK) return st;
     if (nc_cl_debug_level() >= 1)
         fprintf(stderr, "netcl: tf32 product %lldx%lldx%lld with its operands rounded first failed on %s (%s); mma.sync runs it\n",
@@ -227,10 +233,10 @@ netcl_status nc_gemm_tf32_rounded(const nc_gemm_call *g)
 }
 
 /* The product's description for netcl.gemm_config */
-void nc_gemm_tf32_describe(const nc_gemm_call *g, char *buf, size_t len)
+void nc_gemm_tf32_describe(nc_tf32_way way, char *buf, size_t len)
 {
     char text[200];
-    int half = half_usable(g);
+    int half = way == NC_TF32_HALF;
     nc_gemm_cfg_format(half ? &wgmma_half : &wgmma_tf32, text, sizeof text);
     snprintf(buf, len, "%s (default; %s)", text,
              half ? "a and w rounded to tf32, scaled into float16 first" : "a and w rounded to tf32 first");

@@ -340,8 +340,9 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
     if (copies & NC_GEMM_COPY_W) nc_gemm_desc3(&dw, NULL, dtype, k, n, 0);
     nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
     nc_gemm_call g = {dev, &dout, &da, &dw, &epi, S > 1 ? S : 1, m, n, ks};
-    if (S == 1 && !copies && nc_gemm_tf32_round_first(&g)) {
-        nc_gemm_tf32_describe(&g, buf, (size_t)len);
+    nc_tf32_way way = S == 1 && !copies ? nc_gemm_tf32_round_first(&g) : NC_TF32_NONE;
+    if (way != NC_TF32_NONE) {
+        nc_gemm_tf32_describe(way, buf, (size_t)len);
         return NETCL_OK;
     }
     nc_gemm_cfg cfg;
