@@ -166,18 +166,24 @@
 #endif
 #define SWZ(cpr, r, c) ((c) ^ SWZ_KEY(cpr, r))
 #define TOFF(cpr, r, c) ((((r) * (cpr)) + SWZ(cpr, r, c)) * 16) /* byte offset of (row, chunk) */
+/* wgmma reads a 16-bit operand whose m (n) dim is contiguous transposed,
+ * from 128-byte-swizzled atoms of 8 k-rows x 64 m (n): the tile is stored
+ * [m / 64][k][128 bytes], each row's chunks XOR k % 8 */
+#define ATOM_OFF(r, c) (((c) / 8) * (BK * 128) + (r) * 128 + (((c) % 8) ^ ((r) % 8)) * 16)
+#if defined(WGMMA) && !A_KCONT
+#define AOFF(r, c) ATOM_OFF(r, c)
+#define A_ROWB 128 /* bytes between a tile's rows within an atom column */
+#else
 #define AOFF(r, c) (A_PADDED ? (r) * A_RB + (c) * 16 : TOFF(A_CPR, r, c))
+#define A_ROWB A_RB
+#endif
 #if defined(WGMMA) && !B_KCONT
-/* wgmma reads an n-contiguous B transposed from 128-byte-swizzled atoms of
- * 8 k-rows x 64 n: the tile is stored [n / 64][k][128 bytes], each row's
- * chunks XOR k % 8 */
-#define BOFF(r, c) (((c) / 8) * (BK * 128) + (r) * 128 + (((c) % 8) ^ ((r) % 8)) * 16)
-#define B_ROWB 128 /* bytes between a tile's rows within an atom column */
+#define BOFF(r, c) ATOM_OFF(r, c)
+#define B_ROWB 128
 #else
 #define BOFF(r, c) (B_PADDED ? (r) * B_RB + (c) * 16 : TOFF(B_CPR, r, c))
 #define B_ROWB B_RB
 #endif
-#define A_ROWB A_RB
 /* a thread's chunks lie a fixed byte distance apart when the swizzle repeats */
 #define A_SSTEP_OK (A_PADDED || A_RSTEP % 8 == 0)
 #define B_SSTEP_OK (B_PADDED || B_RSTEP % 8 == 0)

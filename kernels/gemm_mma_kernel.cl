@@ -49,7 +49,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
 #endif
 #elif defined(WGMMA)
     /* the descriptors of stage 0: this warp's warpgroup's rows of A, and B */
-    const ulong wg_a0 = wg_desc(WG_SBASE + (uint)(warp / 4) * 64 * MI * WG_RB), wg_b0 = WG_B_DESC(WG_SBASE + A_BYTES);
+    const ulong wg_a0 = WG_A_DESC(WG_SBASE + (uint)(warp / 4) * MI * WG_ASLAB), wg_b0 = WG_B_DESC(WG_SBASE + A_BYTES);
 #else
     /* each lane's ldmatrix row address (byte offset in its tile) per k-step,
      * or per fragment for the transposed loads: the swizzle depends on the
@@ -211,7 +211,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             WG_FENCE();
             UNROLL for (int s = 0; s < BK / KSTEP; s++)
                 UNROLL for (int i = 0; i < MI; i++)
-                    WG_MMA(acc[i], WG_STEP(wg_a0, sa + i * 64 * WG_RB + s * KSTEP * ESZ), WG_STEP(wg_b0, sa + s * WG_BSTEP));
+                    WG_MMA(acc[i], WG_STEP(wg_a0, sa + i * WG_ASLAB + s * WG_ASTEP), WG_STEP(wg_b0, sa + s * WG_BSTEP));
             WG_COMMIT();
             CP_WAIT(STAGES - 2);
             WG_ROUND_OWN(NEXT_STAGE(rs));

@@ -22,9 +22,10 @@
  * with the operands' registers allocated; src/cl/ptx_patch.c uncomments the marked
  * lines of the driver's PTX, retargets it to sm_90a and builds it again
  * (docs/gemm.md, "Hopper's wgmma"). */
-#if defined(FFMA) || defined(TF32X3) || WN != 1 || WM % 4 || (MI != 1 && MI != 2) || MI * BN > 256 || !A_KCONT || \
-    (!B_KCONT && (TA == 0 || BK % 16)) || (BK * ESZ != 32 && BK * ESZ != 64 && BK * ESZ != 128)
-#error "WGMMA: warpgroups along m of 64 or 128 rows, A k-contiguous rows of 32, 64 or 128 bytes, B k- or (16-bit) n-contiguous"
+#if defined(FFMA) || defined(TF32X3) || WN != 1 || WM % 4 || (MI != 1 && MI != 2) || MI * BN > 256 || \
+    (!A_KCONT && (TA == 0 || BK % 16)) || (!B_KCONT && (TA == 0 || BK % 16)) ||                          \
+    (BK * ESZ != 32 && BK * ESZ != 64 && BK * ESZ != 128)
+#error "WGMMA: warpgroups along m of 64 or 128 rows, k-contiguous rows of 32, 64 or 128 bytes, 16-bit A m- and B n-contiguous"
 #endif
 #define WG_RB (BK * ESZ)
 /* a warpgroup's MI slabs of 64 rows; warp w % 4 of it holds rows 16 w.. of each */
@@ -38,14 +39,25 @@ inline ulong wg_desc(uint addr)
     return (ulong)((addr & 0x3FFFF) >> 4) | (1ul << 16) | ((ulong)(8 * WG_RB >> 4) << 32) | ((ulong)WG_MODE << 62);
 }
 #define WG_STEP(desc, bytes) ((desc) + (ulong)((bytes) >> 4))
+/* an operand read transposed (ATOM_OFF): the leading offset steps between
+ * 64-column atoms, the stride offset between 8-row groups of k; a k-step
+ * is 16 rows further */
+#define WG_T_DESC(addr) ((ulong)(((addr) & 0x3FFFF) >> 4) | ((ulong)(BK * 128 >> 4) << 16) | ((ulong)(1024 >> 4) << 32) | (1ul << 62))
+#if A_KCONT
+#define WG_ASLAB (64 * WG_RB) /* bytes from one 64-row slab of A to the next */
+#define WG_ASTEP (KSTEP * ESZ) /* and from one k-step to the next */
+#define WG_A_DESC(addr) wg_desc(addr)
+#else /* a slab is one atom column */
+#define WG_ASLAB (BK * 128)
+#define WG_ASTEP (KSTEP * 128)
+#define WG_A_DESC(addr) WG_T_DESC(addr)
+#endif
 #if B_KCONT
 #define WG_BSTEP (KSTEP * ESZ) /* bytes from one k-step to the next along B */
 #define WG_B_DESC(addr) wg_desc(addr)
 #else
-/* n-contiguous B: the leading offset steps between 64-column atoms, the
- * stride offset between 8-row groups of k; a k-step is 16 rows further */
 #define WG_BSTEP (KSTEP * 128)
-#define WG_B_DESC(addr) ((ulong)(((addr) & 0x3FFFF) >> 4) | ((ulong)(BK * 128 >> 4) << 16) | ((ulong)(1024 >> 4) << 32) | (1ul << 62))
+#define WG_B_DESC(addr) WG_T_DESC(addr)
 #endif
 #ifdef MMA_EMULATE
 /* What the hardware reads through a descriptor: element (r, k) at start +
@@ -62,8 +74,8 @@ inline float wg_elem(__local const uchar *smem, ulong desc, int r, int k)
     return elem_float(*(__local const ushort *)(smem + addr));
 #endif
 }
-/* B read transposed: element (n, k) at start + (n / 64) LBO + (k / 8) SBO
- * + (k % 8) 128 + n ESZ % 128, address bits 4..6 XOR bits 7..9 */
+/* an operand read transposed: element (n, k) at start + (n / 64) LBO +
+ * (k / 8) SBO + (k % 8) 128 + n ESZ % 128, address bits 4..6 XOR bits 7..9 */
 inline float wg_elem_t(__local const uchar *smem, ulong desc, int n, int k)
 {
     const uint start = (uint)(desc & 0x3FFF) << 4, lbo = (uint)((desc >> 16) & 0x3FFF) << 4;
@@ -72,6 +84,16 @@ inline float wg_elem_t(__local const uchar *smem, ulong desc, int n, int k)
     addr ^= ((addr >> 7) & 7) << 4;
     return elem_float(*(__local const ushort *)(smem + addr));
 }
+#if A_KCONT
+#define WG_ELEM_A(r, k) wg_elem(smem, da, r, k)
+#else
+#define WG_ELEM_A(r, k) wg_elem_t(smem, da, r, k)
+#endif
+#if B_KCONT
+#define WG_ELEM_B(c, k) wg_elem(smem, db, c, k)
+#else
+#define WG_ELEM_B(c, k) wg_elem_t(smem, db, c, k)
+#endif
 inline void wg_emul(__private float *d, __local const uchar *smem, ulong da, ulong db, int warp, int lane)
 {
     const int g = lane >> 2, t = lane & 3;
@@ -79,11 +101,7 @@ inline void wg_emul(__private float *d, __local const uchar *smem, ulong da, ulo
         for (int q = 0; q < 4; q++) {
             const int r = 16 * (warp % 4) + g + (q >> 1) * 8, c = 8 * j + 2 * t + (q & 1);
             float s = 0;
-#if B_KCONT
-            for (int k = 0; k < KSTEP; k++) s += wg_elem(smem, da, r, k) * wg_elem(smem, db, c, k);
-#else
-            for (int k = 0; k < KSTEP; k++) s += wg_elem(smem, da, r, k) * wg_elem_t(smem, db, c, k);
-#endif
+            for (int k = 0; k < KSTEP; k++) s += WG_ELEM_A(r, k) * WG_ELEM_B(c, k);
             d[4 * j + q] += s;
         }
 }
@@ -105,10 +123,16 @@ inline void wg_emul(__private float *d, __local const uchar *smem, ulong da, ulo
 #else
 #define WG_OP "wgmma.mma_async.sync.aligned.m64n" WG_STR(BN) "k16.f32.bf16.bf16"
 #endif
-#if B_KCONT
-#define WG_TRANS ", 0, 0" /* both operands k-major */
+/* imm-trans-a, imm-trans-b: 1 where the operand is read transposed */
+#if A_KCONT
+#define WG_TA ", 0"
 #else
-#define WG_TRANS ", 0, 1" /* B read transposed */
+#define WG_TA ", 1"
+#endif
+#if B_KCONT
+#define WG_TRANS WG_TA ", 0"
+#else
+#define WG_TRANS WG_TA ", 1"
 #endif
 #endif
 /* operand lists: BN / 2 accumulators %0.., then the two descriptors and a 1 */

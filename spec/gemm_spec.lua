@@ -541,15 +541,25 @@ local function check_wgmma(dtypes, shapes)
       local rt, at = 1e-2, 1e-2 * 16   -- tf32 / 16-bit inputs, float32 sums
       for _, cfg in ipairs(wgmma_configs[dt]) do
         netcl.gemm_set_config(cfg, H.device)
-        -- w k-contiguous (x @ w^T), and for 16-bit types n-contiguous too
-        -- (row-major: read transposed)
-        for _, tb in ipairs(dt == "float32" and { true } or { true, false }) do
+        -- a and w k-contiguous (x @ w^T), and for 16-bit types a
+        -- m-contiguous and w n-contiguous too (read transposed)
+        local layouts = dt == "float32" and { { false, true } }
+          or { { false, true }, { false, false }, { true, false }, { true, true } }
+        for _, l in ipairs(layouts) do
+          local ta, tb = l[1], l[2]
           for _, s in ipairs(shapes) do
-            local a, b = operands(H.device, s[1], s[2], s[3], false, tb, dt)
-            lu.assertStrContains(netcl.gemm_config(s[1], s[3], s[2], { device = H.device, dtype = dt, trans_b = tb }), cfg)
+            local a, b = operands(H.device, s[1], s[2], s[3], ta, tb, dt)
+            lu.assertStrContains(netcl.gemm_config(s[1], s[3], s[2], { device = H.device, dtype = dt, trans_a = ta, trans_b = tb }), cfg)
             H.assert_close(a:matmul(b):to("cpu"):to("float32"), a:to("cpu"):to("float32"):matmul(b:to("cpu"):to("float32")),
-              rt, at, ("%s %s %dx%dx%d trans_b=%s"):format(dt, cfg, s[1], s[2], s[3], tb))
+              rt, at, ("%s %s %dx%dx%d trans_a=%s trans_b=%s"):format(dt, cfg, s[1], s[2], s[3], ta, tb))
           end
+        end
+        if dt ~= "float32" then   -- a batch of a^T @ b: every batch's operands read transposed
+          netcl.manual_seed(9)
+          local a = netcl.randn(3, 200, 136, { device = H.device, dtype = dt }):transpose(2, 3)
+          local b = netcl.randn(3, 200, 72, { device = H.device, dtype = dt })
+          H.assert_close(a:matmul(b):to("cpu"):to("float32"), a:to("cpu"):to("float32"):matmul(b:to("cpu"):to("float32")),
+            rt, at, dt .. " batched tn " .. cfg)
         end
         local a, b = operands(H.device, 100, 200, 72, false, true, dt)
         local bias = netcl.randn(72, { device = H.device, dtype = dt })
@@ -582,11 +592,10 @@ function TestGemm:test_wgmma_products()
   check_wgmma({ "float32", "float16", "bfloat16" }, { { 100, 200, 72 }, { 256, 512, 256 }, { 1000, 1064, 520 }, { 64, 32, 256 } })
   with_cache_dir(function()
     netcl.tune_cache_reload(H.device)
-    -- untuned: 16-bit products of a round of 128x128 blocks or more whose
-    -- a is k-contiguous (w either way); tf32 keeps mma.sync (rounding its
-    -- operands in local memory costs more than wgmma gains; from 4096 x
-    -- 4096 outputs they are rounded first: test_tf32_rounded_first), and
-    -- so does a transposed a
+    -- untuned: 16-bit products of a round of 128x128 blocks or more, in
+    -- every layout; tf32 keeps mma.sync (rounding its operands in local
+    -- memory costs more than wgmma gains; from 4096 x 4096 outputs they
+    -- are rounded first: test_tf32_rounded_first)
     local cu = H.device_info().compute_units
     local default = "wgmma mwg=128 nwg=128 kwg=32 mdimc=4 ndimc=1 stages=3"
     local o = { device = H.device, dtype = "float16", trans_b = true }
@@ -594,8 +603,10 @@ function TestGemm:test_wgmma_products()
     lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, dtype = "bfloat16" }), default)
     lu.assertStrContains(netcl.gemm_config(128 * cu - 128, 128, 1024, o), "mma mwg=")
     lu.assertNotStrContains(netcl.gemm_config(128 * cu - 128, 128, 1024, o), "wgmma")
-    lu.assertNotStrContains(netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, dtype = "float16", trans_a = true }),
-      "wgmma")
+    lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, dtype = "float16", trans_a = true }),
+      default)
+    lu.assertStrContains(netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, dtype = "bfloat16", trans_a = true,
+      trans_b = true }), default)
     netcl.backends.allow_tf32 = true
     local tf32 = netcl.gemm_config(128 * cu, 128, 1024, { device = H.device, trans_b = true })
     netcl.backends.allow_tf32 = false

@@ -3,7 +3,8 @@
 -- x @ w^T (w stored [n, n]: nn.Linear's layout, "sgemm_nt") 4096/8192, float32 through
 -- 3xTF32 (netcl.backends.fp32_precision = "tf32x3", against cuBLAS's
 -- SGEMM: both float32-accurate) 1024/4096/8192, TF32 and float16/bfloat16 (tensor cores where the device's probe enabled them)
--- 4096/8192, and the 16-bit ones as x @ w^T ("fp16_nt", "bf16_nt": Hopper's wgmma where it serves); on a CPU OpenCL device (PoCL) SGEMM 256/1024/2048. With
+-- 4096/8192, and the 16-bit ones as x @ w^T ("fp16_nt", "bf16_nt") and as a^T @ b ("fp16_tn", "bf16_tn": the
+-- layout of nn.Linear's weight gradient), Hopper's wgmma where it serves; on a CPU OpenCL device (PoCL) SGEMM 256/1024/2048. With
 -- --tune the GEMM tuner measures its candidates for every row's problem
 -- first and caches the winners on disk (netcl.tune_cache_path()), and the
 -- table then runs with them. One command for a GPU machine:
@@ -13,7 +14,7 @@
 -- options: --device NAME  --tune  --max N (candidates per case)  --quick
 --          --budget S (stop starting new tuning cases after S seconds, default 390,
 --          so the whole command stays within a 10-minute device slot)
---          --only sgemm|sgemm_nt|tf32x3|tf32|fp16|bf16|fp16_nt|bf16_nt  --out FILE (a copy of everything printed)
+--          --only sgemm|sgemm_nt|tf32x3|tf32|fp16|bf16|fp16_nt|bf16_nt|fp16_tn|bf16_tn  --out FILE (a copy of everything printed)
 local netcl = require("netcl")
 local ffi = require("ffi")
 
@@ -68,10 +69,15 @@ if gpu then
     row("fp16", "float16", n)
     row("bf16", "bfloat16", n)
   end
-  -- x @ w^T in 16 bits: both operands k-contiguous, Hopper's wgmma where it serves
+  -- x @ w^T in 16 bits (both operands k-contiguous) and a^T @ b (neither
+  -- is): Hopper's wgmma where it serves
   for _, n in ipairs(opts.quick and { 4096 } or { 4096, 8192 }) do
     row("fp16_nt", "float16", n)
     row("bf16_nt", "bfloat16", n)
+  end
+  for _, n in ipairs(opts.quick and { 4096 } or { 4096, 8192 }) do
+    row("fp16_tn", "float16", n)
+    row("bf16_tn", "bfloat16", n)
   end
 else
   for _, n in ipairs(opts.quick and { 256 } or { 256, 1024, 2048 }) do row("sgemm", "float32", n) end
@@ -104,8 +110,9 @@ local function time_gemm(r)
   netcl.manual_seed(1)
   local a = netcl.randn(r.n, r.n, { device = devname, dtype = r.dtype })
   local b = netcl.randn(r.n, r.n, { device = devname, dtype = r.dtype })
-  local nt = r.kind:find("_nt$") ~= nil
+  local nt, tn = r.kind:find("_nt$") ~= nil, r.kind:find("_tn$") ~= nil
   if nt then b = b:t() end
+  if tn then a = a:t() end
   local c = a:matmul(b)
   netcl.synchronize(devname)
   -- 0.2 s of warm-up, as gemm_peer.py: without it the first repetitions
@@ -127,7 +134,7 @@ local function time_gemm(r)
     times[k] = (now() - t0) / inner
   end
   table.sort(times)
-  r.config = netcl.gemm_config(r.n, r.n, r.n, { device = devname, dtype = r.dtype, trans_b = nt })
+  r.config = netcl.gemm_config(r.n, r.n, r.n, { device = devname, dtype = r.dtype, trans_a = tn, trans_b = nt })
   precision("ieee")
   return 2 * r.n ^ 3 / times[math.ceil(#times / 2)] / 1e12
 end

@@ -1,7 +1,8 @@
 # examples/bench/gemm_peer.py — the PyTorch side of examples/bench/gemm.lua:
 # the same products on the same machine, printed as "kind size TFLOP/s".
 # usage: python3 gemm_peer.py cuda|cpu sgemm:4096,sgemm_nt:4096,tf32:4096,fp16:4096,...
-# (sgemm_nt, fp16_nt, bf16_nt: a @ b.t(), b stored [n, n], nn.Linear's layout)
+# (sgemm_nt, fp16_nt, bf16_nt: a @ b.t(), b stored [n, n], nn.Linear's layout;
+#  fp16_tn, bf16_tn: a.t() @ b, the layout of nn.Linear's weight gradient)
 import sys, time
 import torch
 
@@ -9,7 +10,7 @@ dev = sys.argv[1] if sys.argv[1] == "cpu" or torch.cuda.is_available() else "cpu
 print("device", torch.cuda.get_device_name() if dev == "cuda" else "cpu (%d threads)" % torch.get_num_threads())
 # tf32x3: netcl's float32-accurate 3xTF32 mode, whose peer is the SGEMM
 DTYPES = {"sgemm": torch.float32, "sgemm_nt": torch.float32, "tf32x3": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
-          "fp16_nt": torch.float16, "bf16_nt": torch.bfloat16}
+          "fp16_nt": torch.float16, "bf16_nt": torch.bfloat16, "fp16_tn": torch.float16, "bf16_tn": torch.bfloat16}
 
 def sync():
     if dev == "cuda":
@@ -21,6 +22,8 @@ def run(kind, n):
     b = torch.randn(n, n, device=dev, dtype=DTYPES[kind])
     if kind.endswith("_nt"):
         b = b.t()
+    if kind.endswith("_tn"):
+        a = a.t()
     a @ b; sync()
     warm_until = time.perf_counter() + 0.2  # the same warm-up as gemm.lua's
     while time.perf_counter() < warm_until:

@@ -85,15 +85,17 @@ int nc_mma_usable(const nc_gemm_call *g)
     return s->tc_ok[kind] == 1;
 }
 
-/* w n-contiguous: read transposed, which wgmma does for 16-bit types only */
-static int wgmma_w_ok(const nc_gemm_call *g)
+/* a m-contiguous, w n-contiguous: read transposed, which wgmma does for
+ * 16-bit types only */
+static int wgmma_layout_ok(const nc_gemm_call *g)
 {
-    return k_contig(g->w, 1) || (g->out->dtype != NETCL_DTYPE_FLOAT32 && g->w->strides[2] == 1);
+    int half = g->out->dtype != NETCL_DTYPE_FLOAT32;
+    return (k_contig(g->a, 2) || (half && g->a->strides[1] == 1)) && (k_contig(g->w, 1) || (half && g->w->strides[2] == 1));
 }
 
 int nc_wgmma_usable(const nc_gemm_call *g)
 {
-    if (!nc_mma_usable(g) || !wgmma_hardware_ok(g->dev) || !k_contig(g->a, 2) || !wgmma_w_ok(g) ||
+    if (!nc_mma_usable(g) || !wgmma_hardware_ok(g->dev) || !wgmma_layout_ok(g) ||
         (g->out->dtype == NETCL_DTYPE_FLOAT32 && nc_fp32_mode() != NC_FP32_TF32))
         return 0;
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
@@ -234,7 +236,10 @@ int64_t nc_ffma_small_groups(const nc_gemm_call *g)
  * tf32 (WG_ROUND_OWN) costs more than wgmma gains (152-163 / 162-178
  * against 176-182 / 181-194; truncated, 214-221 / 233-242, with
  * truncation's bias), except large products, whose operands are rounded
- * first (gemm_tf32.c). Products of a round of such blocks at least. */
+ * first (gemm_tf32.c). Products of a round of such blocks at least, in
+ * every 16-bit layout: an m-contiguous a read transposed too (tn 4096^3 /
+ * 8192^3 float16 419 / 484 against mma.sync's 371 / 394; tt 358 / 447
+ * against 362 / 402). */
 static int wgmma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
@@ -408,9 +413,9 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
     int a_kc = k_contig(g->a, 2), b_kc = conv ? conv->pass == NC_CONV_PASS_WEIGHT : k_contig(g->w, 1);
     /* wgmma: warpgroups along m of one or two m64 slabs (two: n of 128 at
      * most, the accumulators of one asm), k-contiguous rows of 32, 64 or
-     * 128 bytes */
+     * 128 bytes; tf32 operands k-contiguous */
     int row_bytes = c->kwg * (kind == 0 ? 4 : 2);
-    if (wg && (conv || !a_kc || (!b_kc && (kind == 0 || c->nwg < 64)) || c->ndimc != 1 || c->mdimc % 4 ||
+    if (wg && (conv || (!a_kc && kind == 0) || (!b_kc && (kind == 0 || c->nwg < 64)) || c->ndimc != 1 || c->mdimc % 4 ||
                (c->mwg != 16 * c->mdimc && (c->mwg != 32 * c->mdimc || c->nwg > 128)) ||
                (c->nwg != 64 && c->nwg != 128 && c->nwg != 256) || (row_bytes != 32 && row_bytes != 64 && row_bytes != 128)))
         return NETCL_ERR_UNSUPPORTED;
@@ -576,8 +581,9 @@ netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *cv, nc_c
 /* ---- the probe ------------------------------------------------------------------- */
 /* Runs the kernel (64 x 64 blocks) on a problem with edges in m and n,
  * two k-tiles and a half, row-major then both operands transposed (wgmma:
- * w transposed, i.e. k-contiguous, then for 16-bit types row-major, read
- * transposed); "" when the results are right, else why not. */
+ * w transposed, i.e. k-contiguous, then for 16-bit types the layouts it
+ * reads transposed: row-major, both transposed, a alone); "" when the
+ * results are right, else why not. */
 static void probe_cfg(netcl_device *dev, int kind, char *why, size_t len)
 {
     static const netcl_dtype dts[7] = {NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT16, NETCL_DTYPE_BFLOAT16, NETCL_DTYPE_FLOAT32,
@@ -585,10 +591,11 @@ static void probe_cfg(netcl_device *dev, int kind, char *why, size_t len)
     const int64_t M = 72, N = 40, K = 56;
     int wg = kind >= KIND_WGMMA;
     why[0] = 0;
-    static const int layouts[2][2] = {{0, 1}, {2, 0}};   /* 2: a row-major, w transposed */
-    int nlayouts = wg && dts[kind] == NETCL_DTYPE_FLOAT32 ? 1 : 2;
+    /* 0 row-major, 1 both transposed, 2 w transposed, 3 a transposed */
+    static const int layouts[2][4] = {{0, 1}, {2, 0, 1, 3}};
+    int nlayouts = !wg ? 2 : dts[kind] == NETCL_DTYPE_FLOAT32 ? 1 : 4;
     for (int li = 0; li < nlayouts && !why[0]; li++) {
-        int layout = layouts[wg][li], ta = layout == 1, tb = layout != 0;
+        int layout = layouts[wg][li], ta = layout == 1 || layout == 3, tb = layout == 1 || layout == 2;
         nc_gemm_cfg cfg;
         if (kind == KIND_FFMA) /* 64 x 64 blocks of 2 x 2 warps: several blocks */
             cfg = (nc_gemm_cfg){.kernel = NC_GEMM_FFMA, 64, 64, 16, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
