@@ -69,7 +69,7 @@ end
 -- copy kernel's local-memory tiles, edges of partial tiles, a view offset),
 -- with and without a dtype conversion, against the cpu's copy
 function TestTensor:test_transposed_copies()
-  for _, sh in ipairs({ { 40, 70 }, { 16, 16 }, { 33, 100 }, { 3, 37, 50 } }) do
+  for _, sh in ipairs({ { 40, 70 }, { 16, 16 }, { 33, 100 }, { 130, 65 }, { 3, 37, 50 } }) do
     for _, dt in ipairs({ "float32", "float64", "int64", "float16" }) do
       netcl.manual_seed(5)
       local x = netcl.randn(sh, { device = "cpu" }):mul(10):to(dt)

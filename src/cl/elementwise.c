@@ -27,7 +27,7 @@ netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *sr
         /* a transposed matrix (or a batch of them): tiles through local memory */
         NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_transpose", &k, &wg));
         NC_ARG(k, 0, d); NC_ARG(k, 1, s); NC_ARG(k, 2, m);
-        size_t global[3] = {(size_t)(m.sizes[nd - 2] + 31) / 32 * 32, (size_t)(m.sizes[nd - 1] + 31) / 32 * 8,
+        size_t global[3] = {(size_t)(m.sizes[nd - 2] + 63) / 64 * 32, (size_t)(m.sizes[nd - 1] + 63) / 64 * 8,
                             nd == 3 ? (size_t)m.sizes[0] : 1};
         size_t local[3] = {32, 8, 1};
         return nc_cl_launch_nd(cd, k, 3, global, local);
