@@ -76,13 +76,17 @@ nc_tf32_way nc_gemm_tf32_round_first(const nc_gemm_call *g)
  * and NaN pass through as themselves (the maxima skip them). */
 static const nc_gemm_cfg wgmma_half = {NC_GEMM_WGMMA, 128, 128, 32, 4, 1, 1, 1, 1, 0, 0, 0, 3, 8};
 
-/* w's workspace keeps w's layout: n-contiguous (nn, the faster one for
- * float16 wgmma) or k-contiguous; a's is k-contiguous */
+/* The workspaces keep their operand's layout: an n-contiguous w and an
+ * m-contiguous a (whose float16 rows of M must be whole 16-byte chunks)
+ * are the layouts float16 wgmma reads fastest (from 128-byte atoms; H100,
+ * tn 4096^3 291-292 TFLOP/s, 272-275 in an earlier session's calls with a
+ * transposed to k-contiguous); the others are k-contiguous */
 static int w_n_contig(const nc_gemm_call *g) { return g->w->strides[2] == 1 && g->w->strides[1] != 1; }
+static int a_m_contig(const nc_gemm_call *g) { return g->a->strides[1] == 1 && g->a->strides[2] != 1 && g->M % 8 == 0; }
 
 static void half_descs(const nc_gemm_call *g, cl_mem ha, cl_mem hw, nc_desc *ta, nc_desc *tw)
 {
-    nc_gemm_desc3(ta, ha, NETCL_DTYPE_FLOAT16, g->M, g->K, 0);
+    nc_gemm_desc3(ta, ha, NETCL_DTYPE_FLOAT16, g->M, g->K, a_m_contig(g));
     nc_gemm_desc3(tw, hw, NETCL_DTYPE_FLOAT16, g->K, g->N, !w_n_contig(g));
 }
 
@@ -174,7 +178,7 @@ static netcl_status half_product(const nc_gemm_call *g)
     NC_TRY(nc_cl_scratch(cd, 0, (size_t)(g->M * g->K) * 2, &ha));
     NC_TRY(nc_cl_scratch(cd, 1, (size_t)(g->N * g->K) * 2, &hw));
     NC_TRY(nc_cl_scratch(cd, 2, (size_t)(g->M + g->N) * 4, &mx));
-    NC_TRY(operand_to_half(g, ha, mx, 0, g->a, g->M, g->K, g->a->strides[1], g->a->strides[2], 0));
+    NC_TRY(operand_to_half(g, ha, mx, 0, g->a, g->M, g->K, g->a->strides[1], g->a->strides[2], a_m_contig(g)));
     NC_TRY(operand_to_half(g, hw, mx, (cl_int)g->M, g->w, g->N, g->K, g->w->strides[2], g->w->strides[1],
                            w_n_contig(g)));
     nc_desc ta, tw;
