@@ -21,14 +21,18 @@ __kernel void copy_contig(__global O_T *dst, long doff, __global const A_T *src,
 }
 
 /* copy_transpose: m is [R, C] or [B, R, C] with dst's unit stride along C
- * and src's along R (a transposed matrix made contiguous). A 64 x 64 tile
+ * and src's along R (a transposed matrix made contiguous). A TT x TT tile
  * passes through local memory so that both sides move whole rows: the
  * strided kernel reads or writes one element per 32-byte sector there.
- * Each work item moves 16 elements, all loads issued before the barrier:
- * what bounds a transpose is the bytes in flight (H100: 32 x 32 tiles of
- * 4 elements an item moved 4096^2 float32 at 2.2 TB/s, float16 at 1.3).
- * Work-groups 32 x 8, grid (R tiles, C tiles, B). */
-#define TT 64
+ * Each work item moves TT^2 / 256 elements, all loads issued before the
+ * barrier: what bounds a transpose is the bytes in flight (H100: 32 x 32
+ * tiles of 4 elements an item moved 4096^2 float32 at 2.2 TB/s, float16
+ * at 1.3; 64 x 64 tiles 2.6 and 2.1). TT is 64 where the tile holds
+ * floats (float32, float16, bfloat16), 32 where it holds 8-byte values
+ * (the other dtypes), so it stays within the 32 KiB of local memory
+ * OpenCL promises (elementwise.c takes the same TT). Work-groups 32 x 8,
+ * grid (R tiles, C tiles, B). */
+#define TT (sizeof(A_CT) > 4 ? 32 : 64)
 __kernel __attribute__((reqd_work_group_size(32, 8, 1)))
 void copy_transpose(__global O_T *dst, __global const A_T *src, meta_t m)
 {

@@ -24,10 +24,13 @@ netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *sr
         NC_ARG(k, 0, d); NC_ARG(k, 1, doff); NC_ARG(k, 2, s); NC_ARG(k, 3, soff); NC_ARG(k, 4, n);
     } else if ((nd == 2 || nd == 3) && m.strides[0][nd - 1] == 1 && m.strides[1][nd - 2] == 1 &&
                m.sizes[nd - 2] >= 16 && m.sizes[nd - 1] >= 16 && dev->max_work_group >= 256) {
-        /* a transposed matrix (or a batch of them): tiles through local memory */
+        /* a transposed matrix (or a batch of them): tiles through local
+         * memory, 64 x 64 of floats or 32 x 32 of 8-byte values (copy.cl) */
         NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_transpose", &k, &wg));
         NC_ARG(k, 0, d); NC_ARG(k, 1, s); NC_ARG(k, 2, m);
-        size_t global[3] = {(size_t)(m.sizes[nd - 2] + 63) / 64 * 32, (size_t)(m.sizes[nd - 1] + 63) / 64 * 8,
+        netcl_dtype st = src->dtype;
+        size_t tt = st == NETCL_DTYPE_FLOAT32 || st == NETCL_DTYPE_FLOAT16 || st == NETCL_DTYPE_BFLOAT16 ? 64 : 32;
+        size_t global[3] = {(size_t)(m.sizes[nd - 2] + tt - 1) / tt * 32, (size_t)(m.sizes[nd - 1] + tt - 1) / tt * 8,
                             nd == 3 ? (size_t)m.sizes[0] : 1};
         size_t local[3] = {32, 8, 1};
         return nc_cl_launch_nd(cd, k, 3, global, local);
