@@ -1,7 +1,8 @@
 /* tf32_half.cl — a float32 GEMM operand in tf32 mode carried by float16
  * (src/cl/gemm_tf32.c). The operand is seen as rows r of K elements,
  * element (r, k) at in[off + r sr + k sk]; `a`'s rows are its m, `w`'s
- * its n. The absmax kernels gather each row's largest finite magnitude as
+ * its n. The output's rows along its contiguous dim are ldo apart (the
+ * host pads them to whole 128-byte lines). The absmax kernels gather each row's largest finite magnitude as
  * float32 bits (positive floats order as their bits); the to_half kernels
  * write tf32(x) 2^e, e from tf32_half_exp (the row's largest to [2^14,
  * 2^15)), which float16 holds exactly down to 2^-28 of the row's largest.
@@ -55,7 +56,7 @@ void absmax_k(__global uint *mx, int moff, __global const float *in, long off, l
  * float16 copy to out [R][K] */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
 void to_half_rows(__global half *out, __global const float *in, long off, long sr, int R, int K,
-                  __global uint *mx, int moff, __local float *row)
+                  __global uint *mx, int moff, int ldo, __local float *row)
 {
     __local uint red[256];
     const int lid = get_local_id(0), r = get_group_id(0);
@@ -79,7 +80,7 @@ void to_half_rows(__global half *out, __global const float *in, long off, long s
     }
     if (lid == 0) mx[moff + r] = red[0];
     const int e = tf32_half_exp(red[0]);
-    __global half *o = out + (long)r * K;
+    __global half *o = out + (long)r * ldo;
     for (int k = lid * VW; k < K; k += 256 * VW) {   /* this thread's own elements */
 #if VW == 4
         const float4 v = vload4(0, row + k);
@@ -115,13 +116,13 @@ __kernel void absmax_r(__global uint *mx, int moff, __global const float *in, lo
  * [K][R]); else k contiguous in and out (sk == 1, out [R][K]). VW
  * elements along the contiguous dim a work item. */
 __kernel void to_half_e(__global half *out, __global const float *in, long off, long sr, long sk, int R, int K,
-                        __global const uint *mx, int moff)
+                        __global const uint *mx, int moff, int ldo)
 {
 #ifdef RCONT
     const int r = get_global_id(0) * VW, k = get_global_id(1);
     if (r >= R) return;
     __global const float *p = in + off + r + (long)k * sk;
-    const long o = (long)k * R + r;
+    const long o = (long)k * ldo + r;
 #if VW == 4
     const float4 v = vload4(0, p);
     const float4 t = (float4)(to_h(v.x, tf32_half_exp(mx[moff + r])), to_h(v.y, tf32_half_exp(mx[moff + r + 1])),
@@ -134,7 +135,7 @@ __kernel void to_half_e(__global half *out, __global const float *in, long off, 
     const int k = get_global_id(0) * VW, r = get_global_id(1);
     if (k >= K) return;
     __global const float *p = in + off + (long)r * sr + k;
-    const long o = (long)r * K + k;
+    const long o = (long)r * ldo + k;
     const int e = tf32_half_exp(mx[moff + r]);
 #if VW == 4
     const float4 v = vload4(0, p);
@@ -150,7 +151,7 @@ __kernel void to_half_e(__global half *out, __global const float *in, long off, 
  * rows adjacent, so that reads run along memory too) */
 __kernel __attribute__((reqd_work_group_size(32, 8, 1)))
 void to_half_t(__global half *out, __global const float *in, long off, long sr, long sk, int R, int K,
-               __global const uint *mx, int moff)
+               __global const uint *mx, int moff, int ldo)
 {
     const int tx = get_local_id(0), ty = get_local_id(1);
     const int k0 = get_group_id(0) * 32, r0 = get_group_id(1) * 32;
@@ -167,6 +168,6 @@ void to_half_t(__global half *out, __global const float *in, long off, long sr, 
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int j = ty; j < 32; j += 8) {
         const int r = r0 + j, k = k0 + tx;
-        if (r < R && k < K) vstore_half_rte(to_h(tile[tx][j], tf32_half_exp(mx[moff + r])), (long)r * K + k, out);
+        if (r < R && k < K) vstore_half_rte(to_h(tile[tx][j], tf32_half_exp(mx[moff + r])), (long)r * ldo + k, out);
     }
 }

@@ -22,11 +22,27 @@ static const nc_gemm_cfg wgmma_tf32 = {NC_GEMM_WGMMA, 128, 128, 16, 4, 1, 1, 1, 
 
 static int half_usable(const nc_gemm_call *g);
 
+/* A workspace of rows x cols (cols contiguous, or rows where trans),
+ * each row along the contiguous dim starting on a 128-byte line: a
+ * k-tile's row segment then takes whole 32-byte sectors of one line.
+ * Unpadded rows of K = 1028 floats ran the 4096 x 4096 product at 99
+ * TFLOP/s, K = 1056 at 151; float16 rows of 4104 at 240 where 4160 ran
+ * at 404 (H100) */
+static void ws_desc(nc_desc *d, cl_mem buf, netcl_dtype dt, int64_t rows, int64_t cols, int trans)
+{
+    nc_gemm_desc3(d, buf, dt, rows, cols, trans);
+    int64_t per = 128 / (int64_t)netcl_dtype_size(dt), n = trans ? rows : cols, ld = (n + per - 1) / per * per;
+    if (trans) d->strides[2] = ld, d->strides[0] = cols * ld;
+    else d->strides[1] = ld, d->strides[0] = rows * ld;
+}
+static int64_t ws_ld(const nc_desc *d) { return d->strides[1] == 1 ? d->strides[2] : d->strides[1]; }
+static size_t ws_bytes(const nc_desc *d) { return (size_t)d->strides[0] * netcl_dtype_size(d->dtype); }
+
 /* The workspace descriptors: a [M][K] and w [N][K] (as [K, N], k contiguous) */
 static void workspace_descs(const nc_gemm_call *g, cl_mem ra, cl_mem rw, nc_desc *ta, nc_desc *tw)
 {
-    nc_gemm_desc3(ta, ra, NETCL_DTYPE_FLOAT32, g->M, g->K, 0);
-    nc_gemm_desc3(tw, rw, NETCL_DTYPE_FLOAT32, g->K, g->N, 1);
+    ws_desc(ta, ra, NETCL_DTYPE_FLOAT32, g->M, g->K, 0);
+    ws_desc(tw, rw, NETCL_DTYPE_FLOAT32, g->K, g->N, 1);
 }
 
 /* Where it pays: tf32 allowed, one float32 product, nothing forced or
@@ -86,8 +102,8 @@ static int a_m_contig(const nc_gemm_call *g) { return g->a->strides[1] == 1 && g
 
 static void half_descs(const nc_gemm_call *g, cl_mem ha, cl_mem hw, nc_desc *ta, nc_desc *tw)
 {
-    nc_gemm_desc3(ta, ha, NETCL_DTYPE_FLOAT16, g->M, g->K, a_m_contig(g));
-    nc_gemm_desc3(tw, hw, NETCL_DTYPE_FLOAT16, g->K, g->N, !w_n_contig(g));
+    ws_desc(ta, ha, NETCL_DTYPE_FLOAT16, g->M, g->K, a_m_contig(g));
+    ws_desc(tw, hw, NETCL_DTYPE_FLOAT16, g->K, g->N, !w_n_contig(g));
 }
 
 static int half_usable(const nc_gemm_call *g)
@@ -116,10 +132,12 @@ static netcl_status half_kernel(nc_cl_device *cd, const char *name, const char *
 
 /* The passes over one operand of R rows of K, element (r, k) at d's
  * offset + r sr + k sk: its rows' maxima into mx[moff ..], then its
- * float16 copy into dst, [R][K] or, where out_rcont, [K][R] */
+ * float16 copy into dst, [R][K] or, where out_rcont, [K][R], the rows
+ * along the contiguous dim ldo apart */
 static netcl_status operand_to_half(const nc_gemm_call *g, cl_mem dst, cl_mem mx, cl_int moff, const nc_desc *d,
-                                    int64_t R, int64_t K, int64_t sr, int64_t sk, int out_rcont)
+                                    int64_t R, int64_t K, int64_t sr, int64_t sk, int out_rcont, int64_t ldo)
 {
+    cl_int cld = (cl_int)ldo;
     nc_cl_device *cd = nc_cl_dev(g->dev);
     cl_kernel k;
     cl_mem in = d->buf;
@@ -132,8 +150,8 @@ static netcl_status operand_to_half(const nc_gemm_call *g, cl_mem dst, cl_mem mx
     if (sk == 1 && !out_rcont && (int64_t)row_bytes + 1024 <= g->dev->local_mem) {   /* one pass: a row at a time */
         NC_TRY(half_kernel(cd, "to_half_rows", "", vk, &k));
         NC_ARG(k, 0, dst); NC_ARG(k, 1, in); NC_ARG(k, 2, off); NC_ARG(k, 3, csr); NC_ARG(k, 4, cR); NC_ARG(k, 5, cK);
-        NC_ARG(k, 6, mx); NC_ARG(k, 7, moff);
-        NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 8, row_bytes, NULL));
+        NC_ARG(k, 6, mx); NC_ARG(k, 7, moff); NC_ARG(k, 8, cld);
+        NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 9, row_bytes, NULL));
         size_t global = (size_t)R * 256, local = 256;
         return nc_cl_launch_nd(cd, k, 1, &global, &local);
     }
@@ -167,7 +185,7 @@ static netcl_status operand_to_half(const nc_gemm_call *g, cl_mem dst, cl_mem mx
         return NETCL_ERR_UNSUPPORTED;   /* half_descs never asks for this */
     }
     NC_ARG(k, 0, dst); NC_ARG(k, 1, in); NC_ARG(k, 2, off); NC_ARG(k, 3, csr); NC_ARG(k, 4, csk); NC_ARG(k, 5, cR);
-    NC_ARG(k, 6, cK); NC_ARG(k, 7, mx); NC_ARG(k, 8, moff);
+    NC_ARG(k, 6, cK); NC_ARG(k, 7, mx); NC_ARG(k, 8, moff); NC_ARG(k, 9, cld);
     return nc_cl_launch_nd(cd, k, 2, global, local);
 }
 
@@ -175,23 +193,24 @@ static netcl_status half_product(const nc_gemm_call *g)
 {
     nc_cl_device *cd = nc_cl_dev(g->dev);
     cl_mem ha, hw, mx;
-    NC_TRY(nc_cl_scratch(cd, 0, (size_t)(g->M * g->K) * 2, &ha));
-    NC_TRY(nc_cl_scratch(cd, 1, (size_t)(g->N * g->K) * 2, &hw));
-    NC_TRY(nc_cl_scratch(cd, 2, (size_t)(g->M + g->N) * 4, &mx));
-    NC_TRY(operand_to_half(g, ha, mx, 0, g->a, g->M, g->K, g->a->strides[1], g->a->strides[2], a_m_contig(g)));
-    NC_TRY(operand_to_half(g, hw, mx, (cl_int)g->M, g->w, g->N, g->K, g->w->strides[2], g->w->strides[1],
-                           w_n_contig(g)));
     nc_desc ta, tw;
-    half_descs(g, ha, hw, &ta, &tw);
+    half_descs(g, NULL, NULL, &ta, &tw);
+    NC_TRY(nc_cl_scratch(cd, 0, ws_bytes(&ta), &ha));
+    NC_TRY(nc_cl_scratch(cd, 1, ws_bytes(&tw), &hw));
+    NC_TRY(nc_cl_scratch(cd, 2, (size_t)(g->M + g->N) * 4, &mx));
+    NC_TRY(operand_to_half(g, ha, mx, 0, g->a, g->M, g->K, g->a->strides[1], g->a->strides[2], a_m_contig(g), ws_ld(&ta)));
+    NC_TRY(operand_to_half(g, hw, mx, (cl_int)g->M, g->w, g->N, g->K, g->w->strides[2], g->w->strides[1],
+                           w_n_contig(g), ws_ld(&tw)));
+    ta.buf = ha, tw.buf = hw;
     nc_gemm_call r = *g;
     r.a = &ta, r.w = &tw;
     return nc_mma_launch_scaled_half(&r, &wgmma_half, mx);
 }
 
 /* One operand [R rows][K] (element (r, k) at off + r sr + k sk) rounded
- * into buf [R][K] */
+ * into buf [R][K], rows ldo apart */
 static netcl_status round_operand(nc_cl_device *cd, cl_mem buf, const nc_desc *d, int64_t R, int64_t K, int64_t sr,
-                                  int64_t sk)
+                                  int64_t sk, int64_t ldo)
 {
     char opts[160];
     nc_cl_dtype_opts(opts, sizeof opts, NETCL_DTYPE_FLOAT32, NETCL_DTYPE_FLOAT32);
@@ -202,9 +221,9 @@ static netcl_status round_operand(nc_cl_device *cd, cl_mem buf, const nc_desc *d
     if (wg < 256) return NETCL_ERR_UNSUPPORTED;
     cl_mem in = d->buf;
     cl_long off = d->offset, csr = sr, csk = sk;
-    cl_int cR = (cl_int)R, cK = (cl_int)K;
+    cl_int cR = (cl_int)R, cK = (cl_int)K, cld = (cl_int)ldo;
     NC_ARG(k, 0, buf); NC_ARG(k, 1, in); NC_ARG(k, 2, off); NC_ARG(k, 3, csr); NC_ARG(k, 4, csk); NC_ARG(k, 5, cR);
-    NC_ARG(k, 6, cK);
+    NC_ARG(k, 6, cK); NC_ARG(k, 7, cld);
     size_t global[2] = {(size_t)(K + 31) / 32 * 32, (size_t)(R + 31) / 32 * 8}, local[2] = {32, 8};
     return nc_cl_launch_nd(cd, k, 2, global, local);
 }
@@ -213,12 +232,13 @@ static netcl_status rounded_product(const nc_gemm_call *g)
 {
     nc_cl_device *cd = nc_cl_dev(g->dev);
     cl_mem ra, rw;
-    NC_TRY(nc_cl_scratch(cd, 0, (size_t)(g->M * g->K) * sizeof(float), &ra));
-    NC_TRY(nc_cl_scratch(cd, 1, (size_t)(g->N * g->K) * sizeof(float), &rw));
-    NC_TRY(round_operand(cd, ra, g->a, g->M, g->K, g->a->strides[1], g->a->strides[2]));
-    NC_TRY(round_operand(cd, rw, g->w, g->N, g->K, g->w->strides[2], g->w->strides[1]));
     nc_desc ta, tw;
-    workspace_descs(g, ra, rw, &ta, &tw);
+    workspace_descs(g, NULL, NULL, &ta, &tw);
+    NC_TRY(nc_cl_scratch(cd, 0, ws_bytes(&ta), &ra));
+    NC_TRY(nc_cl_scratch(cd, 1, ws_bytes(&tw), &rw));
+    NC_TRY(round_operand(cd, ra, g->a, g->M, g->K, g->a->strides[1], g->a->strides[2], ws_ld(&ta)));
+    NC_TRY(round_operand(cd, rw, g->w, g->N, g->K, g->w->strides[2], g->w->strides[1], ws_ld(&tw)));
+    ta.buf = ra, tw.buf = rw;
     nc_gemm_call r = *g;
     r.a = &ta, r.w = &tw;
     return nc_mma_launch_tf32_exact(&r, &wgmma_tf32);
