@@ -52,6 +52,26 @@ void copy_transpose(__global O_T *dst, __global const A_T *src, meta_t m)
             if (r0 + j < R && c0 + tx + h < C) O_STORE(dst, doff + (r0 + j) * ld + c0 + tx + h, CONVERT(tile[tx + h][j]));
 }
 
+/* copy_rows: m is [R, C] or [B, R, C] with both sides' unit stride along
+ * C and any row strides (a narrowed view, rows padded to whole lines):
+ * RW elements a work item, a grid's width apart: at each step the
+ * items cover consecutive elements, so every load is coalesced, and RW of
+ * them are in flight. Grid (items along C, R, B). */
+#define RW 8
+__kernel void copy_rows(__global O_T *dst, __global const A_T *src, meta_t m)
+{
+    const int nd = (int)m.ndim;
+    const long C = m.sizes[nd - 1], R = m.sizes[nd - 2], r = get_global_id(1), b = get_global_id(2);
+    const long step = get_global_size(0);
+    if (r >= R) return;
+    const long d = m.offsets[0] + (nd == 3 ? b * m.strides[0][0] : 0) + r * m.strides[0][nd - 2];
+    const long s = m.offsets[1] + (nd == 3 ? b * m.strides[1][0] : 0) + r * m.strides[1][nd - 2];
+    UNROLL for (int e = 0; e < RW; e++) {
+        const long c = get_global_id(0) + e * step;
+        if (c < C) O_STORE(dst, d + c, CONVERT(A_LOAD(src, s + c)));
+    }
+}
+
 /* fill: `bits` is the value already converted by the host exactly as the CPU
  * backend stores it (saturation, NaN rules), written as the raw word. */
 __kernel void fill_strided(__global O_RAW *dst, meta_t m, ulong bits)

@@ -85,6 +85,22 @@ function TestTensor:test_transposed_copies()
     x:to("cpu"):narrow(2, 3, 40):permute(1, 3, 2):contiguous():totable())
 end
 
+-- contiguous() of row blocks (narrowed columns: both sides' rows
+-- contiguous, OpenCL's copy_rows) and copies into them, with a dtype
+-- conversion too, against the cpu
+function TestTensor:test_row_copies()
+  for _, dt in ipairs({ "float32", "float16", "int64" }) do
+    netcl.manual_seed(6)
+    local x = netcl.randn(2, 37, 150, { device = "cpu" }):mul(10):to(dt)
+    local want = x:narrow(3, 5, 130):contiguous()
+    lu.assertEquals(x:to(dev):narrow(3, 5, 130):contiguous():to("cpu"):totable(), want:totable(), dt)
+    local y = netcl.zeros(37, 200, { device = dev, dtype = "float32" })
+    y:narrow(2, 11, 150):copy_(x:to(dev):select(1, 2))
+    lu.assertEquals(y:to("cpu"):narrow(2, 11, 150):totable(), x:select(1, 2):to("float32"):totable(), dt .. " into a block")
+    lu.assertEquals(y:to("cpu"):narrow(2, 1, 10):abs():sum():item(), 0)
+  end
+end
+
 function TestTensor:test_narrow_select_expand_squeeze()
   local t = netcl.arange(12, { device = dev }):view(3, 4)
   lu.assertEquals(t:narrow(2, 2, 2):totable(), { { 1, 2 }, { 5, 6 }, { 9, 10 } })

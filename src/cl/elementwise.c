@@ -34,6 +34,14 @@ netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *sr
                             nd == 3 ? (size_t)m.sizes[0] : 1};
         size_t local[3] = {32, 8, 1};
         return nc_cl_launch_nd(cd, k, 3, global, local);
+    } else if ((nd == 2 || nd == 3) && m.strides[0][nd - 1] == 1 && m.strides[1][nd - 1] == 1 && m.sizes[nd - 1] >= 64) {
+        /* rows of both sides contiguous (narrowed views, padded rows): whole rows */
+        NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_rows", &k, &wg));
+        NC_ARG(k, 0, d); NC_ARG(k, 1, s); NC_ARG(k, 2, m);
+        size_t items = (size_t)(m.sizes[nd - 1] + 7) / 8;   /* RW in copy.cl */
+        size_t global[3] = {(items + 63) / 64 * 64, (size_t)m.sizes[nd - 2], nd == 3 ? (size_t)m.sizes[0] : 1};
+        size_t local[3] = {64, 1, 1};
+        return nc_cl_launch_nd(cd, k, 3, global, local);
     } else {
         NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_strided", &k, &wg));
         NC_ARG(k, 0, d); NC_ARG(k, 1, s); NC_ARG(k, 2, m);
