@@ -778,6 +778,34 @@ function TestGemm:test_ffma_emulated()
   lu.assertFalse(ffma_serves())
 end
 
+-- Large 16-bit products whose k-contiguous operands' (or m-contiguous a's)
+-- rows do not start on 32-byte boundaries copy them first into rows on
+-- 128-byte lines, in their own layout (wgmma; docs/gemm.md, "Rows on whole
+-- lines"); the products against the cpu, and aligned ones, or a row-major
+-- w, copy nothing
+function TestGemm:test_misaligned_rows_copied()
+  lu.skipIf(not H.device_info().tensor_cores:find("wgmma", 1, true), "wgmma not enabled on " .. H.device)
+  local pad = "rows on 128-byte lines"
+  local cases = {
+    { "float16", 2048, 2048, 1032, false, true, { "a copied first, its " .. pad, "w copied first, its " .. pad } },
+    { "bfloat16", 2056, 2048, 1024, true, false, { "a copied first, its " .. pad } },
+    { "float16", 2048, 2056, 1024, false, false, {} },
+    { "float16", 2048, 2048, 1024, false, true, {} },
+  }
+  with_cache_dir(function()
+    netcl.tune_cache_reload(H.device)
+    for _, c in ipairs(cases) do
+      local dt, m, n, k, ta, tb, want = unpack(c)
+      local cfg = netcl.gemm_config(m, n, k, { device = H.device, dtype = dt, trans_a = ta, trans_b = tb })
+      for _, w in ipairs(want) do lu.assertStrContains(cfg, w) end
+      if #want == 0 then lu.assertNotStrContains(cfg, pad) end
+      local a, b = operands(H.device, m, k, n, ta, tb, dt)
+      local ref = a:to("cpu"):to("float32"):matmul(b:to("cpu"):to("float32"))
+      H.assert_close(a:matmul(b):to("cpu"):to("float32"), ref, 1e-2, 1e-2 * 16, dt .. " " .. cfg)
+    end
+  end)
+end
+
 -- x @ w^T of m x k by n x k on the test device, plain and with bias + relu,
 -- against the cpu
 local function check_xwt(m, k, n)

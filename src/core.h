@@ -98,8 +98,11 @@ typedef struct nc_gemm_epi {
     int act;
     double act_p;
 } nc_gemm_epi;
-/* nc_backend.gemm_copies: the operands a product copies first */
-enum { NC_GEMM_COPY_A = 1, NC_GEMM_COPY_W = 2 };
+/* nc_backend.gemm_copies: the operands a product copies first: COPY_A a
+ * to m-contiguous, COPY_W w to n-contiguous, PAD_A / PAD_W the operand in
+ * its own layout; every such copy's rows (along its contiguous dim) start
+ * on 128-byte lines */
+enum { NC_GEMM_COPY_A = 1, NC_GEMM_COPY_W = 2, NC_GEMM_PAD_A = 4, NC_GEMM_PAD_W = 8 };
 /* The number of K slices matmul runs a [1,M,K] @ w [1,K,N] as (split-K,
  * src/linalg.c; 1: none), with an epilogue to apply or not. */
 int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue);
@@ -392,7 +395,8 @@ typedef struct nc_backend {
                          const nc_gemm_epi *epi);
     /* Which operands matmul / gemm of a [1,M,K] and w [B,K,N] as given
      * should copy first, the copies' time included (NC_GEMM_COPY_A: a to
-     * m-contiguous; NC_GEMM_COPY_W: w, B = 1, to n-contiguous); may be
+     * m-contiguous; NC_GEMM_COPY_W: w, B = 1, to n-contiguous; NC_GEMM_PAD_A
+     * / _W: in its own layout, B = 1, its rows on 128-byte lines); may be
      * NULL (never). */
     int (*gemm_copies)(netcl_device *dev, const nc_desc *a, const nc_desc *w);
     /* Split-K (linalg.c): the number of K slices a float32 matmul / gemm

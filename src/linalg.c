@@ -44,10 +44,48 @@ static netcl_status epilogue_c(netcl_tensor **c3, netcl_tensor *c, int ndim, con
     return st;
 }
 
+/* t [1, R, C] copied into a pooled tensor whose C dim is contiguous, its
+ * rows ld apart, ld the next whole 128-byte line: *out [1, R, C] (a
+ * narrowed view of [1, R, ld]) */
+static netcl_status line_rows_copy(netcl_tensor **out, netcl_tensor *t)
+{
+    int64_t per = 128 / (int64_t)netcl_dtype_size(t->dtype), C = t->sizes[2];
+    int64_t sizes[3] = {1, t->sizes[1], (C + per - 1) / per * per};
+    netcl_tensor *big;
+    *out = NULL;
+    NC_TRY(nc_tensor_new(&big, nc_dev(t), t->dtype, 3, sizes));
+    netcl_status st = nc_fwd_tensor_narrow(out, big, 2, 0, C);
+    netcl_tensor_release(big);
+    if (st != NETCL_OK) return st;
+    nc_desc d, s;
+    nc_desc_of(&d, *out);
+    nc_desc_of(&s, t);
+    st = nc_dev(t)->backend->copy(nc_dev(t), &d, &s);
+    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+    return st;
+}
+
+/* t [1, rows, cols] copied with its `contig` dim (1 or 2) contiguous and
+ * rows on 128-byte lines (line_rows_copy), viewed as t is */
+static netcl_status aligned_copy(netcl_tensor **out, netcl_tensor *t, int contig)
+{
+    *out = NULL;
+    if (contig == 2) return line_rows_copy(out, t);
+    netcl_tensor *v, *c;
+    NC_TRY(nc_fwd_tensor_transpose(&v, t, 1, 2));
+    netcl_status st = line_rows_copy(&c, v);
+    netcl_tensor_release(v);
+    if (st != NETCL_OK) return st;
+    st = nc_fwd_tensor_transpose(out, c, 1, 2);
+    netcl_tensor_release(c);
+    return st;
+}
+
 /* Where the backend runs the product faster with its operands in another
- * layout (gemm_copies: NVIDIA's FFMA kernel, 5-12% on large float32
- * products, the copies included), pooled copies so laid out replace *x
- * (a with its m dim contiguous) and *y (w with its n dim contiguous);
+ * layout or with their rows on whole 128-byte lines (gemm_copies:
+ * NVIDIA's FFMA kernel, 5-12% on large float32 products, the copies
+ * included; rows off 32-byte boundaries cost the tensor-core and FFMA
+ * kernels up to 40%), pooled copies so laid out replace *x (a) and *y (w);
  * the caller releases *am and *wn. NULL (and the descriptor as it was)
  * where there is no copy, or where it fails: the product runs as given. */
 static void copy_operands(netcl_device *dev, netcl_tensor *a3, netcl_tensor *b3, nc_desc *x, nc_desc *y,
@@ -55,14 +93,11 @@ static void copy_operands(netcl_device *dev, netcl_tensor *a3, netcl_tensor *b3,
 {
     *am = *wn = NULL;
     int copies = dev->backend->gemm_copies && a3->sizes[0] == 1 ? dev->backend->gemm_copies(dev, x, y) : 0;
-    if ((copies & NC_GEMM_COPY_W) && nc_fwd_tensor_contiguous(wn, b3) == NETCL_OK) nc_desc_of(y, *wn);
-    if (!(copies & NC_GEMM_COPY_A)) return;
-    netcl_tensor *t = NULL, *c = NULL;
-    if (nc_fwd_tensor_transpose(&t, a3, 1, 2) == NETCL_OK && nc_fwd_tensor_contiguous(&c, t) == NETCL_OK &&
-        nc_fwd_tensor_transpose(am, c, 1, 2) == NETCL_OK)
-        nc_desc_of(x, *am);
-    netcl_tensor_release(t);
-    netcl_tensor_release(c);
+    /* the dim each copy keeps contiguous: a's m (1) or k (2), w's k (1) or n (2) */
+    int ac = copies & NC_GEMM_COPY_A ? 1 : copies & NC_GEMM_PAD_A ? (a3->strides[2] == 1 ? 2 : 1) : 0;
+    int wc = copies & NC_GEMM_COPY_W ? 2 : copies & NC_GEMM_PAD_W ? (b3->strides[2] == 1 ? 2 : 1) : 0;
+    if (wc && b3->sizes[0] == 1 && aligned_copy(wn, b3, wc) == NETCL_OK) nc_desc_of(y, *wn);
+    if (ac && aligned_copy(am, a3, ac) == NETCL_OK) nc_desc_of(x, *am);
 }
 
 /* The backend's epilogue for ga (the identity where ga is NULL) over an

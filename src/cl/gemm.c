@@ -417,15 +417,11 @@ int nc_gemm_forced(netcl_device *dev)
  * 4096 x 1024 42.8-43.7 -> 45.7. Left as they are: nt 3072^3, whose tn
  * product runs other blocks (40.0-40.2 against 38.9 copied), and nt 4096 x
  * 1024 x 1024, where a's copy costs N = 1024 (38.9-39.2 against 37.1-38.0). */
-int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+static int ffma_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
     char la = layout_of(a), lw = layout_of(w);
-    if (a->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_IEEE || la == 'g' || lw == 'g' ||
-        (la == 't' && lw == 'n') || N < 1024 || M < 1024 || K < 1024 || M % 4 || N % 4 || K % 4 ||
-        M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
-        return 0;
-    if (nc_gemm_forced(dev)) return 0;
+    if ((la == 't' && lw == 'n') || N < 1024 || M < 1024 || K < 1024 || M % 4 || N % 4 || K % 4) return 0;
     int copies = (la == 'n' ? NC_GEMM_COPY_A : 0) | (lw == 't' ? NC_GEMM_COPY_W : 0);
     if ((copies & NC_GEMM_COPY_W) && w->sizes[0] != 1) return 0;
     /* the product the copies leave (a fresh copy is aligned) */
@@ -441,6 +437,55 @@ int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
     if ((copies & NC_GEMM_COPY_A) && nc_gemm_groups(&g, 64, 64) <= 4 * (int64_t)cu) return 0;
     if ((copies & NC_GEMM_COPY_W) && (M < 2048 || (la == 'n' && N < 2048) || !nc_ffma_tn_blocks(&g))) return 0;
     return copies;
+}
+
+/* An operand whose rows (along its contiguous dim) do not start on 32-byte
+ * boundaries: its k-tile row segments then straddle sectors (a 64-byte one
+ * takes three where it would take two), and the wgmma kernel, fed from L2,
+ * slows down where cuBLAS does not. H100, float16 4096 x 4096 x K x @ w^T,
+ * TFLOP/s: K = 4096 406, 4104 244, 4112 (32-byte rows, not 128) 358, 4128
+ * 412. A large 16-bit product copies such an operand first, in its own
+ * layout, into rows on whole 128-byte lines: x @ w^T 4104 244 -> 327 (the
+ * two copies 43 us each), nn with a's rows of 4104 361 -> 382, tn with
+ * a's rows of 4104 347 -> 385. Not a row-major w (nn with rows of N = 4104:
+ * 345 either way, its 256-byte row segments straddling less), nor float32
+ * (FFMA tn 4100 x 4096 x 4096 48.1 -> 48.3: what it loses there is the
+ * edge tiles, 4 rows of 128). */
+static int misaligned(const nc_desc *d)
+{
+    int64_t ld = d->strides[2] == 1 ? d->strides[1] : d->strides[2], esz = netcl_dtype_size(d->dtype);
+    return (ld * esz) % 32 != 0 || (d->offset * esz) % 32 != 0;
+}
+
+static int pads(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+{
+    int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
+    if (M < 2048 || N < 2048 || K < 1024 || w->sizes[0] != 1) return 0;
+    int p = (misaligned(a) ? NC_GEMM_PAD_A : 0) | (layout_of(w) == 't' && misaligned(w) ? NC_GEMM_PAD_W : 0);
+    if (!p) return 0;
+    /* where the product runs wgmma's default once copied */
+    nc_desc ta, tw;
+    nc_gemm_desc3(&ta, NULL, a->dtype, M, K, layout_of(a) == 't');
+    nc_gemm_desc3(&tw, NULL, a->dtype, K, N, layout_of(w) == 't');
+    nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
+    nc_desc out = {0};
+    out.dtype = a->dtype;
+    nc_gemm_call g = {dev, &out, &ta, &tw, &e, 1, M, N, K};
+    nc_gemm_cfg cfg;
+    const char *why;
+    nc_gemm_choose(&g, &cfg, &why);
+    return cfg.kernel == NC_GEMM_WGMMA ? p : 0;
+}
+
+int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+{
+    int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
+    int ieee = a->dtype == NETCL_DTYPE_FLOAT32 && nc_fp32_mode() == NC_FP32_IEEE;
+    int half = a->dtype == NETCL_DTYPE_FLOAT16 || a->dtype == NETCL_DTYPE_BFLOAT16;
+    if ((!ieee && !half) || layout_of(a) == 'g' || layout_of(w) == 'g' || M > INT32_MAX || N > INT32_MAX ||
+        K > INT32_MAX || nc_gemm_forced(dev))
+        return 0;
+    return ieee ? ffma_copies(dev, a, w) : pads(dev, a, w);
 }
 
 netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi)

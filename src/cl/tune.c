@@ -355,7 +355,9 @@ netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, 
         snprintf(split, sizeof split, "; K in %d slices of %lld%s, summed%s", S, (long long)ks,
                  S * ks < k ? in_kernel ? " and the rest (in the last)" : " and the rest" : "", in_kernel ? " in the kernel" : "");
     }
-    snprintf(buf, (size_t)len, "%s (%s%s%s%s)", text, why, split, copies & NC_GEMM_COPY_A ? "; a copied m-contiguous first" : "",
-             copies & NC_GEMM_COPY_W ? "; w copied n-contiguous first" : "");
+    snprintf(buf, (size_t)len, "%s (%s%s%s%s%s%s)", text, why, split, copies & NC_GEMM_COPY_A ? "; a copied m-contiguous first" : "",
+             copies & NC_GEMM_COPY_W ? "; w copied n-contiguous first" : "",
+             copies & NC_GEMM_PAD_A ? "; a copied first, its rows on 128-byte lines" : "",
+             copies & NC_GEMM_PAD_W ? "; w copied first, its rows on 128-byte lines" : "");
     return NETCL_OK;
 }
