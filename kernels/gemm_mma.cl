@@ -517,6 +517,28 @@ inline uint tf32_lo(uint x, uint hi)
 #define OUT_INDEX(m, n) (((long)bb * M + (m)) * N + (n))
 #endif
 
+/* Two adjacent outputs (v0 at p, v1 after it, p aligned to the pair) in
+ * one store: float2, or the pair converted by one cvt to f16x2 / bf16x2
+ * (round to nearest even, as ST_1 / ST_2; a NaN becomes the canonical
+ * one); the emulation stores them one by one */
+#if defined(MMA_EMULATE) || (TO != 0 && TO != 1 && TO != 2)
+#define mma_store2(p, v0, v1) (O_STORE((p), 0, (v0)), O_STORE((p), 1, (v1)))
+#elif TO == 0
+#define mma_store2(p, v0, v1) (*(__global float2 *)(p) = (float2)((v0), (v1)))
+#else
+inline void mma_store2(__global O_T *p, float v0, float v1)
+{
+    uint u;
+#if TO == 1
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(v1), "f"(v0));
+#else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(v1), "f"(v0));
+#endif
+    *(__global uint *)p = u;
+}
+#endif
+
+
 /* -DESCALE (src/cl/gemm_tf32.c): float16 operands that carry tf32 values
  * scaled by a power of two per row of a and column of w, whose largest
  * finite magnitudes (float32 bits) esc holds, a's M then w's N; every

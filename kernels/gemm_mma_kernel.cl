@@ -28,6 +28,17 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
 #if defined(FFMA) && !defined(NO_FFMA_VEC_STORE) && !defined(CONV_X) && !defined(CONV_W)
     const bool vec_out = (N & 3) == 0 && (ooff & 3) == 0;
 #endif
+/* pairs of outputs in one store (H100, TFLOP/s: float16 4096 x 4096 x 1024
+ * x @ w^T 274-276 -> 337-338, 4096^3 nn 438-443 -> 462-467, 8192^3 nn
+ * 432-460 -> 489-521, bfloat16 4096^3 443-446 -> 487; tf32 mma.sync 2048^3
+ * 174-175 -> 178-179); not the float32 outputs of float16 operands
+ * (ESCALE: 306-308 -> 295) nor tf32x3 (4096^3 60.4 -> 57.4) */
+#if !defined(FFMA) && !defined(NO_PAIR_STORE) && !defined(CONV_X) && !defined(CONV_W) && !defined(ESCALE) && \
+    !defined(TF32X3)
+    const bool pair_out = (N & 1) == 0 && (ooff & 1) == 0;   /* every (m, even n) starts an aligned pair */
+#else
+    const bool pair_out = false;
+#endif
     const int lr = lane & 7, lj = lane >> 3, wm = warp / WN, wn = warp % WN;
     /* the loader's first chunk: row, chunk, local byte offset */
     const int Ar0 = tid / A_CPR, Ac0 = tid % A_CPR, As0 = AOFF(Ar0, Ac0);
@@ -310,12 +321,25 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                     O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(ESCALED(acc[i][j], m, n), bb, m, n, EPI_ARGS));
             }
 #else
+        /* a lane's two adjacent columns (fragment elements q, q + 1) as one
+         * store where the output's rows allow (mma_store2, gemm_mma.cl) */
         UNROLL for (int i = 0; i < MI; i++)
             UNROLL for (int j = 0; j < NI; j++)
-                UNROLL for (int q = 0; q < 4; q++) {
-                    int m = m0 + FRAG_ROW(i) + g + (q >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t + (q & 1);
-                    if (m < M && n < N)
-                        O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(ESCALED(acc[i][j][q], m, n), bb, m, n, EPI_ARGS));
+                UNROLL for (int h = 0; h < 2; h++) {
+                    const int m = m0 + FRAG_ROW(i) + g + h * 8, n = n0 + wn * WTN + j * 8 + 2 * t;
+                    if (m >= M || n >= N) continue;
+                    const float v0 = epilogue(ESCALED(acc[i][j][2 * h], m, n), bb, m, n, EPI_ARGS);
+                    if (n + 1 >= N) {
+                        O_STORE(out, ooff + OUT_INDEX(m, n), v0);
+                        continue;
+                    }
+                    const float v1 = epilogue(ESCALED(acc[i][j][2 * h + 1], m, n + 1), bb, m, n + 1, EPI_ARGS);
+                    if (pair_out) {
+                        mma_store2(out + ooff + OUT_INDEX(m, n), v0, v1);
+                    } else {
+                        O_STORE(out, ooff + OUT_INDEX(m, n), v0);
+                        O_STORE(out, ooff + OUT_INDEX(m, n + 1), v1);
+                    }
                 }
 #endif
     }
