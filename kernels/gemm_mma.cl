@@ -526,7 +526,8 @@ inline uint tf32_lo(uint x, uint hi)
 #elif TO == 0
 #define mma_store2(p, v0, v1) (*(__global float2 *)(p) = (float2)((v0), (v1)))
 #else
-inline void mma_store2(__global O_T *p, float v0, float v1)
+/* v0 (low half) and v1 converted to the 16-bit output type */
+inline uint mma_pack2(float v0, float v1)
 {
     uint u;
 #if TO == 1
@@ -534,8 +535,18 @@ inline void mma_store2(__global O_T *p, float v0, float v1)
 #else
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(v1), "f"(v0));
 #endif
-    *(__global uint *)p = u;
+    return u;
 }
+#define mma_store2(p, v0, v1) (*(__global uint *)(p) = mma_pack2((v0), (v1)))
+#endif
+/* STAGE_OUT: an interior block's 16-bit outputs go through the free stages
+ * (rows of BN padded by 16 bytes, so that a warp's pair writes hit 32
+ * banks) and leave as 16-byte row chunks (gemm_mma_kernel.cl);
+ * -DNO_STAGE_OUT keeps the pairs */
+#define SO_ROW ((BN + 8) / 2) /* uints a staged row */
+#if (TO == 1 || TO == 2) && !defined(MMA_EMULATE) && !defined(FFMA) && !defined(CONV_X) && !defined(CONV_W) && \
+    !defined(ESCALE) && !defined(NO_STAGE_OUT) && !defined(NO_PAIR_STORE) && BM * SO_ROW * 4 <= STAGES * STAGE_BYTES
+#define STAGE_OUT
 #endif
 
 

@@ -321,6 +321,26 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
                     O_STORE(out, ooff + OUT_INDEX(m, n), epilogue(ESCALED(acc[i][j], m, n), bb, m, n, EPI_ARGS));
             }
 #else
+#ifdef STAGE_OUT
+        if (inner && (N & 7) == 0 && (ooff & 7) == 0) {
+            __local uint *so_ = (__local uint *)smem;
+            UNROLL for (int i = 0; i < MI; i++)
+                UNROLL for (int j = 0; j < NI; j++)
+                    UNROLL for (int h = 0; h < 2; h++) {
+                        /* (names apart from EPI_ARGS', whose c is the epilogue's operand) */
+                        const int sr_ = FRAG_ROW(i) + g + h * 8, sc_ = wn * WTN + j * 8 + 2 * t, m = m0 + sr_, n = n0 + sc_;
+                        so_[sr_ * SO_ROW + sc_ / 2] = mma_pack2(epilogue(ESCALED(acc[i][j][2 * h], m, n), bb, m, n, EPI_ARGS),
+                                                                epilogue(ESCALED(acc[i][j][2 * h + 1], m, n + 1), bb, m, n + 1, EPI_ARGS));
+                    }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int q = tid; q < BM * (BN / 8); q += THREADS) {
+                const int sr_ = q / (BN / 8), sc_ = q % (BN / 8);
+                *(__global uint4 *)(out + ooff + OUT_INDEX(m0 + sr_, n0 + 8 * sc_)) = *(__local const uint4 *)(so_ + sr_ * SO_ROW + 4 * sc_);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE); /* the next tile's prologue reuses the stages */
+            continue;
+        }
+#endif
         /* a lane's two adjacent columns (fragment elements q, q + 1) as one
          * store where the output's rows allow (mma_store2, gemm_mma.cl) */
         UNROLL for (int i = 0; i < MI; i++)

@@ -566,6 +566,13 @@ local function check_wgmma(dtypes, shapes)
         H.assert_close(netcl.gemm(a, b, { bias = bias, act = "relu" }):to("cpu"):to("float32"),
           (a:to("cpu"):to("float32"):matmul(b:to("cpu"):to("float32")) + bias:to("cpu"):to("float32")):relu(), rt, at,
           dt .. " epilogue " .. cfg)
+        -- c, alpha and beta through interior blocks of every configuration
+        -- (16-bit outputs leave those through local memory)
+        a, b = operands(H.device, 256, 200, 136, false, true, dt)
+        local c, bias2 = netcl.randn(256, 136, { device = H.device, dtype = dt }), netcl.randn(136, { device = H.device, dtype = dt })
+        local f = function(x) return x:to("cpu"):to("float32") end
+        H.assert_close(f(netcl.gemm(a, b, { c = c, alpha = 0.5, beta = 2, bias = bias2 })),
+          f(a):matmul(f(b)) * 0.5 + f(c) * 2 + f(bias2), rt, at, dt .. " c, alpha, beta " .. cfg)
         if dt == "float32" and cfg == wgmma_configs.float32[1] then
           -- operands rounded to the nearest tf32, not truncated as wgmma
           -- would read them: on uniform [0, 1) operands truncation's bias
