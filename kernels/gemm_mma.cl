@@ -517,6 +517,17 @@ inline uint tf32_lo(uint x, uint hi)
 #define OUT_INDEX(m, n) (((long)bb * M + (m)) * N + (n))
 #endif
 
+/* PAIR_STORE: a lane's two adjacent outputs (fragment elements q, q + 1)
+ * leave in one store where the output's rows allow (H100, TFLOP/s: float16
+ * 4096 x 4096 x 1024 x @ w^T 274-276 -> 337-338, 4096^3 nn 438-443 ->
+ * 462-467, 8192^3 nn 432-460 -> 489-521, bfloat16 4096^3 443-446 -> 487;
+ * tf32 mma.sync 2048^3 174-175 -> 178-179); not the float32 outputs of
+ * float16 operands (ESCALE: 306-308 -> 295) nor tf32x3 (4096^3 60.4 ->
+ * 57.4), nor the convolutions' outputs (not rows of the product) */
+#if !defined(FFMA) && !defined(NO_PAIR_STORE) && !defined(CONV_X) && !defined(CONV_W) && !defined(ESCALE) && \
+    !defined(TF32X3)
+#define PAIR_STORE
+#endif
 /* Two adjacent outputs (v0 at p, v1 after it, p aligned to the pair) in
  * one store: float2, or the pair converted by one cvt to f16x2 / bf16x2
  * (round to nearest even, as ST_1 / ST_2; a NaN becomes the canonical
@@ -544,11 +555,10 @@ inline uint mma_pack2(float v0, float v1)
  * banks) and leave as 16-byte row chunks (gemm_mma_kernel.cl);
  * -DNO_STAGE_OUT keeps the pairs */
 #define SO_ROW ((BN + 8) / 2) /* uints a staged row */
-#if (TO == 1 || TO == 2) && !defined(MMA_EMULATE) && !defined(FFMA) && !defined(CONV_X) && !defined(CONV_W) && \
-    !defined(ESCALE) && !defined(NO_STAGE_OUT) && !defined(NO_PAIR_STORE) && BM * SO_ROW * 4 <= STAGES * STAGE_BYTES
+#if defined(PAIR_STORE) && (TO == 1 || TO == 2) && !defined(MMA_EMULATE) && !defined(NO_STAGE_OUT) && \
+    BM * SO_ROW * 4 <= STAGES * STAGE_BYTES
 #define STAGE_OUT
 #endif
-
 
 /* -DESCALE (src/cl/gemm_tf32.c): float16 operands that carry tf32 values
  * scaled by a power of two per row of a and column of w, whose largest

@@ -28,16 +28,13 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
 #if defined(FFMA) && !defined(NO_FFMA_VEC_STORE) && !defined(CONV_X) && !defined(CONV_W)
     const bool vec_out = (N & 3) == 0 && (ooff & 3) == 0;
 #endif
-/* pairs of outputs in one store (H100, TFLOP/s: float16 4096 x 4096 x 1024
- * x @ w^T 274-276 -> 337-338, 4096^3 nn 438-443 -> 462-467, 8192^3 nn
- * 432-460 -> 489-521, bfloat16 4096^3 443-446 -> 487; tf32 mma.sync 2048^3
- * 174-175 -> 178-179); not the float32 outputs of float16 operands
- * (ESCALE: 306-308 -> 295) nor tf32x3 (4096^3 60.4 -> 57.4) */
-#if !defined(FFMA) && !defined(NO_PAIR_STORE) && !defined(CONV_X) && !defined(CONV_W) && !defined(ESCALE) && \
-    !defined(TF32X3)
+#ifdef PAIR_STORE /* gemm_mma.cl */
     const bool pair_out = (N & 1) == 0 && (ooff & 1) == 0;   /* every (m, even n) starts an aligned pair */
 #else
     const bool pair_out = false;
+#endif
+#ifdef STAGE_OUT
+    const bool stage_out = (N & 7) == 0 && (ooff & 7) == 0;   /* rows of 16-byte chunks */
 #endif
     const int lr = lane & 7, lj = lane >> 3, wm = warp / WN, wn = warp % WN;
     /* the loader's first chunk: row, chunk, local byte offset */
@@ -322,7 +319,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             }
 #else
 #ifdef STAGE_OUT
-        if (inner && (N & 7) == 0 && (ooff & 7) == 0) {
+        if (inner && stage_out) {
             __local uint *so_ = (__local uint *)smem;
             UNROLL for (int i = 0; i < MI; i++)
                 UNROLL for (int j = 0; j < NI; j++)
@@ -341,8 +338,7 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
             continue;
         }
 #endif
-        /* a lane's two adjacent columns (fragment elements q, q + 1) as one
-         * store where the output's rows allow (mma_store2, gemm_mma.cl) */
+        /* PAIR_STORE (gemm_mma.cl) where pair_out, else one by one */
         UNROLL for (int i = 0; i < MI; i++)
             UNROLL for (int j = 0; j < NI; j++)
                 UNROLL for (int h = 0; h < 2; h++) {

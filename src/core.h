@@ -103,6 +103,13 @@ typedef struct nc_gemm_epi {
  * its own layout; every such copy's rows (along its contiguous dim) start
  * on 128-byte lines */
 enum { NC_GEMM_COPY_A = 1, NC_GEMM_COPY_W = 2, NC_GEMM_PAD_A = 4, NC_GEMM_PAD_W = 8 };
+/* n elements of dt rounded up to whole 128-byte lines: the row stride of
+ * such copies and of the backends' GEMM workspaces */
+static inline int64_t nc_line_elems(int64_t n, netcl_dtype dt)
+{
+    int64_t per = 128 / (int64_t)netcl_dtype_size(dt);
+    return (n + per - 1) / per * per;
+}
 /* The number of K slices matmul runs a [1,M,K] @ w [1,K,N] as (split-K,
  * src/linalg.c; 1: none), with an epilogue to apply or not. */
 int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue);

@@ -49,8 +49,7 @@ static netcl_status epilogue_c(netcl_tensor **c3, netcl_tensor *c, int ndim, con
  * narrowed view of [1, R, ld]) */
 static netcl_status line_rows_copy(netcl_tensor **out, netcl_tensor *t)
 {
-    int64_t per = 128 / (int64_t)netcl_dtype_size(t->dtype), C = t->sizes[2];
-    int64_t sizes[3] = {1, t->sizes[1], (C + per - 1) / per * per};
+    int64_t C = t->sizes[2], sizes[3] = {1, t->sizes[1], nc_line_elems(C, t->dtype)};
     netcl_tensor *big;
     *out = NULL;
     NC_TRY(nc_tensor_new(&big, nc_dev(t), t->dtype, 3, sizes));

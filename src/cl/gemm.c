@@ -417,6 +417,27 @@ int nc_gemm_forced(netcl_device *dev)
  * 4096 x 1024 42.8-43.7 -> 45.7. Left as they are: nt 3072^3, whose tn
  * product runs other blocks (40.0-40.2 against 38.9 copied), and nt 4096 x
  * 1024 x 1024, where a's copy costs N = 1024 (38.9-39.2 against 37.1-38.0). */
+/* The product matmul runs once its operands are copied: a fresh copy of
+ * a [M, K] / w [K, N] with its m resp. k (trans) dim contiguous, or the
+ * operand itself (NULL), no epilogue */
+typedef struct copied_call {
+    nc_desc a, w, out;
+    nc_gemm_epi e;
+    nc_gemm_call g;
+} copied_call;
+
+static void copied_call_init(copied_call *p, netcl_device *dev, const nc_desc *a, const nc_desc *w, int a_trans,
+                             int w_trans)
+{
+    int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
+    nc_gemm_desc3(&p->a, NULL, a->dtype, M, K, a_trans < 0 ? 0 : a_trans);
+    nc_gemm_desc3(&p->w, NULL, a->dtype, K, N, w_trans < 0 ? 0 : w_trans);
+    p->e = (nc_gemm_epi){1, 0, NULL, NULL, 0, -1, 0};
+    memset(&p->out, 0, sizeof p->out);
+    p->out.dtype = a->dtype;
+    p->g = (nc_gemm_call){dev, &p->out, a_trans < 0 ? a : &p->a, w_trans < 0 ? w : &p->w, &p->e, 1, M, N, K};
+}
+
 static int ffma_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
@@ -424,18 +445,14 @@ static int ffma_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
     if ((la == 't' && lw == 'n') || N < 1024 || M < 1024 || K < 1024 || M % 4 || N % 4 || K % 4) return 0;
     int copies = (la == 'n' ? NC_GEMM_COPY_A : 0) | (lw == 't' ? NC_GEMM_COPY_W : 0);
     if ((copies & NC_GEMM_COPY_W) && w->sizes[0] != 1) return 0;
-    /* the product the copies leave (a fresh copy is aligned) */
-    nc_desc ta, tw;
-    nc_gemm_desc3(&ta, NULL, a->dtype, M, K, 1);
-    nc_gemm_desc3(&tw, NULL, a->dtype, K, N, 0);
-    nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
-    nc_desc out = {0};
-    out.dtype = a->dtype;
-    nc_gemm_call g = {dev, &out, copies & NC_GEMM_COPY_A ? &ta : a, copies & NC_GEMM_COPY_W ? &tw : w, &e, 1, M, N, K};
+    /* the product the copies leave (a fresh copy is aligned): a m-, w n-contiguous */
+    copied_call c;
+    copied_call_init(&c, dev, a, w, copies & NC_GEMM_COPY_A ? 1 : -1, copies & NC_GEMM_COPY_W ? 0 : -1);
+    const nc_gemm_call *g = &c.g;
     int cu = dev->compute_units > 0 ? dev->compute_units : 1;
-    if (!nc_ffma_usable(&g)) return 0;
-    if ((copies & NC_GEMM_COPY_A) && nc_gemm_groups(&g, 64, 64) <= 4 * (int64_t)cu) return 0;
-    if ((copies & NC_GEMM_COPY_W) && (M < 2048 || (la == 'n' && N < 2048) || !nc_ffma_tn_blocks(&g))) return 0;
+    if (!nc_ffma_usable(g)) return 0;
+    if ((copies & NC_GEMM_COPY_A) && nc_gemm_groups(g, 64, 64) <= 4 * (int64_t)cu) return 0;
+    if ((copies & NC_GEMM_COPY_W) && (M < 2048 || (la == 'n' && N < 2048) || !nc_ffma_tn_blocks(g))) return 0;
     return copies;
 }
 
@@ -463,17 +480,12 @@ static int pads(netcl_device *dev, const nc_desc *a, const nc_desc *w)
     if (M < 2048 || N < 2048 || K < 1024 || w->sizes[0] != 1) return 0;
     int p = (misaligned(a) ? NC_GEMM_PAD_A : 0) | (layout_of(w) == 't' && misaligned(w) ? NC_GEMM_PAD_W : 0);
     if (!p) return 0;
-    /* where the product runs wgmma's default once copied */
-    nc_desc ta, tw;
-    nc_gemm_desc3(&ta, NULL, a->dtype, M, K, layout_of(a) == 't');
-    nc_gemm_desc3(&tw, NULL, a->dtype, K, N, layout_of(w) == 't');
-    nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
-    nc_desc out = {0};
-    out.dtype = a->dtype;
-    nc_gemm_call g = {dev, &out, &ta, &tw, &e, 1, M, N, K};
+    /* where the product runs wgmma's default once copied (in their own layouts) */
+    copied_call c;
+    copied_call_init(&c, dev, a, w, layout_of(a) == 't', layout_of(w) == 't');
     nc_gemm_cfg cfg;
     const char *why;
-    nc_gemm_choose(&g, &cfg, &why);
+    nc_gemm_choose(&c.g, &cfg, &why);
     return cfg.kernel == NC_GEMM_WGMMA ? p : 0;
 }
 

@@ -31,7 +31,7 @@ static int half_usable(const nc_gemm_call *g);
 static void ws_desc(nc_desc *d, cl_mem buf, netcl_dtype dt, int64_t rows, int64_t cols, int trans)
 {
     nc_gemm_desc3(d, buf, dt, rows, cols, trans);
-    int64_t per = 128 / (int64_t)netcl_dtype_size(dt), n = trans ? rows : cols, ld = (n + per - 1) / per * per;
+    int64_t ld = nc_line_elems(trans ? rows : cols, dt);
     if (trans) d->strides[2] = ld, d->strides[0] = cols * ld;
     else d->strides[1] = ld, d->strides[0] = rows * ld;
 }
