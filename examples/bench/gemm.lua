@@ -105,6 +105,13 @@ if opts.tune then
 end
 
 -- ---- timing ------------------------------------------------------------------------
+-- samples of a timed row from one product's time t: (count, products each)
+local function sampling(t)
+  local inner = math.max(1, math.floor(2e-3 / t))
+  local reps = math.min(50, math.max(10, math.floor(0.3 / (inner * t))))
+  return reps, inner
+end
+
 local function time_gemm(r)
   precision(r.kind)
   netcl.manual_seed(1)
@@ -117,16 +124,19 @@ local function time_gemm(r)
   netcl.synchronize(devname)
   -- 0.2 s of warm-up, as gemm_peer.py: without it the first repetitions
   -- of a short product can meet the GPU's clocks still low
-  local warm_until = now() + 0.2
+  local warm_until, done = now() + 0.2, 0
+  local t_warm = now()
   repeat
     for _ = 1, 4 do c = a:matmul(b) end
     netcl.synchronize(devname)
+    done = done + 4
   until now() > warm_until
   local times = {}
-  local reps = r.n >= 8192 and 5 or r.n >= 4096 and 10 or 20
-  -- small products run several per synchronisation (as in a model), so the
-  -- figure is the kernel's and not the round trip's; gemm_peer.py does the same
-  local inner = r.n <= 1024 and 8 or 1
+  -- a sample is as many products as fill about 2 ms (so a host round trip,
+  -- ~10 us, stays under 1% of it), and there are as many samples as fill
+  -- about 0.3 s (10 to 50): a median of few short samples moved by 10-20%
+  -- between runs. gemm_peer.py follows the same rule from its own warm-up.
+  local reps, inner = sampling((now() - t_warm) / done)
   for k = 1, reps do
     local t0 = now()
     for _ = 1, inner do c = a:matmul(b) end

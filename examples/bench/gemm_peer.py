@@ -16,6 +16,11 @@ def sync():
     if dev == "cuda":
         torch.cuda.synchronize()
 
+def sampling(t):
+    # gemm.lua's rule: samples of about 2 ms, as many as fill about 0.3 s (10 to 50)
+    inner = max(1, int(2e-3 / t))
+    return min(50, max(10, int(0.3 / (inner * t)))), inner
+
 def run(kind, n):
     torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
     a = torch.randn(n, n, device=dev, dtype=DTYPES[kind])
@@ -25,13 +30,14 @@ def run(kind, n):
     if kind.endswith("_tn"):
         a = a.t()
     a @ b; sync()
-    warm_until = time.perf_counter() + 0.2  # the same warm-up as gemm.lua's
+    t_warm, done = time.perf_counter(), 0
+    warm_until = t_warm + 0.2  # the same warm-up as gemm.lua's
     while time.perf_counter() < warm_until:
         for _ in range(4):
             a @ b
         sync()
-    reps = 5 if n >= 8192 else 10 if n >= 4096 else 20
-    inner = 8 if n <= 1024 else 1
+        done += 4
+    reps, inner = sampling((time.perf_counter() - t_warm) / done)
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()
