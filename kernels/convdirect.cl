@@ -104,16 +104,18 @@ __kernel void conv_bwd_weight(__global O_T *dw_, long dwo, __global const A_T *x
 /* ---- Winograd F(WM x WM, 3 x 3) ---------------------------------------------- */
 #ifdef WM
 #define WA (WM + 2)
+/* the transforms' constants in the compute type: 1/6 and 1/24 as floats
+ * cost float64 passes 4e-8 of their value */
 #if WM == 2
-__constant float BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
-__constant float GM[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
-__constant float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+__constant A_CT BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+__constant A_CT GM[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+__constant A_CT AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
 #else
-__constant float BT[6][6] = {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+__constant A_CT BT[6][6] = {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
                              {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
-__constant float GM[6][3] = {{0.25f, 0, 0}, {-1.0f / 6, -1.0f / 6, -1.0f / 6}, {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                             {1.0f / 24, 1.0f / 12, 1.0f / 6}, {1.0f / 24, -1.0f / 12, 1.0f / 6}, {0, 0, 1}};
-__constant float AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+__constant A_CT GM[6][3] = {{0.25f, 0, 0}, {(A_CT)-1 / 6, (A_CT)-1 / 6, (A_CT)-1 / 6}, {(A_CT)-1 / 6, (A_CT)1 / 6, (A_CT)-1 / 6},
+                             {(A_CT)1 / 24, (A_CT)1 / 12, (A_CT)1 / 6}, {(A_CT)1 / 24, (A_CT)-1 / 12, (A_CT)1 / 6}, {0, 0, 1}};
+__constant A_CT AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 #endif
 
 /* V[t, s, c, k] = (B^T d B)[t] for the input tile (c, p = s*ps + k), zeros

@@ -53,14 +53,32 @@ end
 
 local ALGOS = { "direct", "im2col", "gemm1x1", "winograd2", "winograd4", "depthwise", "implicit_gemm", "tiled" }
 
+-- the strategies a forced algo really runs for geometry gm (forward,
+-- backward-data, backward-weight): itself where it applies, the planner's
+-- choice elsewhere
+local function strategies(gm, algo)
+  local o = gm[8]
+  return { with_algo(algo, function()
+    return netcl.conv2d_strategy({ gm[1], gm[2], gm[3], gm[4] }, { gm[5], gm[2] / (o.groups or 1), gm[6], gm[7] },
+      { device = dev, stride = o.stride, padding = o.padding, dilation = o.dilation, groups = o.groups })
+  end) }
+end
+
 -- Each strategy of algos against direct (float32 FMAs) on every geometry
 -- of geoms: forward value and both gradients, errors scaled by the largest
 -- value (float32 sums of many terms). mode: the fp32_precision the
 -- strategies run in (default "ieee"); label prefixes failure messages.
+-- Returns, per strategy, how many geometries each pass really ran it on
+-- (a forced strategy that does not apply falls back to the planner).
 local function check_against_direct(geoms, algos, mode, label)
+  local ran = {}
+  for _, algo in ipairs(algos) do ran[algo] = { 0, 0, 0 } end
   for gi, gm in ipairs(geoms) do
     local want = { with_algo("direct", function() return run(gm, "float32", dev) end) }
     for _, algo in ipairs(algos) do
+      for k, name in ipairs(strategies(gm, algo)) do
+        if name == algo then ran[algo][k] = ran[algo][k] + 1 end
+      end
       netcl.backends.fp32_precision = mode or "ieee"
       local ok, a, b, c = pcall(with_algo, algo, function() return run(gm, "float32", dev) end)
       netcl.backends.fp32_precision = "ieee"
@@ -73,12 +91,29 @@ local function check_against_direct(geoms, algos, mode, label)
       end
     end
   end
+  return ran
 end
 
 TestConvAlgos = {}
 
+-- How many of GEOMS each strategy covers per pass (forward, backward-data,
+-- backward-weight), from the applicability rules (src/conv2d.c): the
+-- general ones all twelve; Winograd the 3x3 stride-1 undilated ungrouped
+-- ones (1, 2, 6, 7, 9); gemm1x1 the 1x1 stride-1 unpadded ones (5, 11);
+-- depthwise geometry 4; tiled every forward, backward-data but at a stride
+-- or with groups (3, 4, 8), backward-weight where an image and its outputs
+-- fit the staged local memory (not geometry 9's 130 x 129 images).
+local COVERED = {
+  direct = { 12, 12, 12 }, im2col = { 12, 12, 12 }, implicit_gemm = { 12, 12, 12 },
+  winograd2 = { 5, 5, 5 }, winograd4 = { 5, 5, 5 }, gemm1x1 = { 2, 2, 2 }, depthwise = { 1, 1, 1 },
+  tiled = { 12, 9, 11 },
+}
+
 function TestConvAlgos:test_every_strategy_matches_direct()
-  check_against_direct(GEOMS, ALGOS)
+  local ran = check_against_direct(GEOMS, ALGOS)
+  for _, algo in ipairs(ALGOS) do
+    lu.assertEquals(ran[algo], COVERED[algo], algo .. ": geometries each pass ran it on")
+  end
   H.cover("device", { "conv2d" })
 end
 
@@ -153,7 +188,9 @@ function TestConvAlgos:test_fused_epilogue_matches_unfused()
   lu.assertErrorMsgContains("unknown or unfusable activation", function() F.conv2d(x, w, b, { act = "softmax" }) end)
 end
 
--- the lower-precision storage types through the GEMM-based strategies
+-- the lower-precision storage types through the GEMM-based strategies and
+-- Winograd (whose transforms run in float32 for 16-bit operands: they match
+-- direct to the output's rounding)
 function TestConvAlgos:test_half_types()
   for _, dt in ipairs({ "float16", "bfloat16", "float64" }) do
     netcl.manual_seed(25)
@@ -161,7 +198,10 @@ function TestConvAlgos:test_half_types()
     local w = netcl.randn(5, 3, 3, 3, { device = dev }):to(dt)
     local want = with_algo("direct", function() return F.conv2d(x, w, nil, { padding = 1 }):to("float32") end)
     local tol = dt == "float64" and 1e-10 or dt == "float16" and 1e-2 or 5e-2
-    for _, algo in ipairs({ "implicit_gemm", "tiled", "im2col" }) do
+    for _, algo in ipairs({ "implicit_gemm", "tiled", "im2col", "winograd2", "winograd4" }) do
+      lu.assertEquals(with_algo(algo, function()
+        return netcl.conv2d_strategy({ 2, 3, 8, 8 }, { 5, 3, 3, 3 }, { device = dev, padding = 1, dtype = dt })
+      end), algo)
       local got = with_algo(algo, function() return F.conv2d(x, w, nil, { padding = 1 }):to("float32") end)
       H.assert_close(got, want, tol, tol * 4, dt .. " " .. algo)
     end
@@ -219,6 +259,11 @@ function TestConvAlgos:test_planner_choices()
     lu.assertEquals(lenet[1], "im2col")
   end
   if info.type == "opencl_gpu" then lu.assertEquals(resnet, "winograd4") else lu.assertEquals(resnet, "im2col") end
+  -- 16-bit layers keep the GEMM strategies (tensor cores) over Winograd
+  for _, dt in ipairs({ "float16", "bfloat16" }) do
+    local r16 = { netcl.conv2d_strategy({ 128, 64, 32, 32 }, { 64, 64, 3, 3 }, { device = dev, padding = 1, dtype = dt }) }
+    for k = 1, 3 do lu.assertNotStrContains(r16[k], "winograd", dt) end
+  end
   lu.assertErrorMsgContains("do not match weight", function() netcl.conv2d_strategy({ 1, 3, 8, 8 }, { 4, 2, 3, 3 }, o) end)
 end
 
@@ -273,6 +318,28 @@ function TestConvAlgos:test_set_conv_algo()
   netcl.set_conv_algo(nil)
 end
 
+-- NETCL_CONV_ALGO forces a strategy for a whole process where it applies;
+-- set_conv_algo overrides it (a child process: the variable is read at
+-- every plan, and this one's OpenCL driver threads may be reading the environment)
+function TestConvAlgos:test_conv_algo_environment()
+  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
+  local code = [[
+    local netcl = require("netcl")
+    local d = os.getenv("DEV")
+    local s = function(o) return (netcl.conv2d_strategy({2, 3, 8, 8}, {4, 3, 3, 3}, o)) end
+    print(s({device = d, padding = 1}), s({device = d, stride = 2}))
+    netcl.set_conv_algo("direct")
+    print(s({device = d, padding = 1}))
+  ]]
+  local cmd = ("DEV=%s NETCL_CONV_ALGO=winograd2 LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
+    :format(dev, root, root, root, code)
+  local out = H.run(cmd)
+  local first, strided, overridden = out:match("(%S+)%s+(%S+)%s+(%S+)")
+  lu.assertEquals(first, "winograd2")
+  lu.assertNotEquals(strided, "winograd2")     -- not where it does not apply
+  lu.assertEquals(overridden, "direct")
+end
+
 function TestConvAlgos:test_benchmark_cache()
   lu.skipIf(not H.is_cpu, "one device is enough")
   local dir = os.tmpname()
@@ -298,5 +365,27 @@ function TestConvAlgos:test_benchmark_cache()
   local named = false
   for _, algo in ipairs(ALGOS) do named = named or text:find(" " .. algo .. "\n", 1, true) ~= nil end
   lu.assertTrue(named, text)
+  -- a later process reads the winners back without measuring: rewritten
+  -- by hand to "direct", the forward pass follows the file; a winner that
+  -- does not apply (Winograd at stride 2) and another device's line are
+  -- passed over
+  local key = text:match("([^\n]*|float32|0|0|2,3,8,8,4,1,3,3,1,1,1,1,1,1) %S+")
+  lu.assertNotNil(key, text)
+  local strided = key:gsub("3,3,1,1,1,1,1,1$", "3,3,2,2,1,1,1,1")
+  local other = key:gsub("^[^|]*", "another device")
+  f = assert(io.open(dir .. "/conv-tuned.txt", "w"))
+  f:write(key, " direct\n", strided, " winograd2\n", (other:gsub("3,3,1,1,1,1,1,1$", "3,3,2,2,1,1,1,1")), " direct\n")
+  f:close()
+  local reread = [[
+    local netcl = require("netcl")
+    local s = function(o) return (netcl.conv2d_strategy({2, 3, 8, 8}, {4, 3, 3, 3}, o)) end
+    print(s({device = "cpu", padding = 1}), s({device = "cpu", padding = 1, stride = 2}))
+  ]]
+  out = H.run(("NETCL_CACHE_DIR=%s LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
+    :format(dir, root, root, root, reread))
+  local plain, at_stride = out:match("(%S+)%s+(%S+)")
+  lu.assertEquals(plain, "direct", out)
+  lu.assertNotEquals(at_stride, "winograd2", out)
+  lu.assertNotEquals(at_stride, "direct", out)   -- the cpu planner picks direct for no layer
   os.execute("rm -rf " .. dir)
 end

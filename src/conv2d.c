@@ -141,7 +141,9 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     /* Winograd and the others below unfold nothing as large as im2col's
      * [N, C*KH*KW, OH*OW] (in the data pass, its adjoint): past an eighth of
      * the device's memory (a large image batch), gather instead */
+    /* (16-bit layers take the tensor-core GEMMs: Winograd runs them in float32) */
     int winograd_ok = dev->type == NETCL_DEVICE_OPENCL_GPU && g->C >= 16 && g->O >= 16 &&
+                      (dt == NETCL_DTYPE_FLOAT32 || dt == NETCL_DTYPE_FLOAT64) &&
                       nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass);
     double cols = (double)g->N * (double)(g->C * g->KH * g->KW) * (double)(g->OH * g->OW) * netcl_dtype_size(dt);
     if (!winograd_ok && dev->global_mem > 0 && cols > (double)dev->global_mem / 8) return NC_CONV_IGEMM;
@@ -247,12 +249,16 @@ static netcl_tensor *sum_dim(scratch *s, netcl_tensor *t, int dim)
 }
 static netcl_tensor *sum0(scratch *s, netcl_tensor *t) { return sum_dim(s, t, 0); }
 static netcl_tensor *sum1(scratch *s, netcl_tensor *t) { return sum_dim(s, t, 1); }
-static netcl_tensor *empty(scratch *s, netcl_tensor *like, int nd, const int64_t *sizes)
+static netcl_tensor *empty_dt(scratch *s, netcl_tensor *like, netcl_dtype dt, int nd, const int64_t *sizes)
 {
     netcl_tensor *o = NULL;
     if (s->st != NETCL_OK) return NULL;
-    netcl_status r = nc_tensor_new(&o, nc_dev(like), like->dtype, nd, sizes);
+    netcl_status r = nc_tensor_new(&o, nc_dev(like), dt, nd, sizes);
     return keep(s, r, o);
+}
+static netcl_tensor *empty(scratch *s, netcl_tensor *like, int nd, const int64_t *sizes)
+{
+    return empty_dt(s, like, like ? like->dtype : NETCL_DTYPE_FLOAT32, nd, sizes);
 }
 static void kernel(scratch *s, nc_conv_kernel k, const nc_conv_args *g, netcl_tensor *out, netcl_tensor *a,
                    netcl_tensor *b, int64_t p0, int64_t p1)
@@ -401,11 +407,22 @@ static netcl_tensor *gemm1x1_pass(scratch *s, const nc_conv_args *g, nc_conv_pas
     return view(s, y, 4, (int64_t[]){N, g->O, g->OH, g->OW});
 }
 
+/* The transforms' and products' dtype: float32 for 16-bit operands. F(4x4)'s
+ * transforms scale by up to 8 and 1/24 and cancel large terms; kept in
+ * float16 they were off by 1.1% of the output's largest value (bfloat16:
+ * 6%) on a 3-channel 8x8 layer, where rounding the output alone costs
+ * 0.03% (0.35%); in float32 they match the direct kernels. */
+static netcl_dtype wino_dtype(const netcl_tensor *x)
+{
+    return x->dtype == NETCL_DTYPE_FLOAT16 || x->dtype == NETCL_DTYPE_BFLOAT16 ? NETCL_DTYPE_FLOAT32 : x->dtype;
+}
+
 /* forward on (x, w) with geometry g; flip: w is the original [C, O] weight */
 static netcl_tensor *winograd_fwd(scratch *s, const nc_conv_args *g, int64_t m, netcl_tensor *x, netcl_tensor *w, int flip)
 {
     int64_t th = (g->OH + m - 1) / m, tw = (g->OW + m - 1) / m, P = g->N * th * tw, T = (m + 2) * (m + 2);
-    netcl_tensor *V = empty(s, x, 3, (int64_t[]){T, g->C, P}), *U = empty(s, x, 3, (int64_t[]){T, g->O, g->C});
+    netcl_dtype wd = wino_dtype(x);
+    netcl_tensor *V = empty_dt(s, x, wd, 3, (int64_t[]){T, g->C, P}), *U = empty_dt(s, x, wd, 3, (int64_t[]){T, g->O, g->C});
     kernel(s, NC_WINO_INPUT, g, V, x, NULL, m, 0);
     kernel(s, NC_WINO_WEIGHT, g, U, w, NULL, m, flip);
     netcl_tensor *M = mm(s, U, V);
@@ -437,7 +454,8 @@ static netcl_tensor *winograd_weight(scratch *s, const nc_conv_args *g, int64_t 
 {
     int64_t th = (g->OH + m - 1) / m, tw = (g->OW + m - 1) / m, P = g->N * th * tw, T = (m + 2) * (m + 2);
     int64_t ps = wino_block(nc_dev(x), g, T, P), S = (P + ps - 1) / ps, O = g->O, C = g->C;
-    netcl_tensor *V = empty(s, x, 3, (int64_t[]){T * S, C, ps}), *D = empty(s, x, 3, (int64_t[]){T * S, O, ps});
+    netcl_dtype wd = wino_dtype(x);
+    netcl_tensor *V = empty_dt(s, x, wd, 3, (int64_t[]){T * S, C, ps}), *D = empty_dt(s, x, wd, 3, (int64_t[]){T * S, O, ps});
     kernel(s, NC_WINO_INPUT, g, V, x, NULL, m, ps);
     kernel(s, NC_WINO_OUTPUT_GRAD, g, D, dy, NULL, m, ps);
     netcl_tensor *dU = mm(s, D, transpose(s, V, 1, 2));                               /* [T*S, O, C] */

@@ -122,8 +122,10 @@ nc_conv_algo nc_conv_tuned(netcl_device *dev, const nc_conv_args *g, nc_conv_pas
     make_key(key, sizeof key, dev, g, pass, dt);
     pthread_mutex_lock(&lock);
     if (!loaded) load_file();
+    /* a winner that no longer applies (a file from a build with other
+     * rules) is passed over, and this geometry measured or planned again */
     for (entry *e = table; e; e = e->next)
-        if (strcmp(e->key, key) == 0) { pthread_mutex_unlock(&lock); return e->algo; }
+        if (strcmp(e->key, key) == 0 && nc_conv_applicable(e->algo, g, pass)) { pthread_mutex_unlock(&lock); return e->algo; }
     pthread_mutex_unlock(&lock);
     if (!netcl_conv_benchmark()) return NC_CONV_AUTO;
     measuring = 1;
