@@ -69,6 +69,67 @@ function TestGemm:test_layouts_and_odd_sizes()
   end
 end
 
+-- The grid against a reference built without any GEMM: float64 products
+-- summed by broadcasting, (a[m, k, 1] * b[1, k, n]):sum(2), on the cpu.
+-- Every other test compares a device with the cpu backend, so this one
+-- checks the cpu backend itself (through its BLAS, and in a child process
+-- with NETCL_BLAS=0 through its built-in kernel) as well as every device.
+-- The chunk returns the worst error over the grid as a multiple of its
+-- tolerance (float32: 1e-4 relative + 1e-5 sqrt(K); float64: 1e-10), and
+-- where it was.
+local GRID_WORST = [[
+  local netcl, dev = ...
+  local worst, where = 0, "none"
+  local shapes = { {1, 1, 1}, {3, 5, 7}, {17, 63, 65}, {129, 33, 1}, {1, 64, 130}, {65, 17, 3}, {19, 2049, 33} }
+  for _, s in ipairs(shapes) do
+    local m, k, n = s[1], s[2], s[3]
+    for _, batch in ipairs({ 0, 3 }) do
+      netcl.manual_seed(m * 7 + n)
+      local o = { device = "cpu", dtype = "float64" }
+      local function randn(r, c) return batch > 0 and netcl.randn(batch, r, c, o) or netcl.randn(r, c, o) end
+      local a64, b64, at64, bt64 = randn(m, k), randn(k, n), randn(k, m), randn(n, k)
+      for _, dt in ipairs({ "float32", "float64" }) do
+        for lay = 0, 3 do
+          local ta, tb = lay % 2 == 1, lay >= 2
+          local a = ta and at64:transpose(-1, -2) or a64
+          local b = tb and bt64:transpose(-1, -2) or b64
+          local ref = (a:unsqueeze(-1) * b:unsqueeze(-3)):sum(-2)
+          local da = (ta and at64 or a64):to(dt):to(dev)
+          local db = (tb and bt64 or b64):to(dt):to(dev)
+          if ta then da = da:transpose(-1, -2) end
+          if tb then db = db:transpose(-1, -2) end
+          local got = da:matmul(db):double():to("cpu")
+          local err = (got - ref):abs():max():item()
+          local allowed = dt == "float64" and 1e-10 * (1 + ref:abs():max():item())
+                          or 1e-4 * ref:abs():max():item() + 1e-5 * math.sqrt(k)
+          if err / allowed > worst then
+            worst, where = err / allowed, ("%s %dx%dx%d batch %d ta=%s tb=%s"):format(dt, m, k, n, batch, tostring(ta), tostring(tb))
+          end
+        end
+      end
+    end
+  end
+  return worst, where
+]]
+
+function TestGemm:test_grid_against_broadcast_sums()
+  local worst, where = assert(load(GRID_WORST))(netcl, H.device)
+  lu.assertTrue(worst <= 1, ("worst error %.3g times the tolerance at %s"):format(worst, where))
+  if not H.is_cpu then return end
+  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
+  local file = os.tmpname()
+  local f = assert(io.open(file, "w"))
+  f:write(GRID_WORST)
+  f:close()
+  local code = "local worst, where = assert(loadfile(os.getenv('GRID_FILE')))(require('netcl'), 'cpu') io.write(worst, ' ', where)"
+  local out = H.run(("GRID_FILE=%s NETCL_BLAS=0 LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
+    :format(file, root, root, root, code))
+  os.remove(file)
+  local w = tonumber(out:match("^(%S+)"))
+  lu.assertNotNil(w, out)
+  lu.assertTrue(w <= 1, "built-in kernel (NETCL_BLAS=0): " .. out)
+end
+
 function TestGemm:test_large_k()
   for _, tb in ipairs({ false, true }) do
     H.against_cpu(function(dev)

@@ -1,5 +1,5 @@
 -- spec/launcher_spec.lua — the netcl launcher: scripts with arguments, -e,
--- the REPL driven through a pipe, --version and --devices.
+-- the REPL driven through a pipe, --version, --devices and --tune.
 local lu = require("luaunit")
 local H = require("helper")
 local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
@@ -26,6 +26,18 @@ function TestLauncher:test_devices_table()
   local out, ok = run(launcher .. " --devices")
   lu.assertTrue(ok)
   lu.assertStrContains(out, "cpu")
+end
+
+-- --tune: the GEMM tuner over a device's standard shapes (the cpu backend
+-- has nothing to tune and says so), and a clear error for an unknown device
+function TestLauncher:test_tune()
+  local out, ok = run(launcher .. " --tune cpu 2>&1")
+  lu.assertTrue(ok, out)
+  lu.assertStrContains(out, "cpu: nothing to tune")
+  lu.assertStrContains(out, "tuning cache:")
+  out, ok = run(launcher .. " --tune nosuch 2>&1")
+  lu.assertFalse(ok, out)
+  lu.assertStrContains(out, "unknown device 'nosuch'")
 end
 
 function TestLauncher:test_eval()

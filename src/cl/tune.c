@@ -18,7 +18,7 @@ netcl_status nc_gemm_cache_store(netcl_device *dev, const char *key, const nc_ge
 /* ---- candidate sets ---------------------------------------------------------------
  * GPUs: work-group tiles from 32x32 to 256x128, 64 to 512 threads, 4x4 to
  * 8x16 outputs per thread, local reads of 1 to 8 wide, with and without
- * padding. CPUs: the direct kernel's register blocks and two tiled ones. */
+ * padding. CPUs: the direct kernel's register blocks and one tiled one. */
 static const nc_gemm_cfg gpu_candidates[] = {
     {NC_GEMM_TILED, 128, 128, 16, 16, 16, 4, 4, 4, 4, 0, 0, 0, 0},
     {NC_GEMM_TILED, 128, 128, 8, 16, 16, 4, 4, 4, 4, 0, 0, 0, 0},
