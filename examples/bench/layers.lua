@@ -59,6 +59,12 @@ local CONVS = {
   { "resnet 128x16x16 3x3", { 128, 128, 16, 16 }, { 128, 128, 3, 3 }, 1, 1 },
   { "resnet 256x8x8 3x3", { 128, 256, 8, 8 }, { 256, 256, 3, 3 }, 1, 1 },
   { "resnet 512x4x4 3x3", { 128, 512, 4, 4 }, { 512, 512, 3, 3 }, 1, 1 },
+  -- the stem and the later downsampling blocks' strided layers
+  { "resnet stem 3->64 3x3", { 128, 3, 32, 32 }, { 64, 3, 3, 3 }, 1, 1 },
+  { "resnet 128->256 s2 3x3", { 128, 128, 16, 16 }, { 256, 128, 3, 3 }, 2, 1 },
+  { "resnet 128->256 s2 1x1", { 128, 128, 16, 16 }, { 256, 128, 1, 1 }, 2, 0 },
+  { "resnet 256->512 s2 3x3", { 128, 256, 8, 8 }, { 512, 256, 3, 3 }, 2, 1 },
+  { "resnet 256->512 s2 1x1", { 128, 256, 8, 8 }, { 512, 256, 1, 1 }, 2, 0 },
 }
 local ALGOS = { "auto", "direct", "im2col", "gemm1x1", "winograd2", "winograd4", "implicit_gemm", "tiled" }
 if opts.algos then
