@@ -322,7 +322,6 @@ end
 -- set_conv_algo overrides it (a child process: the variable is read at
 -- every plan, and this one's OpenCL driver threads may be reading the environment)
 function TestConvAlgos:test_conv_algo_environment()
-  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
   local code = [[
     local netcl = require("netcl")
     local d = os.getenv("DEV")
@@ -331,9 +330,7 @@ function TestConvAlgos:test_conv_algo_environment()
     netcl.set_conv_algo("direct")
     print(s({device = d, padding = 1}))
   ]]
-  local cmd = ("DEV=%s NETCL_CONV_ALGO=winograd2 LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
-    :format(dev, root, root, root, code)
-  local out = H.run(cmd)
+  local out = H.run_lua(code, "DEV=" .. dev .. " NETCL_CONV_ALGO=winograd2")
   local first, strided, overridden = out:match("(%S+)%s+(%S+)%s+(%S+)")
   lu.assertEquals(first, "winograd2")
   lu.assertNotEquals(strided, "winograd2")     -- not where it does not apply
@@ -345,16 +342,13 @@ function TestConvAlgos:test_benchmark_cache()
   local dir = os.tmpname()
   os.remove(dir)
   os.execute("mkdir -p " .. dir)
-  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
   local code = [[
     local netcl = require("netcl")
     netcl.C.netcl_set_conv_benchmark(1)
     local x, w = netcl.randn(2, 3, 8, 8, {device = "cpu"}), netcl.randn(4, 3, 3, 3, {device = "cpu"})
     print(netcl.nn.functional.conv2d(x, w, nil, {padding = 1}):size(4))
   ]]
-  local cmd = ("NETCL_CACHE_DIR=%s LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
-    :format(dir, root, root, root, code)
-  local out = H.run(cmd)
+  local out = H.run_lua(code, "NETCL_CACHE_DIR=" .. dir)
   lu.assertStrContains(out, "8")
   local f = io.open(dir .. "/conv-tuned.txt")
   lu.assertNotNil(f, "the tuner wrote its cache")
@@ -381,8 +375,7 @@ function TestConvAlgos:test_benchmark_cache()
     local s = function(o) return (netcl.conv2d_strategy({2, 3, 8, 8}, {4, 3, 3, 3}, o)) end
     print(s({device = "cpu", padding = 1}), s({device = "cpu", padding = 1, stride = 2}))
   ]]
-  out = H.run(("NETCL_CACHE_DIR=%s LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
-    :format(dir, root, root, root, reread))
+  out = H.run_lua(reread, "NETCL_CACHE_DIR=" .. dir)
   local plain, at_stride = out:match("(%S+)%s+(%S+)")
   lu.assertEquals(plain, "direct", out)
   lu.assertNotEquals(at_stride, "winograd2", out)

@@ -116,14 +116,12 @@ function TestGemm:test_grid_against_broadcast_sums()
   local worst, where = assert(load(GRID_WORST))(netcl, H.device)
   lu.assertTrue(worst <= 1, ("worst error %.3g times the tolerance at %s"):format(worst, where))
   if not H.is_cpu then return end
-  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
   local file = os.tmpname()
   local f = assert(io.open(file, "w"))
   f:write(GRID_WORST)
   f:close()
   local code = "local worst, where = assert(loadfile(os.getenv('GRID_FILE')))(require('netcl'), 'cpu') io.write(worst, ' ', where)"
-  local out = H.run(("GRID_FILE=%s NETCL_BLAS=0 LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
-    :format(file, root, root, root, code))
+  local out = H.run_lua(code, "GRID_FILE=" .. file .. " NETCL_BLAS=0")
   os.remove(file)
   local w = tonumber(out:match("^(%S+)"))
   lu.assertNotNil(w, out)

@@ -85,6 +85,15 @@ function H.run(cmd)
   return body or out, tonumber(code)
 end
 
+-- Runs Lua code in a child luajit that loads this checkout's netcl, after
+-- the shell assignments in env ("NAME=value ...", optional); returns what
+-- H.run returns. A child gets its own environment and process state.
+function H.run_lua(code, env)
+  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
+  return H.run(("%s LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
+    :format(env or "", root, root, root, code))
+end
+
 -- ---- op-table coverage ------------------------------------------------------
 -- A full run of spec/run.lua sets NETCL_COVERAGE_FILE; checks append the op
 -- names they covered ("grad NAME" / "device NAME"), and the runner fails

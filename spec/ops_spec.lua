@@ -396,10 +396,8 @@ function TestMatmul:test_blas_and_builtin_kernel_agree()
     local c = a:matmul(b:t()):matmul(netcl.randn(61, 3, { device = "cpu" }))
     io.write(table.concat(c:view(-1):totable(), " "))
   ]]
-  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
-  local lua = ("LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q"):format(root, root, root, code)
-  local with_blas = H.run(lua)
-  local without = H.run("NETCL_BLAS=0 " .. lua)
+  local with_blas = H.run_lua(code)
+  local without = H.run_lua(code, "NETCL_BLAS=0")
   local x, y = {}, {}
   for v in with_blas:gmatch("%S+") do x[#x + 1] = tonumber(v) end
   for v in without:gmatch("%S+") do y[#y + 1] = tonumber(v) end
@@ -423,12 +421,9 @@ local function cpu_products_in_child(env)
     r.broadcast = netcl.randn(4, 65, 300, o):matmul(netcl.randn(300, 129, o))
     netcl.save(r, PATH)
   ]]
-  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
   local path = os.tmpname()
   code = code:gsub("PATH", ("%q"):format(path))
-  local cmd = ("%s LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' luajit -e %q")
-    :format(env, root, root, root, code)
-  local out, rc = H.run(cmd)
+  local out, rc = H.run_lua(code, env)
   lu.assertEquals(rc, 0, out)
   local f = assert(io.open(path, "rb"))
   local bytes = f:read("*a")

@@ -140,8 +140,8 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     if (tiled_suits(dev, g, pass, dt)) return NC_CONV_TILED;
     /* Winograd and the others below unfold nothing as large as im2col's
      * [N, C*KH*KW, OH*OW] (in the data pass, its adjoint): past an eighth of
-     * the device's memory (a large image batch), gather instead */
-    /* (16-bit layers take the tensor-core GEMMs: Winograd runs them in float32) */
+     * the device's memory (a large image batch), gather instead. 16-bit
+     * layers take the tensor-core GEMMs: Winograd runs them in float32. */
     int winograd_ok = dev->type == NETCL_DEVICE_OPENCL_GPU && g->C >= 16 && g->O >= 16 &&
                       (dt == NETCL_DTYPE_FLOAT32 || dt == NETCL_DTYPE_FLOAT64) &&
                       nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass);
@@ -258,7 +258,7 @@ static netcl_tensor *empty_dt(scratch *s, netcl_tensor *like, netcl_dtype dt, in
 }
 static netcl_tensor *empty(scratch *s, netcl_tensor *like, int nd, const int64_t *sizes)
 {
-    return empty_dt(s, like, like ? like->dtype : NETCL_DTYPE_FLOAT32, nd, sizes);
+    return s->st != NETCL_OK ? NULL : empty_dt(s, like, like->dtype, nd, sizes);
 }
 static void kernel(scratch *s, nc_conv_kernel k, const nc_conv_args *g, netcl_tensor *out, netcl_tensor *a,
                    netcl_tensor *b, int64_t p0, int64_t p1)

@@ -124,8 +124,8 @@ local function time_gemm(r)
   netcl.synchronize(devname)
   -- 0.2 s of warm-up, as gemm_peer.py: without it the first repetitions
   -- of a short product can meet the GPU's clocks still low
-  local warm_until, done = now() + 0.2, 0
-  local t_warm = now()
+  local t_warm, done = now(), 0
+  local warm_until = t_warm + 0.2
   repeat
     for _ = 1, 4 do c = a:matmul(b) end
     netcl.synchronize(devname)
