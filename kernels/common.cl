@@ -168,6 +168,11 @@ typedef int IX;
 typedef long IX;
 #endif
 
+/* n / d for 0 <= n < 2^31 with d's magic m and shift s (Granlund-Montgomery:
+ * s = ceil(log2 d), m = floor(2^32 (2^s - d) / d) + 1; the host computes
+ * them, nc_cl_fdiv_magic) */
+inline int fdiv(int n, uint m, int s) { return (int)((mul_hi((uint)n, m) + (uint)n) >> s); }
+
 /* Records the first out-of-range index of a launch in the device error word
  * (8 ints: flag, value lo/hi, size lo/hi, op, dim, base; src/cl/index.c
  * reports it at the next blocking read). */

@@ -16,9 +16,6 @@
 #ifdef CONV_PASS
 /* mirrors nc_conv_args: N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW */
 typedef struct { long N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW; } conv_t;
-/* n / d for 0 <= n < 2^31 with d's magic m and shift s (Granlund-Montgomery:
- * s = ceil(log2 d), m = floor(2^32 (2^s - d) / d) + 1; the host computes them) */
-inline int fdiv(int n, uint m, int s) { return (int)((mul_hi((uint)n, m) + (uint)n) >> s); }
 /* the divisors: x = K' (KH*KW), y = KW, z = L (forward / weight) or P
  * (data), w = OW (forward / weight) or W (data) */
 #define CONV_PARAMS , conv_t cg, int4 dv, uint4 dm, int4 ds, int kslices

@@ -36,6 +36,12 @@ local GEOMS = {
   -- size-1 image and kernel covering the input
   { 1, 2, 1, 1, 3, 1, 1, {} },
   { 2, 3, 5, 5, 2, 5, 5, {} },
+  -- depthwise: channel multipliers 2 and 3, strides, a dilated non-square
+  -- window, padding past half the window, a 1x1 image
+  { 2, 4, 9, 8, 8, 3, 3, { stride = 2, padding = 1, groups = 4 } },
+  { 1, 3, 10, 11, 3, 5, 3, { padding = { 2, 0 }, dilation = 2, groups = 3 } },
+  { 3, 5, 7, 6, 15, 3, 3, { stride = { 1, 3 }, padding = 2, groups = 5 } },
+  { 2, 3, 1, 1, 6, 1, 1, { groups = 3 } },
 }
 
 -- forward value and both gradients for one geometry, seeded
@@ -98,15 +104,16 @@ TestConvAlgos = {}
 
 -- How many of GEOMS each strategy covers per pass (forward, backward-data,
 -- backward-weight), from the applicability rules (src/conv2d.c): the
--- general ones all twelve; Winograd the 3x3 stride-1 undilated ungrouped
--- ones (1, 2, 6, 7, 9); gemm1x1 the 1x1 stride-1 unpadded ones (5, 11);
--- depthwise geometry 4; tiled every forward, backward-data but at a stride
--- or with groups (3, 4, 8), backward-weight where an image and its outputs
--- fit the staged local memory (not geometry 9's 130 x 129 images).
+-- general ones all sixteen; Winograd the 3x3 stride-1 undilated ungrouped
+-- ones (1, 2, 6, 7, 9); gemm1x1 the 1x1 stride-1 unpadded ungrouped ones
+-- (5, 11); depthwise geometries 4 and 13-16; tiled every forward,
+-- backward-data but at a stride or with groups (3, 4, 8, 13-16),
+-- backward-weight where an image and its outputs fit the staged local
+-- memory (not geometry 9's 130 x 129 images).
 local COVERED = {
-  direct = { 12, 12, 12 }, im2col = { 12, 12, 12 }, implicit_gemm = { 12, 12, 12 },
-  winograd2 = { 5, 5, 5 }, winograd4 = { 5, 5, 5 }, gemm1x1 = { 2, 2, 2 }, depthwise = { 1, 1, 1 },
-  tiled = { 12, 9, 11 },
+  direct = { 16, 16, 16 }, im2col = { 16, 16, 16 }, implicit_gemm = { 16, 16, 16 },
+  winograd2 = { 5, 5, 5 }, winograd4 = { 5, 5, 5 }, gemm1x1 = { 2, 2, 2 }, depthwise = { 5, 5, 5 },
+  tiled = { 16, 9, 15 },
 }
 
 function TestConvAlgos:test_every_strategy_matches_direct()
@@ -130,7 +137,7 @@ end
 function TestConvAlgos:test_gradcheck_per_strategy()
   lu.skipIf(not H.is_cpu, "gradchecks run on the cpu backend in float64")
   for _, algo in ipairs(ALGOS) do
-    for _, gi in ipairs({ 1, 3, 4, 5 }) do
+    for _, gi in ipairs({ 1, 3, 4, 5, 13 }) do
       local gm = GEOMS[gi]
       netcl.manual_seed(22)
       local o = { device = "cpu", dtype = "float64" }
@@ -154,6 +161,28 @@ function TestConvAlgos:test_transposed_strategies()
       local got = with_algo(algo, function() return F.conv_transpose2d(x, w, b, o) end)
       H.assert_close(got, want, 2e-3, 2e-3, algo)
     end
+  end
+  -- depthwise transposed convolutions (groups = output channels: channel
+  -- multipliers 2 and 1 in the forward convolutions they transpose) with
+  -- their gradients; out: the output's channels and size
+  for _, c in ipairs({ { o = { groups = 2, padding = 1 }, out = { 2, 5 } },
+                       { o = { groups = 4, stride = 2, padding = 1, output_padding = 1 }, out = { 4, 10 } } }) do
+    local o = c.o
+    local xs, ws = netcl.randn(2, 4, 5, 5, { device = dev }), netcl.randn(4, 1, 3, 3, { device = dev })
+    local _, data = with_algo("depthwise", function()
+      return netcl.conv2d_strategy({ 2, c.out[1], c.out[2], c.out[2] }, { 4, 1, 3, 3 },
+        { device = dev, groups = o.groups, stride = o.stride, padding = o.padding })
+    end)
+    lu.assertEquals(data, "depthwise")
+    local res = {}
+    for i, algo in ipairs({ "direct", "depthwise" }) do
+      local xr, wr = xs:clone():requires_grad_(), ws:clone():requires_grad_()
+      local y = with_algo(algo, function() return F.conv_transpose2d(xr, wr, nil, o) end)
+      lu.assertEquals(y:size(), { 2, c.out[1], c.out[2], c.out[2] })
+      with_algo(algo, function() y:backward(netcl.ones(y:size(), { device = dev })) end)
+      res[i] = { y:detach(), xr.grad, wr.grad }
+    end
+    for k = 1, 3 do H.assert_close(res[2][k], res[1][k], 1e-4, 1e-4, "depthwise transposed, result " .. k) end
   end
 end
 
@@ -242,6 +271,13 @@ function TestConvAlgos:test_planner_choices()
     lu.assertNotEquals(netcl.conv2d_strategy({ 2, 3, 8, 8 }, { 4, 3, 3, 3 }, { device = dev, stride = 2 }), "winograd4")
   end)
   lu.assertEquals(netcl.conv2d_strategy({ 2, 6, 8, 8 }, { 6, 1, 3, 3 }, { device = dev, groups = 6 }), "depthwise")
+  -- a channel multiplier (2) keeps the depthwise kernels; windows past
+  -- their 81 taps take the direct kernels on GPUs
+  lu.assertEquals({ netcl.conv2d_strategy({ 2, 6, 8, 8 }, { 12, 1, 9, 9 }, { device = dev, groups = 6, padding = 4 }) },
+    { "depthwise", "depthwise", "depthwise" })
+  local wide = netcl.conv2d_strategy({ 2, 6, 16, 16 }, { 6, 1, 11, 11 }, { device = dev, groups = 6, padding = 5 })
+  lu.assertNotEquals(wide, "depthwise")
+  if info.type == "opencl_gpu" then lu.assertEquals(wide, "direct") end
   lu.assertEquals(netcl.conv2d_strategy({ 2, 8, 8, 8 }, { 4, 8, 1, 1 }, o), "gemm1x1")
   -- an unfolded input past an eighth of the device's memory is gathered instead
   local big = { 4096, 64, 224, 224 }
@@ -305,6 +341,13 @@ function TestConvAlgos:test_ffma_implicit_passes()
     if not nvidia or (H.device_info().tensor_cores or ""):find("tf32", 1, true) then
       lu.assertEquals(netcl.conv2d_strategy({ 128, 64, 32, 32 }, { 128, 64, 3, 3 }, { device = dev, stride = 2, padding = 1 }),
         "implicit_gemm")
+      -- not for 4x4 outputs an image (ResNet's 256->512 stride-2 layer:
+      -- im2col's GEMMs win both passes); 1x1 windows gather in the forward
+      -- pass alone (src/cl/convgemm.c)
+      lu.assertEquals({ netcl.conv2d_strategy({ 128, 256, 8, 8 }, { 512, 256, 3, 3 }, { device = dev, stride = 2, padding = 1 }) },
+        { "im2col", "im2col", "im2col" })
+      lu.assertEquals({ netcl.conv2d_strategy({ 128, 128, 16, 16 }, { 256, 128, 1, 1 }, { device = dev, stride = 2 }) },
+        { "implicit_gemm", "im2col", "im2col" })
     end
   end)
   if not nvidia then ffi.C.unsetenv("NETCL_MMA_EMULATE") end

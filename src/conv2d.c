@@ -1,6 +1,8 @@
 /* conv2d.c — 2-D convolution passes (forward, backward-data,
  * backward-weight) with several strategies and the planner that picks one:
- *   direct     the reference kernels (any geometry; the depthwise choice)
+ *   direct     the reference kernels (any geometry)
+ *   depthwise  groups = C (any channel multiplier), windows up to 81 taps:
+ *              kernels of their own (the window compiled in)
  *   im2col     unfold + one GEMM per group for the whole batch (+ fold)
  *   gemm1x1    1x1 stride-1 unpadded: the GEMM on the input as it is
  *   winograd2  F(2x2, 3x3) and winograd4 F(4x4, 3x3): 3x3, stride 1,
@@ -53,12 +55,15 @@ static int tiled_applicable(const nc_conv_args *g, nc_conv_pass pass)
     return nc_tw_fits(g);
 }
 
+/* the depthwise kernels keep a sum per tap in registers (backward-weight) */
+#define DW_TAPS 81
+
 int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
 {
     switch (a) {
     case NC_CONV_DIRECT: case NC_CONV_IM2COL: case NC_CONV_IGEMM: return 1;
     case NC_CONV_TILED: return tiled_applicable(g, pass);
-    case NC_CONV_DEPTHWISE: return g->G == g->C && g->G > 1;
+    case NC_CONV_DEPTHWISE: return g->G == g->C && g->G > 1 && g->KH * g->KW <= DW_TAPS;
     case NC_CONV_GEMM1X1:
         return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PH == 0 && g->PW == 0 && g->G == 1;
     case NC_CONV_WINOGRAD2: case NC_CONV_WINOGRAD4:
@@ -136,6 +141,9 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     nc_conv_algo tuned = nc_conv_tuned(dev, g, pass, dt);
     if (tuned != NC_CONV_AUTO) return tuned;
     if (nc_conv_applicable(NC_CONV_DEPTHWISE, g, pass)) return NC_CONV_DEPTHWISE;
+    /* larger depthwise windows: one direct kernel beats unfolding a GEMM
+     * of one row per channel */
+    if (g->G == g->C && g->G > 1 && dev->type == NETCL_DEVICE_OPENCL_GPU) return NC_CONV_DIRECT;
     if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass)) return NC_CONV_GEMM1X1;
     if (tiled_suits(dev, g, pass, dt)) return NC_CONV_TILED;
     /* Winograd and the others below unfold nothing as large as im2col's
@@ -546,6 +554,30 @@ static netcl_tensor *tiled_pass(scratch *s, const nc_conv_args *g, nc_conv_pass 
     return dx;
 }
 
+/* depthwise: the backend's NC_DW_* kernels; backward-weight in slices of
+ * images, about four work-groups (output channels x slices) a compute
+ * unit, summed */
+static netcl_tensor *depthwise_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+{
+    if (pass == NC_CONV_PASS_FWD) {
+        netcl_tensor *y = empty(s, a, 4, (int64_t[]){g->N, g->O, g->OH, g->OW});
+        kernel(s, NC_DW_FWD, g, y, a, b, 0, 0);
+        return y;
+    }
+    if (pass == NC_CONV_PASS_DATA) {
+        netcl_tensor *dx = empty(s, a, 4, (int64_t[]){g->N, g->C, g->H, g->W});
+        kernel(s, NC_DW_DATA, g, dx, a, b, 0, 0);
+        return dx;
+    }
+    int64_t cu = nc_dev(a)->compute_units > 0 ? nc_dev(a)->compute_units : 1;
+    int64_t S = (4 * cu + g->O - 1) / g->O;                /* slices wanted */
+    int64_t per = g->N > S ? (g->N + S - 1) / S : 1;       /* images a slice */
+    S = g->N > 0 ? (g->N + per - 1) / per : 1;             /* no images: one slice of zeros */
+    netcl_tensor *parts = empty(s, a, 5, (int64_t[]){S, g->O, 1, g->KH, g->KW});
+    kernel(s, NC_DW_WEIGHT, g, parts, a, b, per, 0);
+    return view(s, S > 1 ? sum0(s, parts) : parts, 4, (int64_t[]){g->O, 1, g->KH, g->KW});
+}
+
 static netcl_tensor *direct_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
 {
     static const nc_conv_kernel kinds[3] = {NC_CONV_FWD, NC_CONV_BWD_DATA, NC_CONV_BWD_WEIGHT};
@@ -592,6 +624,7 @@ netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_c
         case NC_CONV_WINOGRAD4: r = winograd_pass(&s, g, pass, 4, ac, bc); break;
         case NC_CONV_IGEMM: r = igemm_pass(&s, g, pass, ac, bc, ff); break;
         case NC_CONV_TILED: r = tiled_pass(&s, g, pass, ac, bc, ff); break;
+        case NC_CONV_DEPTHWISE: r = depthwise_pass(&s, g, pass, ac, bc); break;
         default: r = direct_pass(&s, g, pass, ac, bc); break;
         }
     }

@@ -202,7 +202,10 @@ typedef enum nc_conv_kernel {
     NC_WINO_WEIGHT,       /* out U [T, O, C] <- a w (m = p0; p1: flipped, transposed w [C, O, 3, 3]) */
     NC_WINO_OUTPUT,       /* out y <- a M [T, O, P] (m = p0) */
     NC_WINO_OUTPUT_GRAD,  /* out dM [T, S, O, ps] <- a dy: the output transform's adjoint (m = p0, ps = p1 > 0) */
-    NC_WINO_WEIGHT_GRAD   /* out dw [O, C, 3, 3] <- a dU [T, O, C]: the weight transform's adjoint (m = p0) */
+    NC_WINO_WEIGHT_GRAD,  /* out dw [O, C, 3, 3] <- a dU [T, O, C]: the weight transform's adjoint (m = p0) */
+    NC_DW_FWD,            /* depthwise (groups = C): out y <- a x, b w */
+    NC_DW_DATA,           /* depthwise: out dx <- a dy, b w */
+    NC_DW_WEIGHT          /* depthwise: out part [S, O, KH*KW] <- a x, b dy, sums over slices of p0 images */
 } nc_conv_kernel;
 
 /* The three passes of a convolution (ops.h plans a strategy for each). */

@@ -86,6 +86,8 @@ void nc_cl_dtype_opts(char *buf, size_t len, netcl_dtype a, netcl_dtype o);
  * index arithmetic in int (common.cl's IX): below 2^30, so a grid-stride
  * step past the last index cannot overflow either. */
 void nc_cl_index_opts(char *buf, size_t len, int64_t count);
+/* common.cl's fdiv constants for divisor d (1 <= d < 2^31): magic m, shift s */
+void nc_cl_fdiv_magic(int64_t d, cl_uint *m, cl_int *s);
 /* Collapsed geometry of nops descriptors. */
 void nc_cl_meta_of(nc_cl_meta *m, int nops, const nc_desc *const *ops);
 int nc_cl_meta_contiguous(const nc_cl_meta *m, int nops);
@@ -119,6 +121,9 @@ netcl_status nc_cl_class_loss_backward(netcl_device *dev, const nc_desc *gx, con
                                         double eps);
 netcl_status nc_cl_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+/* the depthwise kinds (NC_DW_*; ip: images per slice of backward-weight) */
+netcl_status nc_cl_conv_depthwise(netcl_device *dev, nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out,
+                                  const nc_desc *a, const nc_desc *b, int64_t ip);
 int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w);
 /* split-K (gemm_split.c): backend hooks gemm_split, gemm_sum and gemm_split_run */
 int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w);

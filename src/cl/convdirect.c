@@ -14,6 +14,7 @@ netcl_status nc_cl_conv(netcl_device *dev, nc_conv_kernel kind, const nc_conv_ar
 {
     static const char *names[] = {"conv_fwd",    "conv_bwd_data", "conv_bwd_weight",  "wino_input",
                                   "wino_weight", "wino_output",   "wino_output_grad", "wino_weight_grad"};
+    if (kind >= NC_DW_FWD) return nc_cl_conv_depthwise(dev, kind, g, out, a, b, p0);
     NC_TRY(nc_cl_enter(dev, names[kind], a->dtype, out->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[128];

@@ -10,17 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* fdiv's constants for divisor d (1 <= d < 2^31): s = ceil(log2 d),
- * m = floor(2^32 (2^s - d) / d) + 1; then n / d = (mulhi(n, m) + n) >> s
- * for every 0 <= n < 2^31 (Granlund and Montgomery, 1994). */
-static void magic(int64_t d, cl_uint *m, cl_int *s)
-{
-    int l = 0;
-    while (((int64_t)1 << l) < d) l++;
-    *s = l;
-    *m = (cl_uint)(((((uint64_t)1 << l) - (uint64_t)d) << 32) / (uint64_t)d + 1);
-}
-
 /* The GEMM of one pass: sizes, and which operand plays a and which w. */
 typedef struct {
     int64_t M, N, K, batches;
@@ -55,12 +44,17 @@ static void choose(const nc_gemm_call *c, nc_gemm_cfg *cfg)
 
 /* the planner's question (backend conv_gemm_fast): does this pass's
  * implicit GEMM run on the pipelined kernel, at a plain product's speed?
- * (backward-weight: in how many K slices). Not for 1x1 windows, whose
- * unfold is a strided copy of x: ResNet's 1x1 stride-2 layer ran 0.159 ms
- * f+b through im2col against 0.172 gathered (H200). */
+ * (backward-weight: in how many K slices). Measured on an H200 against
+ * im2col (examples/bench/layers.lua, ResNet-18's stride-2 layers at batch
+ * 128): 1x1 windows gather x as a strided read, which pays in the forward
+ * pass (0.031-0.044 ms against 0.045-0.058) but not in backward-weight
+ * (0.100-0.135 against 0.057-0.080); with fewer than 64 output pixels an
+ * image (the 256->512 3x3 layer's 4x4) the gathers lose both passes
+ * (forward 0.198 against 0.145 ms, backward-weight 0.423 against 0.211). */
 int64_t nc_cl_conv_gemm_fast(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
-    return g->KH * g->KW > 1 ? nc_ffma_conv_usable(dev, g, pass, dt) : 0;
+    if (g->KH * g->KW == 1) return pass == NC_CONV_PASS_FWD ? nc_ffma_conv_usable(dev, g, pass, dt) : 0;
+    return g->OH * g->OW >= 64 ? nc_ffma_conv_usable(dev, g, pass, dt) : 0;
 }
 
 netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
@@ -111,7 +105,7 @@ netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv
     cl_int4 ds;
     for (int i = 0; i < 4; i++) {
         dv.s[i] = (cl_int)p.div[i];
-        magic(p.div[i], &dm.s[i], &ds.s[i]);
+        nc_cl_fdiv_magic(p.div[i], &dm.s[i], &ds.s[i]);
     }
     cl_int ks = kslices;
     NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 29, sizeof *g, g));

@@ -363,6 +363,17 @@ void nc_cl_dtype_opts(char *buf, size_t len, netcl_dtype a, netcl_dtype o)
              (a == NETCL_DTYPE_FLOAT64 || o == NETCL_DTYPE_FLOAT64) ? " -DNEED_FP64" : "");
 }
 
+/* fdiv's constants for divisor d (1 <= d < 2^31): s = ceil(log2 d),
+ * m = floor(2^32 (2^s - d) / d) + 1; then n / d = (mulhi(n, m) + n) >> s
+ * for every 0 <= n < 2^31 (Granlund and Montgomery, 1994). */
+void nc_cl_fdiv_magic(int64_t d, cl_uint *m, cl_int *s)
+{
+    int l = 0;
+    while (((int64_t)1 << l) < d) l++;
+    *s = l;
+    *m = (cl_uint)(((((uint64_t)1 << l) - (uint64_t)d) << 32) / (uint64_t)d + 1);
+}
+
 void nc_cl_index_opts(char *buf, size_t len, int64_t count)
 {
     size_t n = strlen(buf);

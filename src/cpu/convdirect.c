@@ -90,6 +90,19 @@ static void bwd_weight(void *v, int64_t s, int64_t e)
     }
 }
 
+/* depthwise backward-weight (NC_DW_WEIGHT): part [S, O, KH*KW], slice s
+ * summing images s*ip .. s*ip + ip - 1 (j->m = ip) */
+static void dw_weight_part(void *v, int64_t s, int64_t e)
+{
+    const job *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t KT = g->KH * g->KW, ip = j->m;
+    for (int64_t i = s; i < e; i++) {
+        int64_t t = i % KT, o = (i / KT) % g->O, sl = i / (KT * g->O), n0 = sl * ip, n1 = n0 + ip < g->N ? n0 + ip : g->N;
+        st(j->out, i, nc_cpu_conv_weight_sum(g, j->a, j->b, o, 0, t / g->KW, t % g->KW, n0, n1));
+    }
+}
+
 /* ---- Winograd: the transform matrices of F(2x2, 3x3) and F(4x4, 3x3) ---------------- */
 static const double BT2[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
 static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
@@ -239,13 +252,20 @@ netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel kind, const nc_conv_a
                          const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1)
 {
     (void)dev;
+    if (kind >= NC_DW_FWD && out->dtype == NETCL_DTYPE_FLOAT32) return nc_cpu_conv_depthwise(kind, g, out, a, b, p0);
     int64_t m = p0 > 0 ? p0 : 1;
     job j = {g, out, a, b, p0, p1, (g->OH + m - 1) / m, (g->OW + m - 1) / m, kind == NC_WINO_WEIGHT ? 0 : p1};
     int64_t per, n, ps = 0, S = 1;
     if (kind == NC_WINO_INPUT || kind == NC_WINO_OUTPUT_GRAD) S = blocks(&j, &ps);
     nc_range_fn fn;
     switch (kind) {
+    case NC_DW_WEIGHT:
+        j.m = p0 > 0 ? p0 : g->N;
+        fn = dw_weight_part, n = (g->N + j.m - 1) / j.m * g->O * g->KH * g->KW, per = j.m * g->OH * g->OW;
+        break;
+    case NC_DW_FWD:
     case NC_CONV_FWD: fn = fwd; n = g->N * g->O * g->OH * g->OW; per = (g->C / g->G) * g->KH * g->KW; break;
+    case NC_DW_DATA:
     case NC_CONV_BWD_DATA: fn = bwd_data; n = g->N * g->C * g->H * g->W; per = (g->O / g->G) * g->KH * g->KW; break;
     case NC_CONV_BWD_WEIGHT: fn = bwd_weight; n = g->O * (g->C / g->G) * g->KH * g->KW; per = g->N * g->OH * g->OW; break;
     case NC_WINO_INPUT: fn = wino_input; n = g->C * S * ps; per = 100; break;

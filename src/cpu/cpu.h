@@ -72,6 +72,9 @@ netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *
 netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
 netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
 netcl_status nc_cpu_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
+/* convdw.c: the NC_DW_* kinds in float32 (ip: images per backward-weight slice) */
+netcl_status nc_cpu_conv_depthwise(nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out, const nc_desc *a,
+                                   const nc_desc *b, int64_t ip);
 netcl_status nc_cpu_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
 netcl_status nc_cpu_pool_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
                                   const nc_pool_geom *g);
