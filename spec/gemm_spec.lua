@@ -593,16 +593,19 @@ local wgmma_configs = {
 }
 wgmma_configs.bfloat16 = wgmma_configs.float16
 
-local function check_wgmma(dtypes, shapes)
+-- configs: per dtype, the forced configurations (wgmma_configs or
+-- mma_configs); every_layout: float32 in all four layouts too (mma.sync;
+-- wgmma reads tf32 operands k-contiguous only)
+local function check_forced_tc(configs, dtypes, shapes, every_layout)
   netcl.backends.allow_tf32 = true
   local ok, err = pcall(function()
     for _, dt in ipairs(dtypes) do
       local rt, at = 1e-2, 1e-2 * 16   -- tf32 / 16-bit inputs, float32 sums
-      for _, cfg in ipairs(wgmma_configs[dt]) do
+      for _, cfg in ipairs(configs[dt]) do
         netcl.gemm_set_config(cfg, H.device)
         -- a and w k-contiguous (x @ w^T), and for 16-bit types a
         -- m-contiguous and w n-contiguous too (read transposed)
-        local layouts = dt == "float32" and { { false, true } }
+        local layouts = dt == "float32" and not every_layout and { { false, true } }
           or { { false, true }, { false, false }, { true, false }, { true, true } }
         for _, l in ipairs(layouts) do
           local ta, tb = l[1], l[2]
@@ -613,7 +616,7 @@ local function check_wgmma(dtypes, shapes)
               rt, at, ("%s %s %dx%dx%d trans_a=%s trans_b=%s"):format(dt, cfg, s[1], s[2], s[3], ta, tb))
           end
         end
-        if dt ~= "float32" then   -- a batch of a^T @ b: every batch's operands read transposed
+        if dt ~= "float32" or every_layout then   -- a batch of a^T @ b: every batch's operands read transposed
           netcl.manual_seed(9)
           local a = netcl.randn(3, 200, 136, { device = H.device, dtype = dt }):transpose(2, 3)
           local b = netcl.randn(3, 200, 72, { device = H.device, dtype = dt })
@@ -655,7 +658,8 @@ function TestGemm:test_wgmma_products()
   local tc = H.device_info().tensor_cores
   lu.skipIf(not tc:find("wgmma", 1, true), "wgmma not enabled on " .. H.device .. ": " .. tc)
   -- 1000 x 1064 x 520: inner blocks run the loop's unchecked phase
-  check_wgmma({ "float32", "float16", "bfloat16" }, { { 100, 200, 72 }, { 256, 512, 256 }, { 1000, 1064, 520 }, { 64, 32, 256 } })
+  check_forced_tc(wgmma_configs, { "float32", "float16", "bfloat16" },
+    { { 100, 200, 72 }, { 256, 512, 256 }, { 1000, 1064, 520 }, { 64, 32, 256 } })
   with_cache_dir(function()
     netcl.tune_cache_reload(H.device)
     -- untuned: 16-bit products of a round of 128x128 blocks or more, in
@@ -679,6 +683,30 @@ function TestGemm:test_wgmma_products()
     lu.assertStrContains(tf32, "mma mwg=")
     lu.assertNotStrContains(tf32, "wgmma")
   end)
+end
+
+-- The mma.sync kernel (sm_80+) in forced configurations as wgmma's:
+-- blocks of 64 to 256 along m and n, 2 x 2 to 4 x 2 warps, k-tiles of 8
+-- to 32, two to four stages; every layout (tf32 too), a batch read
+-- transposed, the fused epilogue, c, alpha and beta.
+local mma_configs = {
+  float32 = { "mma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 stages=4 gm=8",
+              "mma mwg=128 nwg=128 kwg=8 mdimc=2 ndimc=2 stages=4 gm=8",
+              "mma mwg=256 nwg=128 kwg=8 mdimc=4 ndimc=2 stages=4 gm=8",
+              "mma mwg=64 nwg=128 kwg=16 mdimc=2 ndimc=2 stages=4 gm=8" },
+  float16 = { "mma mwg=64 nwg=64 kwg=32 mdimc=2 ndimc=2 stages=4 gm=8",
+              "mma mwg=128 nwg=128 kwg=32 mdimc=2 ndimc=2 stages=3 gm=8",
+              "mma mwg=128 nwg=256 kwg=16 mdimc=2 ndimc=4 stages=4 gm=8",
+              "mma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2 stages=2 gm=8" },
+}
+mma_configs.bfloat16 = mma_configs.float16
+
+function TestGemm:test_mma_forced_configs()
+  local tc = H.device_info().tensor_cores
+  lu.skipIf(not tc:find("tf32,f16,bf16", 1, true) or tc:find("emulated", 1, true),
+    "mma.sync not enabled on " .. H.device .. ": " .. tc)
+  check_forced_tc(mma_configs, { "float32", "float16", "bfloat16" },
+    { { 100, 200, 72 }, { 256, 512, 256 }, { 1000, 1064, 520 }, { 64, 32, 256 } }, true)
 end
 
 -- The tensor-core kernel with plain-OpenCL stand-ins for its PTX
@@ -721,7 +749,7 @@ function TestGemm:test_wgmma_emulated()
   ffi.C.setenv("NETCL_WGMMA_EMULATE", "1", 1)
   local saved = wgmma_configs
   wgmma_configs = { float32 = { saved.float32[1] }, float16 = { saved.float16[1] } }
-  local ok, err = pcall(check_wgmma, { "float32", "float16" }, { { 100, 200, 72 } })
+  local ok, err = pcall(check_forced_tc, wgmma_configs, { "float32", "float16" }, { { 100, 200, 72 } })
   wgmma_configs = saved
   ffi.C.unsetenv("NETCL_WGMMA_EMULATE")
   ffi.C.unsetenv("NETCL_MMA_EMULATE")
