@@ -112,14 +112,20 @@ local function sampling(t)
   return reps, inner
 end
 
-local function time_gemm(r)
-  precision(r.kind)
+-- a row's operands in its layout
+local function operands(r)
   netcl.manual_seed(1)
   local a = netcl.randn(r.n, r.n, { device = devname, dtype = r.dtype })
   local b = netcl.randn(r.n, r.n, { device = devname, dtype = r.dtype })
   local nt, tn = r.kind:find("_nt$") ~= nil, r.kind:find("_tn$") ~= nil
   if nt then b = b:t() end
   if tn then a = a:t() end
+  return a, b, nt, tn
+end
+
+local function time_gemm(r)
+  precision(r.kind)
+  local a, b, nt, tn = operands(r)
   local c = a:matmul(b)
   netcl.synchronize(devname)
   -- 0.2 s of warm-up, as gemm_peer.py: without it the first repetitions
@@ -149,6 +155,17 @@ local function time_gemm(r)
   return 2 * r.n ^ 3 / times[math.ceil(#times / 2)] / 1e12
 end
 
+-- every row's programs built before any row is timed: on a fresh machine
+-- the builds left the GPU idle between rows, and the first run's 8192
+-- rows read 5-10% low (twenty-third session)
+for _, r in ipairs(rows) do
+  precision(r.kind)
+  local a, b = operands(r)
+  a:matmul(b)
+  precision("ieee")
+  collectgarbage()
+end
+netcl.synchronize(devname)
 for _, r in ipairs(rows) do
   r.tflops = time_gemm(r)
   collectgarbage()

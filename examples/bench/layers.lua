@@ -1,6 +1,7 @@
 -- examples/bench/layers.lua — one layer at a time, forward and forward +
 -- backward, at the shapes of the model benchmarks (LeNet-5 at batch 256,
--- ResNet-18 CIFAR at batch 128): every convolution strategy that applies,
+-- ResNet-18 CIFAR at batch 128) and of MobileNetV2's depthwise layers
+-- (batch 128): every convolution strategy that applies,
 -- then pooling, batch norm and ReLU, each next to PyTorch's figure for the
 -- same layer (examples/bench/layers_peer.py, same command). Finds which
 -- layer a slow model step loses its time in.
@@ -49,7 +50,7 @@ local function time_ms(fn)
   return t[3]
 end
 
--- {name, x sizes, w sizes, stride, padding}
+-- {name, x sizes, w sizes, stride, padding[, groups]}
 local CONVS = {
   { "lenet conv1 b256", { 256, 1, 28, 28 }, { 6, 1, 5, 5 }, 1, 2 },
   { "lenet conv2 b256", { 256, 6, 14, 14 }, { 16, 6, 5, 5 }, 1, 0 },
@@ -65,8 +66,12 @@ local CONVS = {
   { "resnet 128->256 s2 1x1", { 128, 128, 16, 16 }, { 256, 128, 1, 1 }, 2, 0 },
   { "resnet 256->512 s2 3x3", { 128, 256, 8, 8 }, { 512, 256, 3, 3 }, 2, 1 },
   { "resnet 256->512 s2 1x1", { 128, 256, 8, 8 }, { 512, 256, 1, 1 }, 2, 0 },
+  -- MobileNetV2's depthwise 3x3 layers (CIFAR sizes, batch 128)
+  { "mobilenet dw 144x16x16 3x3", { 128, 144, 16, 16 }, { 144, 1, 3, 3 }, 1, 1, 144 },
+  { "mobilenet dw 144x32x32 s2 3x3", { 128, 144, 32, 32 }, { 144, 1, 3, 3 }, 2, 1, 144 },
+  { "mobilenet dw 384x4x4 3x3", { 128, 384, 4, 4 }, { 384, 1, 3, 3 }, 1, 1, 384 },
 }
-local ALGOS = { "auto", "direct", "im2col", "gemm1x1", "winograd2", "winograd4", "implicit_gemm", "tiled" }
+local ALGOS = { "auto", "direct", "depthwise", "im2col", "gemm1x1", "winograd2", "winograd4", "implicit_gemm", "tiled" }
 if opts.algos then
   ALGOS = {}
   for a in opts.algos:gmatch("[^,]+") do ALGOS[#ALGOS + 1] = a end
@@ -80,13 +85,15 @@ for _, c in ipairs(CONVS) do
     netcl.manual_seed(1)
     local x = netcl.randn(c[2], { device = dev }):requires_grad_()
     local w = (netcl.randn(c[3], { device = dev }) * 0.1):requires_grad_()
-    local o = { stride = c[4], padding = c[5] }
+    local groups = c[6] or 1
+    local o = { stride = c[4], padding = c[5], groups = groups }
     for _, algo in ipairs(ALGOS) do
       netcl.set_conv_algo(algo)
       -- a strategy that does not apply falls back to the planner's: skip it
       local applies = algo == "auto" or algo == "direct" or algo == "im2col" or algo == "implicit_gemm" or algo == "tiled"
-        or (algo == "gemm1x1" and c[3][3] == 1 and c[4] == 1)
-        or (algo:find("winograd") and c[3][3] == 3 and c[4] == 1)
+        or (algo == "gemm1x1" and c[3][3] == 1 and c[4] == 1 and groups == 1)
+        or (algo:find("winograd") and c[3][3] == 3 and c[4] == 1 and groups == 1)
+        or (algo == "depthwise" and groups > 1 and groups == c[2][2])
       if applies then
         local y = F.conv2d(x, w, nil, o)
         local g = netcl.randn(y:size(), { device = dev })

@@ -46,6 +46,9 @@ CONVS = [
     ("resnet 128->256 s2 1x1", (128, 128, 16, 16), (256, 128, 1, 1), 2, 0),
     ("resnet 256->512 s2 3x3", (128, 256, 8, 8), (512, 256, 3, 3), 2, 1),
     ("resnet 256->512 s2 1x1", (128, 256, 8, 8), (512, 256, 1, 1), 2, 0),
+    ("mobilenet dw 144x16x16 3x3", (128, 144, 16, 16), (144, 1, 3, 3), 1, 1, 144),
+    ("mobilenet dw 144x32x32 s2 3x3", (128, 144, 32, 32), (144, 1, 3, 3), 2, 1, 144),
+    ("mobilenet dw 384x4x4 3x3", (128, 384, 4, 4), (384, 1, 3, 3), 1, 1, 384),
 ]
 
 def report(name, fn, x):
@@ -57,12 +60,12 @@ def report(name, fn, x):
         fn(x).backward(g)
     print("%s\t%.4f\t%.4f" % (name, fwd, time_ms(both)), flush=True)
 
-for name, xs, ws, s, p in CONVS:
+for name, xs, ws, s, p, *g in CONVS:
     if only and only not in name:
         continue
     x = torch.randn(*xs, device=dev, requires_grad=True)
     w = (torch.randn(*ws, device=dev) * 0.1).requires_grad_()
-    report(name, lambda t, w=w, s=s, p=p: F.conv2d(t, w, None, s, p), x)
+    report(name, lambda t, w=w, s=s, p=p, g=(g or [1])[0]: F.conv2d(t, w, None, s, p, 1, g), x)
 
 C = 64
 wt = torch.ones(C, device=dev, requires_grad=True)
