@@ -150,6 +150,23 @@ function TestConvAlgos:test_gradcheck_per_strategy()
   end
 end
 
+-- an empty batch through every strategy: an empty output and input
+-- gradient, a weight gradient of zeros (never uninitialised memory)
+function TestConvAlgos:test_empty_batch()
+  for _, gm in ipairs({ { 4, 4, 3, 3, { padding = 1 } }, { 4, 8, 3, 3, { groups = 4, stride = 2, padding = 1 } },
+                        { 4, 6, 1, 1, {} } }) do
+    for _, algo in ipairs(ALGOS) do
+      local x = netcl.randn(0, gm[1], 8, 8, { device = dev }):requires_grad_()
+      local w = netcl.randn(gm[2], gm[1] / (gm[5].groups or 1), gm[3], gm[4], { device = dev }):requires_grad_()
+      local y = with_algo(algo, function() return F.conv2d(x, w, nil, gm[5]) end)
+      lu.assertEquals(y:size()[1], 0, algo)
+      with_algo(algo, function() y:backward(netcl.ones(y:size(), { device = dev })) end)
+      lu.assertEquals(x.grad:size(), x:size(), algo)
+      lu.assertEquals(w.grad:abs():sum():item(), 0, algo .. ": weight gradient of an empty batch")
+    end
+  end
+end
+
 function TestConvAlgos:test_transposed_strategies()
   netcl.manual_seed(23)
   local x = netcl.randn(2, 4, 5, 5, { device = dev })

@@ -49,7 +49,7 @@ netcl_status nc_cl_conv_depthwise(netcl_device *dev, nc_conv_kernel kind, const 
     /* a power-of-two work-group of at most the kernel's DW_LOCAL (256) */
     size_t local = 1;
     while (local * 2 <= wg && local * 2 <= 256) local *= 2;
-    int64_t groups = (g->N + ipl - 1) / ipl * g->O;
+    int64_t groups = (g->N > 0 ? (g->N + ipl - 1) / ipl : 1) * g->O;   /* no images: one slice of zeros */
     size_t global = (size_t)(groups < (1 << 20) ? groups : (1 << 20)) * local;
     return nc_cl_launch_nd(cd, k, 1, &global, &local);
 }
