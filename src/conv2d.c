@@ -611,14 +611,16 @@ netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_c
     netcl_tensor *ac = contig(&s, a), *bc = contig(&s, b), *r = NULL;
     nc_conv_fuse fc;
     if (f) { fc = *f; if (fc.bias) fc.bias = contig(&s, fc.bias); f = &fc; }
-    nc_conv_algo algo = nc_conv_plan(nc_dev(a), g, pass, a->dtype);
-    if (g->N == 0 && s.st == NETCL_OK) {   /* an empty batch: an empty result, or a weight gradient of zeros */
+    /* an empty batch: an empty result, or a weight gradient of zeros (not
+     * planned, so never tuned) */
+    if (g->N == 0 && s.st == NETCL_OK) {
         int64_t shapes[3][4] = {{0, g->O, g->OH, g->OW}, {0, g->C, g->H, g->W}, {g->O, g->C / g->G, g->KH, g->KW}};
         netcl_tensor *z = NULL;
         netcl_status zs = netcl_tensor_full(&z, nc_dev(a), a->dtype, 4, shapes[pass], 0.0);
         r = keep(&s, zs, z);
         return finish(&s, out, r);
     }
+    nc_conv_algo algo = nc_conv_plan(nc_dev(a), g, pass, a->dtype);
     /* strategies that fuse the epilogue take it; the others leave it to apply_epilogue */
     int fuses = algo == NC_CONV_IGEMM || algo == NC_CONV_TILED || ((algo == NC_CONV_IM2COL || algo == NC_CONV_GEMM1X1) &&
                                                                   pass == NC_CONV_PASS_FWD && g->G == 1);
