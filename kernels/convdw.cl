@@ -12,7 +12,7 @@
  * dw_weight: part [S, O, KH*KW], the sums over slices of ip images; one
  *            work-group per (output channel, slice), each item keeping
  *            KH*KW sums over its pixels (dy read once, x through the
- *            cache), reduced in local memory. The direct kernels spend a
+ *            cache), reduced in local memory all at once. The direct kernels spend a
  *            work-group per weight element and read dy KH*KW times. */
 typedef struct { long N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW; } conv_t;
 #define KT (DW_KH * DW_KW)
@@ -78,21 +78,23 @@ __kernel void dw_data(__global O_T *dx, long dxo, __global const A_T *dy, long d
     }
 }
 
-/* the local size is a power of two (the host's choice), at most DW_LOCAL */
-#define DW_LOCAL 256
+/* DW_LOCAL: the local size, a power of two (the host's choice); the KT
+ * sums of every item are staged in local memory at once and reduced in
+ * one tree, so no barrier sits in an unrolled loop (barriers in KT
+ * unrolled copies of a tree took PoCL minutes to compile) */
 __kernel void dw_weight(__global O_T *part, long po, __global const A_T *x, long xo, __global const A_T *dy, long dyo, conv_t g,
                         long ip DW_DIV)
 {
-    __local A_CT red[DW_LOCAL];
+    __local A_CT red[KT * DW_LOCAL];
     const IX C = g.C, H = g.H, W = g.W, O = g.O, OW = g.OW, L = g.OH * g.OW, M = g.O / g.C, N = g.N;
     const int ph = g.PH, pw = g.PW, dh = g.DH, dw = g.DW;
-    const int lid = get_local_id(0), ls = get_local_size(0);
+    const int lid = get_local_id(0);
     const IX S = N > 0 ? (N + (IX)ip - 1) / (IX)ip : 1;   /* no images: one slice of zeros */
     for (IX e = get_group_id(0); e < S * O; e += get_num_groups(0)) {
         const IX o = e % O, s = e / O, n0 = s * (IX)ip, n1 = min(N, n0 + (IX)ip), c = o / M;
         A_CT acc[KT];
         UNROLL for (int t = 0; t < KT; t++) acc[t] = 0;
-        for (IX r = lid; r < (n1 - n0) * L; r += ls) {
+        for (IX r = lid; r < (n1 - n0) * L; r += DW_LOCAL) {
             const IX q = DIVK(r, 0), n = n0 + q, l = r - q * L, oy = DIVK(l, 1), ox = l - oy * OW;
             const int h0 = (int)oy * DW_SH - ph, w0 = (int)ox * DW_SW - pw;
             const A_CT d = A_LOAD(dy, dyo + (n * O + o) * L + l);
@@ -106,15 +108,14 @@ __kernel void dw_weight(__global O_T *part, long po, __global const A_T *x, long
                 }
             }
         }
-        UNROLL for (int t = 0; t < KT; t++) {   /* unrolled: acc stays in registers */
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous round's reads are done */
+        UNROLL for (int t = 0; t < KT; t++) red[t * DW_LOCAL + lid] = acc[t];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int st = DW_LOCAL / 2; st > 0; st >>= 1) {
+            if (lid < st)
+                for (int t = 0; t < KT; t++) red[t * DW_LOCAL + lid] += red[t * DW_LOCAL + lid + st];
             barrier(CLK_LOCAL_MEM_FENCE);
-            red[lid] = acc[t];
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (int st = ls / 2; st > 0; st >>= 1) {
-                if (lid < st) red[lid] += red[lid + st];
-                barrier(CLK_LOCAL_MEM_FENCE);
-            }
-            if (lid == 0) O_STORE(part, po + e * KT + t, red[0]);
         }
+        for (int t = lid; t < KT; t += DW_LOCAL) O_STORE(part, po + e * KT + t, red[t * DW_LOCAL]);
     }
 }

@@ -18,8 +18,13 @@ netcl_status nc_cl_conv_depthwise(netcl_device *dev, nc_conv_kernel kind, const 
     char opts[200];
     nc_cl_dtype_opts(opts, sizeof opts, a->dtype, out->dtype);
     nc_cl_index_opts(opts, sizeof opts, xn > yn ? xn : yn);
-    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DDW_KH=%d -DDW_KW=%d -DDW_SH=%d -DDW_SW=%d", (int)g->KH,
-             (int)g->KW, (int)g->SH, (int)g->SW);
+    /* backward-weight's work-group: a power of two up to 256 whose KH*KW
+     * sums per item fit 32 KiB of local memory (all three kernels share the
+     * program, so the forward passes build it with the same size) */
+    size_t local = 256, elem = a->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;
+    while (local > 1 && (local > (size_t)dev->max_work_group || (size_t)(g->KH * g->KW) * local * elem > 32768)) local /= 2;
+    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DDW_KH=%d -DDW_KW=%d -DDW_SH=%d -DDW_SW=%d -DDW_LOCAL=%d",
+             (int)g->KH, (int)g->KW, (int)g->SH, (int)g->SW, (int)local);
     cl_kernel k;
     size_t wg;
     NC_TRY(nc_cl_kernel(cd, "convdw", opts, name, &k, &wg));
@@ -46,9 +51,8 @@ netcl_status nc_cl_conv_depthwise(netcl_device *dev, nc_conv_kernel kind, const 
     NC_ARG(k, i++, dv); NC_ARG(k, i++, dm); NC_ARG(k, i++, ds);
     if (kind == NC_DW_FWD) return nc_cl_launch(cd, k, wg, yn);
     if (kind == NC_DW_DATA) return nc_cl_launch(cd, k, wg, xn);
-    /* a power-of-two work-group of at most the kernel's DW_LOCAL (256) */
-    size_t local = 1;
-    while (local * 2 <= wg && local * 2 <= 256) local *= 2;
+    if (local > wg) return nc_fail(NETCL_ERR_UNSUPPORTED, "conv2d (depthwise) backward-weight: work-groups of %zu items "
+                                   "exceed the kernel's %zu on %s", local, wg, dev->name);
     int64_t groups = (g->N > 0 ? (g->N + ipl - 1) / ipl : 1) * g->O;   /* no images: one slice of zeros */
     size_t global = (size_t)(groups < (1 << 20) ? groups : (1 << 20)) * local;
     return nc_cl_launch_nd(cd, k, 1, &global, &local);
