@@ -89,7 +89,7 @@ __kernel void dw_weight(__global O_T *part, long po, __global const A_T *x, long
     const IX C = g.C, H = g.H, W = g.W, O = g.O, OW = g.OW, L = g.OH * g.OW, M = g.O / g.C, N = g.N;
     const int ph = g.PH, pw = g.PW, dh = g.DH, dw = g.DW;
     const int lid = get_local_id(0);
-    const IX S = N > 0 ? (N + (IX)ip - 1) / (IX)ip : 1;   /* no images: one slice of zeros */
+    const IX S = (N + (IX)ip - 1) / (IX)ip;
     for (IX e = get_group_id(0); e < S * O; e += get_num_groups(0)) {
         const IX o = e % O, s = e / O, n0 = s * (IX)ip, n1 = min(N, n0 + (IX)ip), c = o / M;
         A_CT acc[KT];

@@ -518,15 +518,23 @@ static netcl_tensor *igemm_pass(scratch *s, const nc_conv_args *g, nc_conv_pass 
     return out;
 }
 
-/* backward-weight: a x, b dy. Parts of `per` images each, about four
- * work-groups (channel blocks x groups x parts) a compute unit, summed. */
+/* Backward-weight passes that sum parts of images: parts of *per images
+ * each, about four work-groups (the pass's `blocks` a part times the
+ * parts) a compute unit; returns the number of parts (the batch is never
+ * empty here: nc_fwd_conv2d_fused answers that itself). */
+static int64_t image_parts(const netcl_device *dev, int64_t N, int64_t blocks, int64_t *per)
+{
+    int64_t cu = dev->compute_units > 0 ? dev->compute_units : 1, S = (4 * cu + blocks - 1) / blocks;
+    *per = N > S ? (N + S - 1) / S : 1;
+    return (N + *per - 1) / *per;
+}
+
+/* backward-weight: a x, b dy, in parts of images (blocks: channel blocks x
+ * groups), summed */
 static netcl_tensor *tiled_weight(scratch *s, const nc_conv_args *g, netcl_tensor *a, netcl_tensor *b)
 {
     netcl_device *dev = nc_dev(a);
-    int64_t blocks = nc_tw_blocks(g), cu = dev->compute_units > 0 ? dev->compute_units : 1;
-    int64_t S = (4 * cu + blocks - 1) / blocks;            /* parts wanted */
-    int64_t per = g->N > S ? (g->N + S - 1) / S : 1;       /* images a part */
-    S = g->N > 0 ? (g->N + per - 1) / per : 1;             /* no images: one part of zeros */
+    int64_t per, S = image_parts(dev, g->N, nc_tw_blocks(g), &per);
     int64_t wshape[4] = {g->O, g->C / g->G, g->KH, g->KW};
     netcl_tensor *parts = empty(s, a, 5, (int64_t[]){S, g->O, g->C / g->G, g->KH, g->KW});
     if (s->st == NETCL_OK && netcl_tensor_numel(parts) > 0) {
@@ -555,8 +563,7 @@ static netcl_tensor *tiled_pass(scratch *s, const nc_conv_args *g, nc_conv_pass 
 }
 
 /* depthwise: the backend's NC_DW_* kernels; backward-weight in slices of
- * images, about four work-groups (output channels x slices) a compute
- * unit, summed */
+ * images (a work-group per output channel a slice), summed */
 static netcl_tensor *depthwise_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
 {
     if (pass == NC_CONV_PASS_FWD) {
@@ -569,10 +576,7 @@ static netcl_tensor *depthwise_pass(scratch *s, const nc_conv_args *g, nc_conv_p
         kernel(s, NC_DW_DATA, g, dx, a, b, 0, 0);
         return dx;
     }
-    int64_t cu = nc_dev(a)->compute_units > 0 ? nc_dev(a)->compute_units : 1;
-    int64_t S = (4 * cu + g->O - 1) / g->O;                /* slices wanted */
-    int64_t per = g->N > S ? (g->N + S - 1) / S : 1;       /* images a slice */
-    S = g->N > 0 ? (g->N + per - 1) / per : 1;             /* no images: one slice of zeros */
+    int64_t per, S = image_parts(nc_dev(a), g->N, g->O, &per);
     netcl_tensor *parts = empty(s, a, 5, (int64_t[]){S, g->O, 1, g->KH, g->KW});
     kernel(s, NC_DW_WEIGHT, g, parts, a, b, per, 0);
     return view(s, S > 1 ? sum0(s, parts) : parts, 4, (int64_t[]){g->O, 1, g->KH, g->KW});

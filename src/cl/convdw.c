@@ -53,7 +53,7 @@ netcl_status nc_cl_conv_depthwise(netcl_device *dev, nc_conv_kernel kind, const 
     if (kind == NC_DW_DATA) return nc_cl_launch(cd, k, wg, xn);
     if (local > wg) return nc_fail(NETCL_ERR_UNSUPPORTED, "conv2d (depthwise) backward-weight: work-groups of %zu items "
                                    "exceed the kernel's %zu on %s", local, wg, dev->name);
-    int64_t groups = (g->N > 0 ? (g->N + ipl - 1) / ipl : 1) * g->O;   /* no images: one slice of zeros */
+    int64_t groups = (g->N + ipl - 1) / ipl * g->O;
     size_t global = (size_t)(groups < (1 << 20) ? groups : (1 << 20)) * local;
     return nc_cl_launch_nd(cd, k, 1, &global, &local);
 }

@@ -261,7 +261,7 @@ netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel kind, const nc_conv_a
     switch (kind) {
     case NC_DW_WEIGHT:
         j.m = p0 > 0 ? p0 : g->N;
-        fn = dw_weight_part, n = (g->N > 0 ? (g->N + j.m - 1) / j.m : 1) * g->O * g->KH * g->KW, per = j.m * g->OH * g->OW;
+        fn = dw_weight_part, n = (g->N + j.m - 1) / j.m * g->O * g->KH * g->KW, per = j.m * g->OH * g->OW;
         break;
     case NC_DW_FWD:
     case NC_CONV_FWD: fn = fwd; n = g->N * g->O * g->OH * g->OW; per = (g->C / g->G) * g->KH * g->KW; break;

@@ -99,7 +99,6 @@ netcl_status nc_cpu_conv_depthwise(nc_conv_kernel kind, const nc_conv_args *g, c
     int64_t taps = g->KH * g->KW, L = g->OH * g->OW;
     if (kind == NC_DW_FWD) nc_parallel_for(g->N * g->O, 1 + 16384 / (L * taps + 1), planes, &j);
     else if (kind == NC_DW_DATA) nc_parallel_for(g->N * g->C, 1 + 16384 / (L * taps * (g->O / g->C) + 1), planes, &j);
-    else   /* no images: one slice of zeros */
-        nc_parallel_for((g->N > 0 ? (g->N + j.ip - 1) / j.ip : 1) * g->O, 1 + 16384 / (j.ip * L * taps + 1), weight, &j);
+    else nc_parallel_for((g->N + j.ip - 1) / j.ip * g->O, 1 + 16384 / (j.ip * L * taps + 1), weight, &j);
     return NETCL_OK;
 }
