@@ -276,6 +276,24 @@ function TestConvAlgos:test_tiled_patch_too_large_is_refused()
   end)
 end
 
+-- the tiled kernel's wide block (a stem: 32 or more output channels from
+-- 32 taps or fewer, 17-32 columns; 4 columns x 32 channels an item): 40
+-- channels leave the second block 8 wide, 18 rows and 20 columns leave
+-- partial tiles; with a fused bias and ReLU, and at stride 2, against direct
+function TestConvAlgos:test_tiled_wide_block()
+  netcl.manual_seed(27)
+  local x = netcl.randn(2, 3, 18, 20, { device = dev })
+  local w = netcl.randn(40, 3, 3, 3, { device = dev })
+  local b = netcl.randn(40, { device = dev })
+  for _, o in ipairs({ { padding = 1 }, { stride = 2, padding = 1 } }) do
+    local want = with_algo("direct", function() return F.conv2d(x, w, b, o):relu() end)
+    local got = with_algo("tiled", function()
+      return F.conv2d(x, w, b, { stride = o.stride, padding = o.padding, act = "relu" })
+    end)
+    H.assert_close(got, want, 1e-4, 1e-4, "tiled wide block")
+  end
+end
+
 -- the planner's rules (docs/ops.md), as netcl.conv2d_strategy reports them
 function TestConvAlgos:test_planner_choices()
   local info = H.device_info()
@@ -302,12 +320,14 @@ function TestConvAlgos:test_planner_choices()
   local lenet = { netcl.conv2d_strategy({ 256, 1, 28, 28 }, { 6, 1, 5, 5 }, { device = dev, padding = 2 }) }
   local resnet = netcl.conv2d_strategy({ 128, 64, 32, 32 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 })
   local lenet2 = { netcl.conv2d_strategy({ 256, 6, 14, 14 }, { 16, 6, 5, 5 }, { device = dev }) }
+  local stem = { netcl.conv2d_strategy({ 128, 3, 32, 32 }, { 64, 3, 3, 3 }, { device = dev, padding = 1 }) }
   if info.type == "opencl_gpu" then
     lu.assertEquals(lenet[1], "tiled")         -- thin layers
     lu.assertEquals(lenet[3], "tiled")         -- small weights: image by image
     lu.assertEquals(lenet2[1], "tiled")        -- 10 x 10 outputs: one 10 x 10 tile
     lu.assertEquals(lenet2[2], "tiled")
     lu.assertEquals(lenet2[3], "tiled")
+    lu.assertEquals(stem[1], "tiled")         -- 3 -> 64: the wide block
   else
     lu.assertEquals(lenet[1], "im2col")
   end
