@@ -278,14 +278,16 @@ end
 
 -- the tiled kernel's wide block (a stem: 32 or more output channels from
 -- 32 taps or fewer, 17-32 columns; 4 columns x 32 channels an item): 40
--- channels leave the second block 8 wide, 18 rows and 20 columns leave
--- partial tiles; with a fused bias and ReLU, and at stride 2, against direct
+-- channels leave the second block 8 wide, 19 x 21 outputs leave partial
+-- tiles (2 of 10 rows, 6 items of 4 columns); with a fused bias and ReLU,
+-- at strides 1 and 2, against direct
 function TestConvAlgos:test_tiled_wide_block()
   netcl.manual_seed(27)
-  local x = netcl.randn(2, 3, 18, 20, { device = dev })
   local w = netcl.randn(40, 3, 3, 3, { device = dev })
   local b = netcl.randn(40, { device = dev })
-  for _, o in ipairs({ { padding = 1 }, { stride = 2, padding = 1 } }) do
+  for _, c in ipairs({ { { 2, 3, 19, 21 }, { padding = 1 } }, { { 2, 3, 37, 41 }, { stride = 2, padding = 1 } } }) do
+    local x, o = netcl.randn(c[1], { device = dev }), c[2]
+    lu.assertEquals(F.conv2d(x, w, nil, o):size(), { 2, 40, 19, 21 })
     local want = with_algo("direct", function() return F.conv2d(x, w, b, o):relu() end)
     local got = with_algo("tiled", function()
       return F.conv2d(x, w, b, { stride = o.stride, padding = o.padding, act = "relu" })

@@ -166,8 +166,9 @@ static inline int64_t nc_tw_staged(const nc_conv_args *g)
  * most 256 items, as tall as needs the fewest row tiles (LeNet's 10 x 10
  * outputs: one 10 x 10 tile, not the 8 x 32 that left 60% of its items
  * idle); wider ones 8 x 32. A stem (32 or more output channels from 32
- * taps or fewer, 17-32 columns) gets 16 x 32 pixels for 32 channels, 4
- * columns x 32 channels an item: ResNet's 3 -> 64 3x3 forward at batch 128
+ * taps or fewer, 17-32 columns) gets blocks of 32 channels, 4 columns x
+ * 32 channels an item (up to 16 rows of 8 items a tile, 16 x 32 pixels at
+ * ResNet's 32 x 32 outputs): ResNet's 3 -> 64 3x3 forward at batch 128
  * ran in 33.9 us against 52.7 with 2 x 8 an item (H200, NETCL_PROFILE),
  * each tap's weights and pixels read from local memory once for 128
  * multiply-adds rather than 16. cb shrinks until the staged values (in the
@@ -188,12 +189,12 @@ static inline nc_conv_tile nc_conv_tile_for(const nc_conv_args *g, netcl_dtype d
     if (og < t.ob) t.ob = og > 0 ? (int)og : 1;
     if (cg < t.cb) t.cb = cg > 0 ? (int)cg : 1;
     if (g->OW <= 32) {
-        t.rx = g->OW > 16 ? 2 : 1;
+        int stem = og >= 32 && cg * g->KH * g->KW <= 32 && g->OW > 16;   /* few taps, many outputs */
+        if (stem) t.ob = 32;
+        t.rx = stem ? 4 : g->OW > 16 ? 2 : 1;
         t.tx = g->OW > 0 ? (int)((g->OW + t.rx - 1) / t.rx) : 1;
         int64_t most = 256 / t.tx < 16 ? 256 / t.tx : 16, rows = g->OH > 0 ? (g->OH + most - 1) / most : 1;
         t.ty = g->OH > 0 ? (int)((g->OH + rows - 1) / rows) : 1;
-        if (og >= 32 && cg * g->KH * g->KW <= 32 && g->OW > 16)   /* a stem: few taps, many outputs */
-            t.ob = 32, t.rx = 4, t.tx = (int)((g->OW + 3) / 4), t.ty = 16;
     }
     while (t.cb > 0 && nc_conv_tile_staged(g, &t) * elem > budget) t.cb--;
     return t;
