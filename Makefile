@@ -12,7 +12,8 @@ NC_CFLAGS = -std=c11 $(OPT) -g -fPIC -Wall -Wextra $(WERROR) -D_GNU_SOURCE \
            -DCL_TARGET_OPENCL_VERSION=120 -fvisibility=hidden -Isrc -pthread
 LDLIBS  += -ldl -lm -lpthread -lz -lpng
 
-SRCS    := $(wildcard src/*.c src/*/*.c)
+SRCS    := $(wildcard src/*/*.c src/*/*/*.c)
+HDRS    := $(wildcard src/*.h src/*/*.h src/*/*/*.h)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/kernels_embed.o
 KERNELS := $(wildcard kernels/*.cl)
 LIB     := $(BUILD)/libnetcl.so
@@ -26,7 +27,7 @@ DEB_PKGS := gcc make luajit libluajit-5.1-dev ocl-icd-libopencl1 ocl-icd-opencl-
 .PHONY: all deps test check demo clean bench cdef-check install
 all: $(LIB) $(CDEF) $(LAUNCH)
 
-$(BUILD)/obj/%.o: src/%.c src/netcl.h src/core.h $(wildcard src/*/*.h src/*.h)
+$(BUILD)/obj/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(NC_CFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -44,13 +45,13 @@ $(BUILD)/kernels_embed.c: $(KERNELS) Makefile
 	  echo '  { NULL, NULL } };'; } > $@
 
 # plain loops in the cpu backend only vectorise at -O3 with GCC 12
-$(BUILD)/obj/cpu/%.o: OPT := -O3
+$(BUILD)/obj/backend/cpu/%.o: OPT := -O3
 # sqrt in the fused optimizer loops vectorises only without errno (never read there)
-$(BUILD)/obj/cpu/optim.o: NC_CFLAGS += -fno-math-errno
-# the float32 row loops (src/cpu/rowf32.h) hold selects that GCC if-converts
+$(BUILD)/obj/backend/cpu/optim.o: NC_CFLAGS += -fno-math-errno
+# the float32 row loops (src/backend/cpu/rowf32.h) hold selects that GCC if-converts
 # into vector code only when a float compare may not trap; netcl never reads
 # the floating-point exception flags, and no value changes
-$(BUILD)/obj/cpu/select.o $(BUILD)/obj/cpu/loss.o: NC_CFLAGS += -fno-trapping-math
+$(BUILD)/obj/backend/cpu/select.o $(BUILD)/obj/backend/cpu/loss.o: NC_CFLAGS += -fno-trapping-math
 
 $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 	@mkdir -p $(dir $@)

@@ -1,7 +1,7 @@
 /* api.c — the public op entry points: run the forward op with grad mode
  * off (so helper ops inside it record nothing), then, when an input
  * requires grad, record one node on the output with what its rule needs. */
-#include "autograd.h"
+#include "autograd/autograd.h"
 #include <string.h>
 
 /* Runs `call` with grad mode off; `st` receives its status. */

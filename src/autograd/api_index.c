@@ -3,8 +3,8 @@
  * op with grad mode off, then, when an input requires grad, one node on
  * the output with what its rule (rules_index.c) needs. In-place scatter_
  * follows the protocol of inplace.c. */
-#include "autograd.h"
-#include "../index.h"
+#include "autograd/autograd.h"
+#include "ops/index.h"
 
 #define FORWARD(st, call) do { int prev_ = nc_grad_push_disabled(); st = (call); nc_grad_pop(prev_); } while (0)
 

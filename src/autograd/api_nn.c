@@ -1,7 +1,7 @@
 /* api_nn.c — public, recording entry points of the selection and nn op
  * families (where, softmax, ...): forward with grad mode off, then one node
  * on the output when an input requires grad (rules in rules_nn.c). */
-#include "expr.h"
+#include "autograd/expr.h"
 #include <string.h>
 
 #define FORWARD(st, call) do { int prev_ = nc_grad_push_disabled(); st = (call); nc_grad_pop(prev_); } while (0)

@@ -5,7 +5,7 @@
 #ifndef NETCL_AUTOGRAD_H
 #define NETCL_AUTOGRAD_H
 
-#include "../ops.h"
+#include "ops/ops.h"
 
 #define NC_NODE_SAVED 4
 

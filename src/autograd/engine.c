@@ -2,7 +2,7 @@
  * each node reachable from the root, how many consumers will send it a
  * gradient; a node runs once all have, and (without retain_graph) frees
  * its saved tensors right after, so memory stays bounded in a loop. */
-#include "autograd.h"
+#include "autograd/autograd.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

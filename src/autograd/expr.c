@@ -1,6 +1,6 @@
 /* expr.c — the scope behind XC(): temporaries, the first failure, and
  * handing results out (see expr.h). */
-#include "expr.h"
+#include "autograd/expr.h"
 #include <string.h>
 
 netcl_tensor *nc_x_own(nc_x *x, netcl_tensor *t)

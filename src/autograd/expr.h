@@ -12,7 +12,7 @@
 #ifndef NETCL_EXPR_H
 #define NETCL_EXPR_H
 
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 #define NC_X_MAX 96
 

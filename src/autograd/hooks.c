@@ -1,7 +1,7 @@
 /* hooks.c — gradient hooks: registered on a leaf tensor or on the node
  * that produced a non-leaf, run by the engine on the gradient flowing
  * into that tensor, in registration order. */
-#include "autograd.h"
+#include "autograd/autograd.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * adopts the result's node. That write bumps the storage version, so any
  * other node that saved the old values refuses at backward instead of
  * giving a wrong gradient. PyTorch clones the original for the same reason. */
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 /* Targets that cannot take a recorded in-place write. */
 static netcl_status check_target(const netcl_tensor *a, const char *op)

@@ -1,7 +1,7 @@
 /* rules.c — backward rules, one per recorded op kind, written with the
  * forward ops (grad mode is off during backward). Shapes: g has the op's
  * output shape; gin[i] must come back with input i's shape and dtype. */
-#include "expr.h"
+#include "autograd/expr.h"
 #include <math.h>
 
 #define R(x) netcl_tensor_release(x)

@@ -3,8 +3,8 @@
  * overwritten places cleared; gather g for the source), sort (scatter g to
  * where each value came from) and the scans (cumsum: reverse cumsum;
  * cumprod: exact also when the input holds zeros). Grad mode is off here. */
-#include "expr.h"
-#include "../index.h"
+#include "autograd/expr.h"
+#include "ops/index.h"
 #include <string.h>
 
 #define R(x) netcl_tensor_release(x)

@@ -1,6 +1,6 @@
 /* rules_nn.c — backward rules of the selection and nn op families, written
  * with the XC scope (grad mode is off during backward). */
-#include "expr.h"
+#include "autograd/expr.h"
 #include <string.h>
 
 /* where: the chosen side takes g, the other side 0 (cond is saved) */

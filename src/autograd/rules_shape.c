@@ -1,6 +1,6 @@
 /* rules_shape.c — backward rules for reductions, matmul, views, casts and
  * device moves, and the rule table (one entry per nc_rule, count-checked). */
-#include "autograd.h"
+#include "autograd/autograd.h"
 #include <string.h>
 
 #define R(x) netcl_tensor_release(x)

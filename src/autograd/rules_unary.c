@@ -1,7 +1,7 @@
 /* rules_unary.c — backward of the unary ops: gin = g * f'(x), with f'
  * written from forward ops on the saved input x and output y. Piecewise
  * ops take the derivative of the branch that produced y (relu at 0: 0). */
-#include "expr.h"
+#include "autograd/expr.h"
 #include <math.h>
 
 #define R(t) netcl_tensor_release(t)

@@ -1,6 +1,6 @@
 /* conv.c — conv1d as a conv2d of height 1 (autograd comes free). conv2d
  * and conv_transpose2d are primitives with strategies: src/conv2d.c. */
-#include "../autograd/expr.h"
+#include "autograd/expr.h"
 
 netcl_status netcl_conv1d(netcl_tensor **out, netcl_tensor *in, netcl_tensor *w, netcl_tensor *b, int64_t stride,
                           int64_t padding, int64_t dilation, int64_t groups)

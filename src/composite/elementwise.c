@@ -1,6 +1,6 @@
 /* elementwise.c — elementwise ops built from others (autograd comes free):
  * lerp. */
-#include "../autograd/expr.h"
+#include "autograd/expr.h"
 
 /* a + w (b - a); w a tensor (broadcast) or, with w NULL, the scalar ws */
 netcl_status netcl_lerp(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *w, double ws)

@@ -6,8 +6,8 @@
  * pads (index_select with indices computed on the host), repeat
  * (expand + reshape), topk (sort + narrow), bernoulli (rand < p). Arguments
  * are checked up front so messages name the op the caller used. */
-#include "../autograd/expr.h"
-#include "../index.h"
+#include "autograd/expr.h"
+#include "ops/index.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * of the two neighbours. Source coordinates follow PyTorch: with a scale
  * factor the ratio is 1 / scale; align_corners maps the corner pixels onto
  * each other. The small index and weight vectors are made on the host. */
-#include "../autograd/expr.h"
+#include "autograd/expr.h"
 #include <math.h>
 #include <stdlib.h>
 

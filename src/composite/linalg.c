@@ -9,7 +9,7 @@
  * gradients are exact and nothing needs a second backward rule. Training
  * therefore runs the unfused sequence, which also keeps the product and
  * pre-activation the backward rules need. */
-#include "../autograd/expr.h"
+#include "autograd/expr.h"
 
 static void need_dims(nc_x *x, const char *op, const netcl_tensor *t, int nd, const char *what)
 {

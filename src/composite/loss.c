@@ -2,7 +2,7 @@
  * free): mse, l1, smooth_l1, huber, binary cross-entropy (on
  * probabilities and on logits) and KL divergence, each with PyTorch's
  * formula and reduction (none, mean, sum; kl_div also batchmean). */
-#include "../autograd/expr.h"
+#include "autograd/expr.h"
 #include <math.h>
 #include <string.h>
 

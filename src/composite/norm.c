@@ -2,7 +2,7 @@
  * comes free): layer_norm, group_norm, dropout and its channel-wise form.
  * Statistics use the biased variance, as PyTorch does. batch_norm is a
  * fused primitive (src/bnorm.c). */
-#include "../autograd/expr.h"
+#include "autograd/expr.h"
 
 /* t viewed so that it broadcasts along dim 1 of an ndim-dim tensor: [1, C, 1, ...] */
 static netcl_tensor *channel_view(nc_x *x, netcl_tensor *t, int ndim)

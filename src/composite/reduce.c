@@ -2,7 +2,7 @@
  * over several dims, var/std, norm, logsumexp, any/all. Several dims are
  * moved last and merged into one, so one kernel does the reduction. dims
  * are 0-based; ndims == 0 means every dim. */
-#include "../autograd/expr.h"
+#include "autograd/expr.h"
 #include <math.h>
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * with clear messages, a contiguous copy of x when needed, a fresh output,
  * then one backend call (cpu reference in src/cpu/augment.c, OpenCL in
  * src/cl/augment.c). Not differentiable: data augmentation precedes the graph. */
-#include "../core.h"
+#include "core/core.h"
 #include <string.h>
 
 static const char *const kind_names[] = {"flip_horizontal", "color_jitter", "erase", "random_crop"};

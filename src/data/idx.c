@@ -1,7 +1,7 @@
 /* idx.c — the IDX reader (MNIST / Fashion-MNIST files) through zlib, which
  * reads gzip and plain files alike. Big-endian payloads are converted to
  * host order; the result is a cpu tensor owned by the caller. */
-#include "../core.h"
+#include "core/core.h"
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>

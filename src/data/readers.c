@@ -2,7 +2,7 @@
  * simplified API, which reports errors by return value, so no longjmp
  * crosses netcl's API). Results are new cpu tensors owned by the caller;
  * every failure names the path and what is wrong. */
-#include "../core.h"
+#include "core/core.h"
 #include <errno.h>
 #include <png.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * ASSIGNED -> WRITING -> READY. Stores of a new state are releases and
  * loads are acquires, so the bytes written before a state are visible to
  * whoever sees that state, across processes. */
-#include "../core.h"
+#include "core/core.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -1,7 +1,7 @@
 /* util.c — cpu-only helpers of the data loader: seeded permutations and key
  * mixing (the determinism rule of docs/data.md), stacking samples into a
  * batch, gathering rows by index, and directory listings for ImageFolder. */
-#include "../core.h"
+#include "core/core.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>

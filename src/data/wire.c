@@ -4,7 +4,7 @@
  * BATCH, per field a 72-byte descriptor {dtype, ndim, sizes[8]} and the raw
  * bytes; for an ERROR the text. Writes are whole messages; a reader that
  * sees EOF mid-message reports the writer as gone. */
-#include "../core.h"
+#include "core/core.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

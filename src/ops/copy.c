@@ -1,0 +1,199 @@
+/* transfer.c — moving elements: between host and devices, between dtypes,
+ * into contiguous layout, and strided copy/fill into existing tensors.
+ * Cross-device moves go through contiguous buffers; a cpu tensor is its own
+ * staging area, kept alive by the backend until an async write completes. */
+#include "ops/ops.h"
+#include <stdlib.h>
+#include <string.h>
+
+static netcl_device *cpu_device(void)
+{
+    netcl_device *cpu = NULL;
+    netcl_device_get(&cpu, "cpu");
+    return cpu;
+}
+
+static size_t byte_offset(const netcl_tensor *t) { return (size_t)t->offset * (size_t)netcl_dtype_size(t->dtype); }
+
+/* out = new contiguous tensor of `dtype` with t's elements, on t's device */
+static netcl_status cast_contiguous(netcl_tensor **out, const netcl_tensor *t, netcl_dtype dtype)
+{
+    NC_TRY(nc_tensor_new(out, nc_dev(t), dtype, t->ndim, t->sizes));
+    if (netcl_tensor_numel(t) == 0) return NETCL_OK;
+    nc_desc dst, src;
+    nc_desc_of(&dst, *out);
+    nc_desc_of(&src, t);
+    netcl_status st = nc_dev(t)->backend->copy(nc_dev(t), &dst, &src);
+    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+    return st;
+}
+
+netcl_status nc_fwd_tensor_contiguous(netcl_tensor **out, netcl_tensor *t)
+{
+    if (netcl_tensor_is_contiguous(t)) { netcl_tensor_retain(t); *out = t; return NETCL_OK; }
+    netcl_status st = cast_contiguous(out, t, t->dtype);
+    if (st != NETCL_OK) nc_error_prefix("contiguous %s: ", nc_describe(t));
+    return st;
+}
+
+netcl_status nc_fwd_tensor_cast(netcl_tensor **out, const netcl_tensor *t, netcl_dtype dtype)
+{
+    *out = NULL;
+    if ((unsigned)dtype >= NETCL_DTYPE_COUNT) return nc_fail(NETCL_ERR_ARGUMENT, "cast: invalid dtype %d for %s", (int)dtype, nc_describe(t));
+    netcl_status st = cast_contiguous(out, t, dtype);
+    if (st != NETCL_OK) nc_error_prefix("cast %s to %s: ", nc_describe(t), netcl_dtype_name(dtype));
+    return st;
+}
+
+/* dst (contiguous) <- src (contiguous, same dtype and numel), any devices */
+static netcl_status move_bytes(netcl_tensor *dst, netcl_tensor *src)
+{
+    netcl_device *sd = nc_dev(src), *dd = nc_dev(dst);
+    size_t n = (size_t)netcl_tensor_numel(src) * (size_t)netcl_dtype_size(src->dtype);
+    if (n == 0) return NETCL_OK;
+    nc_storage_settle(src->storage);
+    nc_storage_settle(dst->storage);
+    /* pinned memory of the destination's driver: an upload on its transfer
+     * queue that overlaps the work already queued (settled on first use) */
+    if (sd->type == NETCL_DEVICE_CPU && src->storage->pinned_by == dd && dd->backend->write_async)
+        return dd->backend->write_async(dd, dst->storage->buf, byte_offset(dst), (char *)src->storage->buf + byte_offset(src),
+                                        n, src, dst);
+    if (sd->type == NETCL_DEVICE_CPU)
+        return dd->backend->write(dd, dst->storage->buf, byte_offset(dst), (char *)src->storage->buf + byte_offset(src), n, src);
+    if (dd->type == NETCL_DEVICE_CPU)
+        return sd->backend->read(sd, src->storage->buf, byte_offset(src), (char *)dst->storage->buf + byte_offset(dst), n);
+    netcl_tensor *host;
+    NC_TRY(nc_tensor_new(&host, cpu_device(), src->dtype, src->ndim, src->sizes));
+    netcl_status st = move_bytes(host, src);
+    if (st == NETCL_OK) st = move_bytes(dst, host);
+    netcl_tensor_release(host);
+    return st;
+}
+
+netcl_status netcl_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src)
+{
+    netcl_tensor *view = NULL, *tmp = NULL, *moved = NULL;
+    NC_TRY(nc_tensor_mark_inplace(dst, "copy_"));
+    netcl_status st = nc_fwd_tensor_expand(&view, (netcl_tensor *)src, dst->ndim, dst->sizes);
+    if (st != NETCL_OK) {
+        return nc_fail(NETCL_ERR_ARGUMENT, "copy_: source %s cannot be broadcast to destination %s",
+                       nc_describe(src), nc_describe(dst));
+    }
+    netcl_device *sd = nc_dev(src), *dd = nc_dev(dst);
+    if (netcl_tensor_numel(dst) == 0) goto done;
+    if (sd == dd) {
+        nc_desc a, b;
+        nc_desc_of(&a, dst);
+        nc_desc_of(&b, view);
+        st = dd->backend->copy(dd, &a, &b);
+        goto done;
+    }
+    /* different devices: contiguous in the destination dtype, move, then
+     * scatter (a contiguous source of that dtype moves as it is, so pinned
+     * memory reaches the backend's asynchronous path) */
+    if (view->dtype == dst->dtype && netcl_tensor_is_contiguous(view)) { netcl_tensor_retain(view); tmp = view; }
+    else if ((st = cast_contiguous(&tmp, view, dst->dtype)) != NETCL_OK) goto done;
+    if (netcl_tensor_is_contiguous(dst)) { st = move_bytes(dst, tmp); goto done; }
+    if ((st = nc_tensor_new(&moved, dd, dst->dtype, dst->ndim, dst->sizes)) != NETCL_OK) goto done;
+    if ((st = move_bytes(moved, tmp)) != NETCL_OK) goto done;
+    {
+        nc_desc a, b;
+        nc_desc_of(&a, dst);
+        nc_desc_of(&b, moved);
+        st = dd->backend->copy(dd, &a, &b);
+    }
+done:
+    netcl_tensor_release(view);
+    netcl_tensor_release(tmp);
+    netcl_tensor_release(moved);
+    if (st != NETCL_OK) nc_error_prefix("copy_ %s <- %s: ", nc_describe(dst), nc_describe(src));
+    return st;
+}
+
+netcl_status netcl_tensor_fill_(netcl_tensor *dst, double value)
+{
+    NC_TRY(nc_tensor_mark_inplace(dst, "fill_"));
+    if (netcl_tensor_numel(dst) == 0) return NETCL_OK;
+    nc_desc d;
+    nc_desc_of(&d, dst);
+    netcl_status st = nc_dev(dst)->backend->fill(nc_dev(dst), &d, value);
+    if (st != NETCL_OK) nc_error_prefix("fill_ %s: ", nc_describe(dst));
+    return st;
+}
+
+netcl_status nc_fwd_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, netcl_device *dev)
+{
+    *out = NULL;
+    if (!dev) return nc_fail(NETCL_ERR_DEVICE, "to: no device given for %s", nc_describe(t));
+    netcl_status st = nc_tensor_new(out, dev, t->dtype, t->ndim, t->sizes);
+    if (st == NETCL_OK && (st = netcl_tensor_copy_(*out, t)) != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+    if (st != NETCL_OK) nc_error_prefix("to %s: ", dev->name);
+    return st;
+}
+
+netcl_status netcl_tensor_to_host(const netcl_tensor *t, void *data, int64_t nbytes)
+{
+    int64_t need = netcl_tensor_numel(t) * netcl_dtype_size(t->dtype);
+    if (nbytes < need)
+        return nc_fail(NETCL_ERR_ARGUMENT, "to_host: buffer of %lld bytes is too small for %s (%lld bytes)",
+                       (long long)nbytes, nc_describe(t), (long long)need);
+    if (need == 0) return NETCL_OK;
+    netcl_tensor *c;
+    NC_TRY(nc_fwd_tensor_contiguous(&c, (netcl_tensor *)t));
+    nc_storage_settle(c->storage);
+    netcl_status st = nc_dev(c)->backend->read(nc_dev(c), c->storage->buf, byte_offset(c), data, (size_t)need);
+    netcl_tensor_release(c);
+    if (st != NETCL_OK) nc_error_prefix("to_host %s: ", nc_describe(t));
+    return st;
+}
+
+netcl_status netcl_tensor_to_doubles(const netcl_tensor *t, double *data, int64_t count)
+{
+    int64_t n = netcl_tensor_numel(t);
+    if (count < n)
+        return nc_fail(NETCL_ERR_ARGUMENT, "to_doubles: room for %lld values, %s has %lld", (long long)count, nc_describe(t), (long long)n);
+    void *tmp = malloc((size_t)(n ? n : 1) * (size_t)netcl_dtype_size(t->dtype));
+    if (!tmp) return nc_fail(NETCL_ERR_OOM, "to_doubles: out of host memory for %s", nc_describe(t));
+    netcl_status st = netcl_tensor_to_host(t, tmp, n * netcl_dtype_size(t->dtype));
+    for (int64_t i = 0; st == NETCL_OK && i < n; i++) data[i] = nc_load_double(tmp, t->dtype, i);
+    free(tmp);
+    return st;
+}
+
+static netcl_status element_offset(const char *op, const netcl_tensor *t, const int64_t *index, size_t *bytes)
+{
+    int64_t off = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        if (index[i] < 0 || index[i] >= t->sizes[i])
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: index %lld (0-based) out of range for dim %d of %s",
+                           op, (long long)index[i], i, nc_describe(t));
+        off += index[i] * t->strides[i];
+    }
+    *bytes = (size_t)off * (size_t)netcl_dtype_size(t->dtype);
+    return NETCL_OK;
+}
+
+netcl_status netcl_tensor_get_item(const netcl_tensor *t, const int64_t *index, double *value)
+{
+    size_t off;
+    uint64_t raw = 0;
+    NC_TRY(element_offset("item", t, index, &off));
+    nc_storage_settle(t->storage);
+    netcl_status st = nc_dev(t)->backend->read(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype));
+    if (st != NETCL_OK) { nc_error_prefix("item %s: ", nc_describe(t)); return st; }
+    *value = nc_load_double(&raw, t->dtype, 0);
+    return NETCL_OK;
+}
+
+netcl_status netcl_tensor_set_item(netcl_tensor *t, const int64_t *index, double value)
+{
+    size_t off;
+    uint64_t raw = 0;
+    NC_TRY(element_offset("set_item", t, index, &off));
+    NC_TRY(nc_tensor_mark_inplace(t, "set_item"));
+    nc_store_double(&raw, t->dtype, 0, value);
+    nc_storage_settle(t->storage);
+    netcl_status st = nc_dev(t)->backend->write(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype), NULL);
+    if (st != NETCL_OK) nc_error_prefix("set_item %s: ", nc_describe(t));
+    return st;
+}

@@ -1,0 +1,131 @@
+/* ops.h — the forward-only op layer (ops.c, views.c, linalg.c,
+ * transfer.c). These never record autograd nodes; the public netcl_*
+ * functions of the same names (src/autograd/api.c) call them and record. */
+#ifndef NETCL_OPS_H
+#define NETCL_OPS_H
+#include "core/core.h"
+
+/* shared by the op files (ops.c) */
+netcl_status nc_same_device(const char *op, const netcl_tensor *a, const netcl_tensor *b);
+/* shape a and b broadcast to, or an error naming op and both tensors */
+netcl_status nc_broadcast_shape(const char *op, const netcl_tensor *a, const netcl_tensor *b, int *ndim, int64_t *sizes);
+/* descriptor of t broadcast to (ndim, sizes): stride 0 on broadcast dims */
+void nc_broadcast_desc(nc_desc *d, const netcl_tensor *t, int ndim, const int64_t *sizes);
+/* dtype an elementwise op computes in for operands meeting at dt */
+netcl_dtype nc_compute_dtype(netcl_op op, netcl_dtype dt);
+/* Fills in the defaults of a unary op's parameters (softplus: 0 -> 1, 20). */
+void nc_unary_params(netcl_op op, double *p1, double *p2);
+
+netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2);
+netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
+netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed);
+netcl_status nc_fwd_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim);
+netcl_status nc_fwd_reduce_with_index(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim);
+netcl_status nc_fwd_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
+/* out = act(alpha * (a @ b) + beta * c + bias) in one backend gemm call (linalg.c). */
+netcl_status nc_fwd_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
+                         double alpha, double beta, int act, double act_p);
+/* out = act(a @ b + bias) with the bias along the product's rows (M), as a
+ * convolution's channels run in w [O, K] @ cols [K, L]. */
+netcl_status nc_fwd_gemm_rowbias(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *bias, int act,
+                                 double act_p);
+netcl_status nc_fwd_tensor_contiguous(netcl_tensor **out, netcl_tensor *t);
+netcl_status nc_fwd_tensor_cast(netcl_tensor **out, const netcl_tensor *t, netcl_dtype dtype);
+netcl_status nc_fwd_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, netcl_device *dev);
+netcl_status nc_fwd_tensor_view(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes);
+netcl_status nc_fwd_tensor_reshape(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *sizes);
+netcl_status nc_fwd_tensor_transpose(netcl_tensor **out, netcl_tensor *t, int d0, int d1);
+netcl_status nc_fwd_tensor_permute(netcl_tensor **out, netcl_tensor *t, int ndim, const int *dims);
+netcl_status nc_fwd_tensor_slice(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t stop, int64_t step);
+netcl_status nc_fwd_tensor_narrow(netcl_tensor **out, netcl_tensor *t, int dim, int64_t start, int64_t length);
+netcl_status nc_fwd_tensor_select(netcl_tensor **out, netcl_tensor *t, int dim, int64_t index);
+netcl_status nc_fwd_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim, const int64_t *want);
+netcl_status nc_fwd_tensor_squeeze(netcl_tensor **out, netcl_tensor *t, int dim);
+netcl_status nc_fwd_tensor_unsqueeze(netcl_tensor **out, netcl_tensor *t, int dim);
+netcl_status nc_fwd_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int64_t *pads, double value);
+/* select.c: where and softmax (dim is 0-based; the result keeps a's layout
+ * order of dims, possibly as a permuted view) */
+netcl_status nc_fwd_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb);
+netcl_status nc_fwd_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log);
+/* gin from the gradient g and the forward output y */
+netcl_status nc_fwd_softmax_backward(netcl_tensor **gin, netcl_tensor *g, netcl_tensor *y, int dim, int log);
+
+/* conv.c: unfold/fold (k, d, p, s are (h, w) pairs) and pooling. A pool's
+ * geometry comes from nc_pool_setup (mode 0 max, 1 avg, 2 adaptive avg). */
+/* window positions along a dim of size `in` (ceil_mode as in pooling) */
+int64_t nc_window_positions(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode);
+netcl_status nc_fwd_unfold(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
+                           const int64_t *s);
+/* unfold into [K, N, L] storage (K = C*kh*kw, L = oh*ow): the [K, N*L]
+ * operand of one GEMM over all samples, with no transposing copy */
+netcl_status nc_fwd_unfold_kn(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
+                              const int64_t *s);
+/* cols [N, K, L] with any strides for N and K and unit stride along L are
+ * read in place (others are copied first) */
+netcl_status nc_fwd_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *size, const int64_t *k, const int64_t *d,
+                         const int64_t *p, const int64_t *s);
+netcl_status nc_pool_setup(const char *op, const netcl_tensor *x, int mode, const int64_t *k, const int64_t *s,
+                           const int64_t *p, const int64_t *d, int ceil_mode, int count_pad, int64_t divisor,
+                           const int64_t *out_size, nc_pool_geom *g);
+netcl_status nc_fwd_pool(netcl_tensor **out, netcl_tensor **idx, netcl_tensor *x, const nc_pool_geom *g);
+netcl_status nc_fwd_pool_backward(netcl_tensor **gin, netcl_tensor *gout, netcl_tensor *idx, const nc_pool_geom *g);
+
+/* loss.c: class losses over x [rows, C] (see nc_backend.class_loss) */
+netcl_status nc_fwd_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_tensor *x, netcl_tensor *t, netcl_tensor *w,
+                               int logp, int64_t base, int64_t ignore, double eps);
+netcl_status nc_fwd_class_loss_backward(netcl_tensor **gx, netcl_tensor *g, netcl_tensor *x, netcl_tensor *t,
+                                        netcl_tensor *w, int logp, int64_t base, int64_t ignore, double eps);
+
+/* conv2d.c: convolution passes with strategies (see the file header) */
+typedef enum nc_conv_algo {
+    NC_CONV_AUTO, NC_CONV_DIRECT, NC_CONV_DEPTHWISE, NC_CONV_IM2COL, NC_CONV_GEMM1X1, NC_CONV_WINOGRAD2,
+    NC_CONV_WINOGRAD4, NC_CONV_IGEMM, NC_CONV_TILED, NC_CONV_ALGO_COUNT
+} nc_conv_algo;
+/* A forward or backward-data pass's fused epilogue at the op level:
+ * result = act(result + bias[channel]) (bias may be NULL, act -1 = none). */
+typedef struct nc_conv_fuse {
+    netcl_tensor *bias;
+    int act;
+    double act_p;
+} nc_conv_fuse;
+/* forward: (x, w) -> y; data: (dy, w) -> dx; weight: (x, dy) -> dw */
+const char *nc_conv_algo_name(nc_conv_algo a);
+nc_conv_algo nc_conv_algo_from_name(const char *name);   /* NC_CONV_ALGO_COUNT when unknown */
+int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass);
+nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
+/* forces this thread's choice (an nc_conv_algo; -1: none) over every other */
+void nc_conv_force_thread(int algo);
+/* a new contiguous result of the pass, computed by the planned strategy */
+netcl_status nc_fwd_conv2d_pass(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b);
+/* the same with an epilogue (forward and backward-data passes): fused into
+ * the strategy's kernels where they can, applied after them otherwise */
+netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a,
+                                 netcl_tensor *b, const nc_conv_fuse *f);
+/* checks the arguments and fills g (output_padding != NULL: transposed) */
+netcl_status nc_conv2d_setup(const char *op, const netcl_tensor *x, const netcl_tensor *w, const netcl_tensor *b,
+                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                             const int64_t *output_padding, nc_conv_args *g);
+/* conv_tune.c: the measured winner for this geometry (NC_CONV_AUTO when
+ * none is known and benchmarking is off) */
+nc_conv_algo nc_conv_tuned(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
+
+/* bnorm.c: fused batch normalisation; mean/invstd are what backward needs
+ * (eval: copies of the running statistics' values) */
+netcl_status nc_batch_norm_check(const netcl_tensor *x, const netcl_tensor *rm, const netcl_tensor *rv, const netcl_tensor *w,
+                                 const netcl_tensor *b, int training);
+netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tensor **invstd, netcl_tensor *x,
+                               netcl_tensor *rm, netcl_tensor *rv, netcl_tensor *w, netcl_tensor *b, int training,
+                               double momentum, double eps);
+netcl_status nc_fwd_batch_norm_backward(netcl_tensor **dx, netcl_tensor **dw, netcl_tensor **db, netcl_tensor *g,
+                                        netcl_tensor *x, netcl_tensor *mean, netcl_tensor *invstd, netcl_tensor *w,
+                                        int training);
+
+/* In-place forms (inplace.c): the result of the op written into `out`
+ * (any strides; out may be an operand), cast to out's dtype; the storage
+ * version is bumped. No autograd checks: callers do those. */
+netcl_status nc_fwd_unary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, double p1, double p2);
+netcl_status nc_fwd_binary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
+netcl_status nc_fwd_binary_scalar_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, double s, int reversed);
+/* dst = src (broadcast, cast), same device; bumps dst's version */
+netcl_status nc_fwd_copy_into(netcl_tensor *dst, netcl_tensor *src);
+#endif

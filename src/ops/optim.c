@@ -1,0 +1,105 @@
+/* optim.c — the fused optimizer update op (netcl_optim_step): checks the
+ * flat buffers (one device, one float dtype, one element count, contiguous,
+ * no overlap), marks the written ones in place, then makes one backend call.
+ * Records nothing for autograd: an optimizer step is not differentiable. */
+#include "ops/ops.h"
+#include <stdio.h>
+#include <string.h>
+
+static const char *const kind_names[NETCL_OPTIM_KIND_END] = {"sgd", "adam", "rmsprop", "adagrad"};
+static const char *const state_names[NETCL_OPTIM_KIND_END][3] = {
+    {"momentum buffer", NULL, NULL},
+    {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+    {"square_avg", "momentum buffer", "grad_avg"},
+    {"sum", NULL, NULL},
+};
+
+/* Which of state1..3 the kind and flags read and write. */
+static void needed_states(netcl_optim_kind kind, int flags, const double *hyper, int need[3])
+{
+    need[0] = need[1] = need[2] = 0;
+    switch (kind) {
+    case NETCL_OPTIM_SGD: need[0] = hyper[NETCL_OPTIM_BETA1] != 0; break;
+    case NETCL_OPTIM_ADAM: need[0] = need[1] = 1; need[2] = (flags & NETCL_OPTIM_AMSGRAD) != 0; break;
+    case NETCL_OPTIM_RMSPROP:
+        need[0] = 1;
+        need[1] = hyper[NETCL_OPTIM_BETA1] != 0;
+        need[2] = (flags & NETCL_OPTIM_CENTERED) != 0;
+        break;
+    default: need[0] = 1; break;
+    }
+}
+
+/* t is a flat operand of the update: like param in device, dtype and count. */
+static netcl_status check_operand(const char *op, const char *what, const netcl_tensor *t, const netcl_tensor *param)
+{
+    if (!t) return nc_fail(NETCL_ERR_ARGUMENT, "%s: the %s is missing (NULL)", op, what);
+    NC_TRY(nc_same_device(op, param, t));
+    if (t->dtype != param->dtype || netcl_tensor_numel(t) != netcl_tensor_numel(param))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: the %s %s does not match the parameter buffer %s (same dtype and element count needed)",
+                       op, what, nc_describe(t), nc_describe(param));
+    if (!netcl_tensor_is_contiguous(t))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: the %s %s is not contiguous (flat buffers only)", op, what, nc_describe(t));
+    return NETCL_OK;
+}
+
+static int overlap(const netcl_tensor *a, const netcl_tensor *b)
+{
+    if (!a || !b || a->storage != b->storage) return 0;
+    int64_t n = netcl_tensor_numel(a);
+    return a->offset < b->offset + n && b->offset < a->offset + n;
+}
+
+static void flat_desc(nc_desc *d, const netcl_tensor *t)
+{
+    nc_desc_of(d, t);
+    d->ndim = 1;
+    d->sizes[0] = netcl_tensor_numel(t);
+    d->strides[0] = 1;
+}
+
+netcl_status netcl_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *param, netcl_tensor *grad,
+                              netcl_tensor *state1, netcl_tensor *state2, netcl_tensor *state3,
+                              const double *hyper, int nhyper)
+{
+    if ((unsigned)kind >= NETCL_OPTIM_KIND_END) return nc_fail(NETCL_ERR_ARGUMENT, "optim_step: invalid optimizer kind %d", (int)kind);
+    char op[32];
+    snprintf(op, sizeof op, "optim_step (%s)", kind_names[kind]);
+    if (!hyper || nhyper < NETCL_OPTIM_NHYPER)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: %d hyper-parameters given, %d needed", op, hyper ? nhyper : 0, NETCL_OPTIM_NHYPER);
+    if (flags & ~31) return nc_fail(NETCL_ERR_ARGUMENT, "%s: unknown flag bits 0x%x", op, (unsigned)(flags & ~31));
+    if (!param) return nc_fail(NETCL_ERR_ARGUMENT, "%s: the parameter buffer is missing (NULL)", op);
+    if (!nc_dtype_is_float(param->dtype))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: parameters must have a float dtype, got %s", op, nc_describe(param));
+    NC_TRY(check_operand(op, "parameter buffer", param, param));
+    NC_TRY(check_operand(op, "gradient buffer", grad, param));
+    netcl_tensor *states[3] = {state1, state2, state3};
+    int need[3];
+    needed_states(kind, flags, hyper, need);
+    for (int k = 0; k < 3; k++) {
+        if (!need[k]) { states[k] = NULL; continue; }
+        NC_TRY(check_operand(op, state_names[kind][k], states[k], param));
+    }
+    netcl_tensor *all[5] = {param, grad, states[0], states[1], states[2]};
+    const char *role[5] = {"parameter buffer", "gradient buffer", state_names[kind][0], state_names[kind][1],
+                           state_names[kind][2]};
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            if (overlap(all[i], all[j]))
+                return nc_fail(NETCL_ERR_ARGUMENT, "%s: the %s and the %s overlap in memory (%s)", op, role[i], role[j],
+                               nc_describe(all[i]));
+    NC_TRY(nc_tensor_mark_inplace(param, op));
+    for (int k = 0; k < 3; k++)
+        if (states[k]) NC_TRY(nc_tensor_mark_inplace(states[k], op));
+    if (netcl_tensor_numel(param) == 0) return NETCL_OK;
+    nc_desc p, g, s[3];
+    const nc_desc *sp[3] = {NULL, NULL, NULL};
+    flat_desc(&p, param);
+    flat_desc(&g, grad);
+    for (int k = 0; k < 3; k++)
+        if (states[k]) { flat_desc(&s[k], states[k]); sp[k] = &s[k]; }
+    netcl_device *dev = nc_dev(param);
+    netcl_status st = dev->backend->optim_step(dev, kind, flags, &p, &g, sp, hyper);
+    if (st != NETCL_OK) nc_error_prefix("%s %s: ", op, nc_describe(param));
+    return st;
+}
