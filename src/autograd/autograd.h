@@ -9,6 +9,24 @@
 
 #define NC_NODE_SAVED 4
 
+/* A registered gradient hook (hooks.c). */
+typedef struct nc_hook {
+    netcl_grad_hook_fn fn;
+    void *ctx;
+    int id;
+    struct nc_hook *next;
+} nc_hook;
+void nc_hooks_free(nc_hook *h);
+/* Tells core how a dying tensor releases its grad_fn and hooks; called
+ * before either is first attached (engine.c). */
+void nc_autograd_register(void);
+/* Releases a node reference (engine.c). */
+void nc_node_release(struct nc_node *n);
+/* An in-place write autograd does not record (copy_, fill_, set_item, an
+ * optimizer step): refused for a tensor that requires grad while grad
+ * mode is on, as its gradient would be wrong. */
+netcl_status nc_untracked_write_check(const netcl_tensor *t, const char *op);
+
 /* One entry per recorded op kind; rules.c has the table. */
 typedef enum nc_rule {
     NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_REDUCE, NC_RULE_REDUCE_INDEX,

@@ -3,6 +3,7 @@
  * gradient; a node runs once all have, and (without retain_graph) frees
  * its saved tensors right after, so memory stays bounded in a loop. */
 #include "autograd/autograd.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,8 +94,19 @@ netcl_status nc_node_saved(nc_node *n, int k, netcl_tensor **t)
     return NETCL_OK;
 }
 
+static void release_state(netcl_tensor *t)
+{
+    nc_node_release(t->grad_fn);
+    nc_hooks_free(t->hooks);
+}
+
+static pthread_once_t registered = PTHREAD_ONCE_INIT;
+static void install(void) { nc_tensor_set_autograd_release(release_state); }
+void nc_autograd_register(void) { pthread_once(&registered, install); }
+
 void nc_node_attach(nc_node *n, netcl_tensor *out)
 {
+    nc_autograd_register();
     out->grad_fn = n;
     out->requires_grad = 1;
 }
@@ -167,13 +179,12 @@ netcl_status netcl_tensor_detach(netcl_tensor **out, netcl_tensor *t)
     return nc_tensor_view_of(out, t, t->ndim, t->sizes, t->strides, t->offset);
 }
 
-netcl_status nc_tensor_mark_inplace(netcl_tensor *t, const char *op)
+netcl_status nc_untracked_write_check(const netcl_tensor *t, const char *op)
 {
     if (!grad_disabled && t->requires_grad)
         return nc_fail(NETCL_ERR_ARGUMENT,
                        "%s: %s requires grad; an in-place write would make its gradient wrong "
                        "(write under no_grad, or into a detached copy)", op, nc_describe(t));
-    atomic_fetch_add(&t->storage->version, 1);
     return NETCL_OK;
 }
 

@@ -26,6 +26,7 @@ netcl_status netcl_tensor_register_hook(netcl_tensor *t, netcl_grad_hook_fn fn, 
                        nc_describe(t));
     nc_hook *h = calloc(1, sizeof *h);
     if (!h) return nc_fail(NETCL_ERR_OOM, "register_hook: out of host memory");
+    nc_autograd_register();
     h->fn = fn;
     h->ctx = ctx;
     h->id = atomic_fetch_add(&next_id, 1);

@@ -6,6 +6,7 @@
 #define NETCL_BACKEND_H
 
 #include "base/base.h"
+#include <stdio.h>
 
 /* ---- backends ---------------------------------------------------------------
  * A backend owns memory and runs forward kernels. Buffers are opaque
@@ -30,6 +31,12 @@ typedef struct nc_pool_geom {
     int64_t N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor;
 } nc_pool_geom;
 
+/* The precision of float32 products (netcl_set_fp32_precision; the ops
+ * layer passes it down with every product): IEEE float32 FMAs, tensor cores
+ * through three TF32 products of split operands (near-float32 accuracy),
+ * or tensor cores with inputs rounded to TF32. */
+enum { NC_FP32_IEEE = 0, NC_FP32_TF32X3 = 1, NC_FP32_TF32 = 2 };
+
 /* The fused epilogue of the backend's gemm entry:
  *   out = act(alpha * (a @ w) + beta * c + bias)
  * c [B,M,N] any strides (stride 0 broadcasts) or NULL, when beta is not
@@ -42,6 +49,7 @@ typedef struct nc_gemm_epi {
     int bias_dim;
     int act;
     double act_p;
+    int fp32;     /* how float32 products multiply: NC_FP32_* */
 } nc_gemm_epi;
 /* nc_backend.gemm_copies: the operands a product copies first: COPY_A a
  * to m-contiguous, COPY_W w to n-contiguous, PAD_A / PAD_W the operand in
@@ -55,21 +63,6 @@ static inline int64_t nc_line_elems(int64_t n, netcl_dtype dt)
     int64_t per = 128 / (int64_t)netcl_dtype_size(dt);
     return (n + per - 1) / per * per;
 }
-/* The number of K slices matmul runs a [1,M,K] @ w [1,K,N] as (split-K,
- * src/linalg.c; 1: none), with an epilogue to apply or not. */
-int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue);
-/* The length of each of S slices of K (multiples of 8; the rest, K - S
- * times it, is one more product) */
-int64_t nc_gemm_slice_len(int64_t K, int S);
-/* 1 when the activation can be fused by every backend's gemm. */
-int nc_gemm_act_ok(int act);
-/* netcl_set_fp32_precision's mode (linalg.c): float32 GEMMs multiply in
- * IEEE float32 FMAs, on tensor cores through three TF32 products of split
- * operands (near-float32 accuracy), or on tensor cores with inputs rounded
- * to TF32. */
-enum { NC_FP32_IEEE = 0, NC_FP32_TF32X3 = 1, NC_FP32_TF32 = 2 };
-int nc_fp32_mode(void);
-
 struct nc_augment;
 /* A 2-D convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW]
  * (kernels/convdirect.cl mirrors it). */
@@ -174,32 +167,112 @@ typedef struct nc_conv_epi {
 
 /* The kernels of fused batch normalisation over x viewed [N, C, S] (all
  * operands contiguous, one float dtype; per-channel vectors of C). */
-typedef enum nc_bn_kernel {
+typedef enum nc_batch_norm_kernel {
     NC_BN_STATS,         /* mean, invstd <- x; running mean/var updated in place when given */
     NC_BN_APPLY,         /* y <- x, mean, invstd, w?, b? */
     NC_BN_GRAD_REDUCE,   /* sg = sum g, sgx = sum g (x - mean) <- g, x, mean */
     NC_BN_GRAD_APPLY     /* dx <- g, x, mean, invstd, w?, sg, sgx (training) or dx = g w invstd */
-} nc_bn_kernel;
+} nc_batch_norm_kernel;
 
-typedef struct nc_bn_args {
+typedef struct nc_batch_norm_args {
     int64_t N, C, S;
     int training;
     double momentum, eps;
     /* operands (NULL where the kernel or the call has none) */
     const nc_desc *x, *g, *mean, *invstd, *w, *b, *rmean, *rvar, *sg, *sgx, *out;
-} nc_bn_args;
+} nc_batch_norm_args;
 
-typedef struct nc_backend {
-    const char *name;
-    /* memory: alloc returns NETCL_ERR_OOM (no message needed) when the device is full */
+/* ---- the contract ------------------------------------------------------------
+ * A backend is one nc_backend: memory and transfers, its runtime (programs,
+ * counters, tuning), and one table of kernel entries per op family. The
+ * family tables are named like the files that implement them
+ * (src/backend/<cpu|cl>/<family>*.c, kernels/<family>*.cl) and like the op
+ * files above that call them (src/ops/<family>*.c). Entries marked "may be
+ * NULL" are optional; the rest every backend provides. */
+
+/* A host object that an asynchronous copy keeps alive: the backend calls
+ * release(obj) exactly once, when the copy no longer reads the object (at
+ * once where it copies synchronously). */
+typedef struct nc_keep {
+    void *obj;
+    void (*release)(void *obj);
+} nc_keep;
+
+typedef struct nc_be_memory {
+    /* alloc returns NETCL_ERR_OOM (no message needed) when the device is full */
     netcl_status (*alloc)(netcl_device *dev, size_t nbytes, void **buf);
     void (*free)(netcl_device *dev, void *buf);
     /* host <-> device, byte offsets into buf. write may return before the
-     * copy is done only when `host_keepalive` is non-NULL: the backend then
-     * retains that tensor until the copy has completed. */
-    netcl_status (*write)(netcl_device *dev, void *buf, size_t offset, const void *src, size_t nbytes, netcl_tensor *host_keepalive);
+     * copy is done only when keep is non-NULL (the source lives in keep's
+     * object): *event then receives an event that a later write of the
+     * source must settle first (NULL where the copy was synchronous). */
+    netcl_status (*write)(netcl_device *dev, void *buf, size_t offset, const void *src, size_t nbytes,
+                          const nc_keep *keep, void **event);
     netcl_status (*read)(netcl_device *dev, void *buf, size_t offset, void *dst, size_t nbytes);
     netcl_status (*synchronize)(netcl_device *dev);
+    /* Pinned (page-locked) host memory: *host points at nbytes; handle frees
+     * it. write_async copies from such memory into buf on a separate
+     * transfer queue, keeping keep's object alive until done, and gives two
+     * events (references): events[0] for the source (a host wait before it
+     * is written), events[1] for the destination (a queue wait before it is
+     * used). settle makes the main queue (on_device) or the host wait for
+     * an event and releases it. All four may be NULL (then transfers stay
+     * synchronous). */
+    netcl_status (*alloc_pinned)(netcl_device *dev, size_t nbytes, void **host, void **handle);
+    void (*free_pinned)(netcl_device *dev, void *handle);
+    netcl_status (*write_async)(netcl_device *dev, void *buf, size_t off, const void *src, size_t nbytes,
+                                const nc_keep *keep, void *events[2]);
+    void (*settle)(netcl_device *dev, void *event, int on_device);
+    /* releases everything the device holds (may be NULL) */
+    void (*shutdown)(netcl_device *dev);
+} nc_be_memory;
+
+/* The process-wide counters a backend keeps (nc_be_runtime.counter). */
+typedef enum nc_counter {
+    NC_COUNT_PROGRAMS_COMPILED, NC_COUNT_PROGRAMS_LOADED, NC_COUNT_KERNELS_LAUNCHED, NC_COUNT_ENQUEUE_NS
+} nc_counter;
+
+/* One GEMM problem as the tuning entries see it: out [m, n] = a @ w with a
+ * [m, k] (trans_a: stored column-major) and w [k, n] (trans_b), float32
+ * products in precision fp32 (NC_FP32_*); split: the K slices matmul runs
+ * it as (nc_gemm_split_count, 1: none) and copies: the operand copies it
+ * makes first (NC_GEMM_COPY_* | NC_GEMM_PAD_*, from linalg.gemm_copies). */
+typedef struct nc_gemm_problem {
+    netcl_dtype dtype;
+    int64_t m, n, k;
+    int trans_a, trans_b, fp32, split, copies;
+} nc_gemm_problem;
+
+/* Programs, counters, profiling and GEMM tuning; every entry may be NULL. */
+typedef struct nc_be_runtime {
+    /* a process-wide total of this backend */
+    int64_t (*counter)(nc_counter which);
+    /* the per-kernel device-time report (NETCL_PROFILE) into buf, as
+     * netcl_profile_report (netcl.h) */
+    int (*profile_report)(char *buf, int len, int reset);
+    /* measures configurations for p and caches the winner (report: a
+     * human-readable account, len bytes) */
+    netcl_status (*tune_gemm)(netcl_device *dev, const nc_gemm_problem *p, int max_candidates, char *report,
+                              int64_t len);
+    /* the configuration p runs with and why, into buf */
+    netcl_status (*gemm_config)(netcl_device *dev, const nc_gemm_problem *p, char *buf, int64_t len);
+    /* forces a configuration on dev (NULL or "": none) */
+    netcl_status (*gemm_set_config)(netcl_device *dev, const char *config);
+    /* the tuning cache file, and reading it again (returns why it was
+     * ignored, or "") */
+    const char *(*tune_cache_path)(netcl_device *dev);
+    const char *(*tune_cache_reload)(netcl_device *dev);
+    /* whether the tensor-core kernels serve on dev, and why */
+    const char *(*tensor_cores)(netcl_device *dev);
+} nc_be_runtime;
+
+/* ---- op families ----------------------------------------------------------
+ * Every kernel entry receives descriptors already checked by the ops
+ * layer: shapes agree (broadcast inputs have stride 0), dtypes are as
+ * documented per entry, all on `dev`. */
+
+/* elementwise: copies, constants, unary and binary ops, where */
+typedef struct nc_be_elementwise {
     /* dst = cast(src); same shape; any dtypes; both strided (copy, contiguous, cast) */
     netcl_status (*copy)(netcl_device *dev, const nc_desc *dst, const nc_desc *src);
     /* dst = value (strided) */
@@ -211,7 +284,17 @@ typedef struct nc_backend {
     netcl_status (*unary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
     /* out = a op b; a and b share one dtype, out has it too, or bool for
      * comparisons; b == NULL means the scalar `s` (reversed: s op a). */
-    netcl_status (*binary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
+    netcl_status (*binary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b,
+                           double s, int reversed);
+    /* out = cond ? a : b elementwise: cond bool, a and b of out's dtype (a
+     * NULL: the scalar sa; b NULL: sb), all of out's shape (broadcast inputs
+     * have stride 0); out may not overlap the inputs. */
+    netcl_status (*where)(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
+                          const nc_desc *b, double sa, double sb);
+} nc_be_elementwise;
+
+/* reduce: reductions of the last dim */
+typedef struct nc_be_reduce {
     /* Reduce the LAST dim of `a` (shape [..., R], any strides).
      * `out` is contiguous with shape [...] (a's dims minus the last).
      * SUM/MEAN/PROD/MAX/MIN: out dtype = a dtype (the ops layer casts first
@@ -219,26 +302,54 @@ typedef struct nc_backend {
      * R may be 0 only for SUM (0) and PROD (1). ARGMAX/ARGMIN: out int64 (0-based). `idx` != NULL
      * (MAX/MIN only): also writes int64 indices of the extremum into idx.
      * Ties pick the first index; NaN wins max/min like PyTorch. */
-    netcl_status (*reduce)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
-    /* out[b] = a[b] @ bm[b]: a [B,M,K], bm [B,K,N], out [B,M,N] contiguous;
-     * a and bm any strides (stride 0 on B for broadcast); one float dtype. */
-    netcl_status (*matmul)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
-    /* out contiguous; Philox4x32-10 stream: element i draws from counter
-     * (offset + i/4 ... see rng.h); identical to the C reference. */
-    netcl_status (*rng)(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
-    /* ---- selection and nn families -------------------------------------------
-     * out = cond ? a : b elementwise: cond bool, a and b of out's dtype (a
-     * NULL: the scalar sa; b NULL: sb), all of out's shape (broadcast inputs
-     * have stride 0); out may not overlap the inputs. */
-    netcl_status (*where)(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
-                          const nc_desc *b, double sa, double sb);
+    netcl_status (*run)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
+} nc_be_reduce;
+
+/* softmax: the row-wise softmax family */
+typedef struct nc_be_softmax {
     /* Row-wise over contiguous a [rows, R] (R > 0): out = softmax(a) or, with
      * log, log_softmax(a); out contiguous, a's float dtype. */
-    netcl_status (*softmax)(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
+    netcl_status (*forward)(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
     /* Its backward from the forward output y and the gradient g (all
      * contiguous [rows, R], one dtype): gin = y (g - sum(g y)) for softmax,
      * g - exp(y) sum(g) for log_softmax. */
-    netcl_status (*softmax_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+    netcl_status (*backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+} nc_be_softmax;
+
+/* linalg: matrix products */
+typedef struct nc_be_linalg {
+    /* out[b] = epi(a[b] @ w[b]): a [B,M,K], w [B,K,N], out [B,M,N]
+     * contiguous; a and w any strides (stride 0 on B for broadcast); one
+     * float dtype; the fused epilogue of nc_gemm_epi (never NULL); c and
+     * bias have out's dtype and never alias out. */
+    netcl_status (*gemm)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
+                         const nc_gemm_epi *epi);
+    /* Which operands a product of a [1,M,K] and w [B,K,N] as given should
+     * copy first, the copies' time included (NC_GEMM_COPY_A: a to
+     * m-contiguous; NC_GEMM_COPY_W: w, B = 1, to n-contiguous; NC_GEMM_PAD_A
+     * / _W: in its own layout, B = 1, its rows on 128-byte lines); fp32 the
+     * precision of float32 products; may be NULL (never). */
+    int (*gemm_copies)(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32);
+    /* Split-K (ops/linalg.c): the number of K slices a float32 product of
+     * a [1,M,K] and w [1,K,N] in precision fp32 runs as (1: none; 0: the
+     * generic rule decides); and the sum of their partial products part
+     * [S,M,N] (contiguous) into out [1,M,N] through the epilogue. Either
+     * may be NULL: then the generic rule, and a plain sum (no epilogue, so
+     * products with one are not split). */
+    int (*split)(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32);
+    netcl_status (*split_sum)(netcl_device *dev, const nc_desc *out, const nc_desc *part, const nc_gemm_epi *epi);
+    /* Split-K in one call where the backend can (may be NULL): out [1,M,N]
+     * = epi(a [1,M,K] @ w [1,K,N]) over S slices of K, the first S-1
+     * nc_gemm_slice_len(K, S) long and the last the rest, their partial
+     * products added in slice order. NETCL_ERR_UNSUPPORTED, with nothing
+     * launched and no message, where it cannot: the ops layer then runs
+     * the slices and split_sum. */
+    netcl_status (*split_run)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
+                              const nc_gemm_epi *epi, int S);
+} nc_be_linalg;
+
+/* conv: im2col/col2im (unfold/fold) and the convolution strategies' kernels */
+typedef struct nc_be_conv {
     /* cols [N, C*kh*kw, oh*ow] <- x [N, C, H, W] (zero padding) and its
      * adjoint, x = sum of the cols entries that read each pixel; x
      * contiguous, cols with any non-negative strides for its first two dims
@@ -246,12 +357,57 @@ typedef struct nc_backend {
      * in place); one float dtype, never aliasing. */
     netcl_status (*im2col)(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
     netcl_status (*col2im)(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
+    /* One kernel of the direct / Winograd / depthwise strategies (see
+     * nc_conv_kernel): all operands contiguous, one float dtype, the output
+     * written whole, never aliasing the inputs. */
+    netcl_status (*kernel)(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
+                           const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+    /* Implicit-GEMM convolution pass: the input (or dy) is gathered tile by
+     * tile, never unfolded. forward: out y <- a x, b w (epi may be NULL);
+     * data: out dx <- a dy, b w; weight: out [kslices, O, C/G*KH*KW] <- a x,
+     * b dy, the K range (images x output pixels) cut into kslices partial
+     * sums that the caller adds. All contiguous, one float dtype. */
+    netcl_status (*implicit_gemm)(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
+                                  const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
+    /* Whether implicit_gemm runs this pass at about a plain product's
+     * speed (no unfold to pay for, so the planner prefers it to im2col): 0
+     * no, else 1, or for backward-weight the kslices it wants; may be NULL
+     * (never). */
+    int64_t (*implicit_gemm_fast)(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
+    /* Tiled direct convolution: out y <- x, w of geometry g through
+     * local-memory tiles of input and weights, epi fused (may be NULL).
+     * flip: w is the [C, O, KH, KW] weight of a stride-1 convolution whose
+     * backward-data pass g is, read as w'[o, c, kh, kw] = w[c, o, KH-1-kh,
+     * KW-1-kw] (groups 1). All contiguous, one float dtype. */
+    netcl_status (*tiled)(netcl_device *dev, const nc_conv_args *g, const nc_desc *out, const nc_desc *x,
+                          const nc_desc *w, const nc_conv_epi *epi, int flip);
+    /* Tiled backward-weight of a small weight (nc_tw_fits):
+     * parts [S, O, C/G, KH, KW] <- x, dy; part s sums images [s*per,
+     * min(N, (s+1)*per)), the caller adds the parts. All contiguous, one
+     * float dtype. */
+    netcl_status (*tiled_weight)(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
+                                 const nc_desc *dy, int64_t per);
+} nc_be_conv;
+
+/* pool: 2-D pooling */
+typedef struct nc_be_pool {
     /* out [N, C, oh, ow] <- x [N, C, H, W]; idx (int64, max only) the
      * winner's h*W + w; and the gradient gin [N, C, H, W] from gout (and
      * idx). All contiguous, one float dtype. */
-    netcl_status (*pool)(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
-    netcl_status (*pool_backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
-                                  const nc_pool_geom *g);
+    netcl_status (*forward)(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x,
+                            const nc_pool_geom *g);
+    netcl_status (*backward)(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
+                             const nc_pool_geom *g);
+} nc_be_pool;
+
+/* norm: fused batch normalisation */
+typedef struct nc_be_norm {
+    /* One kernel of fused batch normalisation (see nc_batch_norm_kernel). */
+    netcl_status (*batch_norm)(netcl_device *dev, nc_batch_norm_kernel k, const nc_batch_norm_args *a);
+} nc_be_norm;
+
+/* loss: the class losses */
+typedef struct nc_be_loss {
     /* Class losses over contiguous x [rows, C] with contiguous int64 targets
      * t [rows] (class t - base; t == ignore: a row of 0) and optional class
      * weights w [C] in x's dtype: loss [rows] and wsum [rows] (the target's
@@ -265,64 +421,21 @@ typedef struct nc_backend {
     netcl_status (*class_loss_backward)(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,
                                         const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore,
                                         double eps);
-    /* One kernel of the direct / Winograd convolution strategies (see
-     * nc_conv_kernel): all operands contiguous, one float dtype, the output
-     * written whole, never aliasing the inputs. */
-    netcl_status (*conv)(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
-                         const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
-    /* Implicit-GEMM convolution pass: the input (or dy) is gathered tile by
-     * tile, never unfolded. forward: out y <- a x, b w (epi may be NULL);
-     * data: out dx <- a dy, b w; weight: out [kslices, O, C/G*KH*KW] <- a x,
-     * b dy, the K range (images x output pixels) cut into kslices partial
-     * sums that the caller adds. All contiguous, one float dtype. */
-    netcl_status (*conv_gemm)(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
-                              const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
-    /* Whether conv_gemm runs this pass at about a plain product's speed
-     * (no unfold to pay for, so the planner prefers it to im2col): 0 no,
-     * else 1, or for backward-weight the kslices it wants; may be NULL
-     * (never). */
-    int64_t (*conv_gemm_fast)(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
-    /* Tiled direct convolution: out y <- x, w of geometry g through
-     * local-memory tiles of input and weights, epi fused (may be NULL).
-     * flip: w is the [C, O, KH, KW] weight of a stride-1 convolution whose
-     * backward-data pass g is, read as w'[o, c, kh, kw] = w[c, o, KH-1-kh,
-     * KW-1-kw] (groups 1). All contiguous, one float dtype. */
-    netcl_status (*conv_tiled)(netcl_device *dev, const nc_conv_args *g, const nc_desc *out, const nc_desc *x,
-                               const nc_desc *w, const nc_conv_epi *epi, int flip);
-    /* Tiled backward-weight of a small weight (nc_tw_fits):
-     * parts [S, O, C/G, KH, KW] <- x, dy; part s sums images [s*per,
-     * min(N, (s+1)*per)), the caller adds the parts. All contiguous, one
-     * float dtype. */
-    netcl_status (*conv_tiled_weight)(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
-                                      const nc_desc *dy, int64_t per);
-    /* One kernel of fused batch normalisation (see nc_bn_kernel). */
-    netcl_status (*bn)(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
-    /* Pinned (page-locked) host memory: *host points at nbytes; handle frees
-     * it. write_async copies from such memory into buf on a separate
-     * transfer queue, keeping `keep` alive until done, and marks both keep
-     * (a host wait before it is written) and dst (a queue wait before it is
-     * used) with its event; settle makes the main queue (on_device) or the host wait
-     * for an event and releases it. All four may be NULL (then transfers
-     * stay synchronous). */
-    netcl_status (*alloc_pinned)(netcl_device *dev, size_t nbytes, void **host, void **handle);
-    void (*free_pinned)(netcl_device *dev, void *handle);
-    netcl_status (*write_async)(netcl_device *dev, void *buf, size_t off, const void *src, size_t nbytes,
-                                netcl_tensor *keep, netcl_tensor *dst);
-    void (*settle)(netcl_device *dev, void *event, int on_device);
-    void (*shutdown)(netcl_device *dev);
-    /* Data augmentation (src/data/augment.c checks arguments): see nc_augment. */
-    netcl_status (*augment)(netcl_device *dev, const struct nc_augment *a);
-    /* ---- indexing, sort, scan (src/index.c, src/sort.c) -------------------
-     * Index descriptors are int64 or int32, any strides (stride 0 allowed);
-     * every index has `base` (0 or 1) subtracted. An index outside
-     * [0, size) is never used to address memory: cpu fails with
-     * NETCL_ERR_ARGUMENT (nc_index_error in index.h); OpenCL skips the
-     * element and reports it through the device's error word (src/cl/index.c)
-     * at the next blocking read or synchronize.
-     * gather: out[p] = a[p with coordinate dim replaced by idx[p] - base].
+} nc_be_loss;
+
+/* index: gather, scatter, sort, scan
+ * Index descriptors are int64 or int32, any strides (stride 0 allowed);
+ * every index has `base` (0 or 1) subtracted. An index outside [0, size)
+ * is never used to address memory: cpu fails with NETCL_ERR_ARGUMENT
+ * (nc_index_error below); OpenCL skips the element and reports it through
+ * the device's error word (src/backend/cl/index.c) at the next blocking
+ * read or synchronize. */
+typedef struct nc_be_index {
+    /* gather: out[p] = a[p with coordinate dim replaced by idx[p] - base].
      * out contiguous with idx's shape; a any strides, same ndim and dtype as
      * out (its sizes other than dim may exceed idx's); out never aliases a. */
-    netcl_status (*gather)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
+    netcl_status (*gather)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim,
+                           int64_t base);
     /* scatter: for every p of idx's shape, out[p with coordinate dim replaced
      * by idx[p] - base] = src[p] (accumulate: +=), written in place. out any
      * strides without overlapping elements; src has idx's shape and out's
@@ -331,53 +444,63 @@ typedef struct nc_backend {
      * widens the others); devices may refuse 64-bit dtypes without
      * cl_khr_int64_base_atomics (NETCL_ERR_UNSUPPORTED). Duplicates without
      * accumulate: the last in index order wins on cpu, unspecified elsewhere. */
-    netcl_status (*scatter)(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
+    netcl_status (*scatter)(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim,
+                            int64_t base, int accumulate);
     /* sort: sorts the LAST dim of a (shape [..., R], any strides, any dtype)
      * into values (a's dtype) and indices (int64, 0-based), both any strides
      * with a's shape. Ascending or descending by value, ties by index (so
      * every backend gives the same result), NaN greater than any number. */
-    netcl_status (*sort)(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a, int descending);
+    netcl_status (*sort)(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a,
+                         int descending);
     /* scan: inclusive prefix SUM or PROD along the LAST dim of a (any strides,
      * including negative ones, which the ops layer uses for reverse scans);
      * out has a's shape and dtype (any strides, never aliasing a). Floats
      * accumulate in double on cpu (double where the device has it on OpenCL);
      * integers in int64 with wrap-around. */
     netcl_status (*scan)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a);
-    /* Fused optimizer update (src/optim.c checks the operands): p, g and
-     * each non-NULL s[0..2] are contiguous 1-D descriptors of one float
-     * dtype and p->sizes[0] elements; s[k] is NULL where netcl_optim_step
+} nc_be_index;
+
+/* random: draws from the Philox stream */
+typedef struct nc_be_random {
+    /* out contiguous; element i is nc_rng_value(kind, seed, offset, i, p1,
+     * p2) (base.h's stream rule), as the C reference computes it. */
+    netcl_status (*draw)(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset,
+                         double p1, double p2);
+} nc_be_random;
+
+/* optim: fused optimizer updates */
+typedef struct nc_be_optim {
+    /* One update (src/ops/optim.c checks the operands): p, g and each
+     * non-NULL s[0..2] are contiguous 1-D descriptors of one float dtype
+     * and p->sizes[0] elements; s[k] is NULL where netcl_optim_step
      * (netcl.h) says the kind and flags leave it unused. hyper holds
      * NETCL_OPTIM_NHYPER values indexed by netcl_optim_hyper. */
-    netcl_status (*optim_step)(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p,
-                               const nc_desc *g, const nc_desc *const *s, const double *hyper);
-    /* out[b] = epi(a[b] @ w[b]): matmul's contract (out contiguous [B,M,N],
-     * a and w any strides, one float dtype) plus the fused epilogue of
-     * nc_gemm_epi (never NULL); c and bias have out's dtype and never
-     * alias out. */
-    netcl_status (*gemm)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
-                         const nc_gemm_epi *epi);
-    /* Which operands matmul / gemm of a [1,M,K] and w [B,K,N] as given
-     * should copy first, the copies' time included (NC_GEMM_COPY_A: a to
-     * m-contiguous; NC_GEMM_COPY_W: w, B = 1, to n-contiguous; NC_GEMM_PAD_A
-     * / _W: in its own layout, B = 1, its rows on 128-byte lines); may be
-     * NULL (never). */
-    int (*gemm_copies)(netcl_device *dev, const nc_desc *a, const nc_desc *w);
-    /* Split-K (linalg.c): the number of K slices a float32 matmul / gemm
-     * of a [1,M,K] and w [1,K,N] runs as (1: none; 0: linalg.c's generic
-     * rule decides); and the sum of their partial products part [S,M,N]
-     * (contiguous) into out [1,M,N] through the epilogue. Either
-     * may be NULL: then the generic rule, and a plain sum (no epilogue, so
-     * products with one are not split). */
-    int (*gemm_split)(netcl_device *dev, const nc_desc *a, const nc_desc *w);
-    netcl_status (*gemm_sum)(netcl_device *dev, const nc_desc *out, const nc_desc *part, const nc_gemm_epi *epi);
-    /* Split-K in one call where the backend can (may be NULL): out [1,M,N]
-     * = epi(a [1,M,K] @ w [1,K,N]) over S slices of K, the first S-1
-     * nc_gemm_slice_len(K, S) long and the last the rest, their partial
-     * products added in slice order. NETCL_ERR_UNSUPPORTED, with nothing
-     * launched and no message, where it cannot: linalg.c then runs the
-     * slices and gemm_sum (it asks only backends with gemm_sum). */
-    netcl_status (*gemm_split_run)(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
-                                   const nc_gemm_epi *epi, int S);
+    netcl_status (*step)(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
+                         const nc_desc *const *s, const double *hyper);
+} nc_be_optim;
+
+/* augment: per-sample data augmentation */
+typedef struct nc_be_augment {
+    /* one launch (src/data/augment.c checks the arguments): see nc_augment */
+    netcl_status (*run)(netcl_device *dev, const struct nc_augment *a);
+} nc_be_augment;
+
+typedef struct nc_backend {
+    const char *name;
+    nc_be_memory mem;
+    nc_be_runtime runtime;
+    nc_be_elementwise elementwise;
+    nc_be_reduce reduce;
+    nc_be_softmax softmax;
+    nc_be_linalg linalg;
+    nc_be_conv conv;
+    nc_be_pool pool;
+    nc_be_norm norm;
+    nc_be_loss loss;
+    nc_be_index index;
+    nc_be_random random;
+    nc_be_optim optim;
+    nc_be_augment augment;
 } nc_backend;
 
 /* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out
@@ -409,8 +532,43 @@ struct netcl_device {
     nc_pool *pool;
 };
 
-/* Backends (each file exports its registration). */
-void nc_cpu_register(void);
-void nc_opencl_register(void);   /* no-op when no ICD loader is found */
+/* ---- discovery ---------------------------------------------------------------
+ * The registry (src/core/device.c) asks each backend once for its devices:
+ * the backend fills up to max zeroed records (type, backend, impl and the
+ * profile; the registry sets index, name and pool) and returns how many. */
+int nc_cpu_discover(netcl_device *out, int max);
+int nc_opencl_discover(netcl_device *out, int max);   /* 0 when no ICD loader is found */
+/* The cpu backend's BLAS, for netcl_cpu_blas (e.g. "OpenBLAS 0.3.21"). */
+const char *nc_cpu_blas_name(void);
+
+/* ---- shared rules (backend/shared.c) -------------------------------------- */
+/* 1 when the activation can be fused by every backend's gemm. */
+int nc_gemm_act_ok(int act);
+/* The length of each of S slices of K (multiples of 8; the rest, K - S
+ * times it, is one more product) */
+int64_t nc_gemm_slice_len(int64_t K, int S);
+/* d = a [1, rows, cols] matrix in buf, row-major or (trans) column-major */
+void nc_matrix_desc(nc_desc *d, void *buf, netcl_dtype dt, int64_t rows, int64_t cols, int trans);
+
+/* The message of an out-of-range index: `value` as the caller gave it
+ * (base included), `dim` 0-based, `where` the operand ("float32[3,10] on
+ * cpu") and `tail` an addition (may be ""). */
+static inline netcl_status nc_index_error(const char *op, int64_t value, int64_t base, int dim, int64_t size,
+                                          const char *where, const char *tail)
+{
+    if (base == 1)
+        return nc_fail(NETCL_ERR_ARGUMENT,
+                       "%s: index %lld out of range for dim %d (size %lld) of %s (indices and dims are 1-based%s)",
+                       op, (long long)value, dim + 1, (long long)size, where, tail);
+    return nc_fail(NETCL_ERR_ARGUMENT, "%s: index %lld out of range for dim %d (size %lld) of %s (0-based%s)",
+                   op, (long long)value, dim, (long long)size, where, tail);
+}
+
+/* "float32[3,10] on cpu" for a descriptor */
+static inline const char *nc_desc_str(char *buf, size_t len, const nc_desc *d, const netcl_device *dev)
+{
+    snprintf(buf, len, "%s%s on %s", netcl_dtype_name(d->dtype), nc_shape_str(d->ndim, d->sizes), dev->name);
+    return buf;
+}
 
 #endif /* NETCL_BACKEND_H */

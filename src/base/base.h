@@ -30,7 +30,11 @@ static inline bool nc_op_is_predicate(netcl_op op)
 {
     return (op >= NETCL_OP_EQ && op <= NETCL_OP_GE) || (op >= NETCL_OP_LOGICAL_AND && op <= NETCL_OP_LOGICAL_XOR);
 }
-/* True for ops integer tensors compute in their own dtype (ops.c). */
+/* The classes of netcl_op codes (op.c). */
+static inline bool nc_op_is_unary(netcl_op op) { return op >= NETCL_OP_NEG && op < NETCL_OP_UNARY_END; }
+static inline bool nc_op_is_binary(netcl_op op) { return op >= NETCL_OP_ADD && op < NETCL_OP_BINARY_END; }
+static inline bool nc_op_is_reduce(netcl_op op) { return op >= NETCL_OP_SUM && op < NETCL_OP_REDUCE_END; }
+/* True for ops integer tensors compute in their own dtype (op.c). */
 bool nc_op_int_ok(netcl_op op);
 double nc_load_double(const void *base, netcl_dtype dt, int64_t index);
 void nc_store_double(void *base, netcl_dtype dt, int64_t index, double v);

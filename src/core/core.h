@@ -11,8 +11,6 @@
 
 
 
-/* Registers a device discovered by a backend (called during discovery). */
-netcl_device *nc_device_add(netcl_device_type type, const nc_backend *backend, void *impl);
 void nc_devices_init(void);   /* idempotent, thread-safe */
 /* ---- memory pool (memory.c) ---------------------------------------------- */
 typedef struct nc_storage {
@@ -62,20 +60,12 @@ struct netcl_tensor {
     struct nc_hook *hooks;   /* gradient hooks of a leaf (a non-leaf's live on its grad_fn) */
 };
 
-/* A registered gradient hook (src/autograd/hooks.c). */
-typedef struct nc_hook {
-    netcl_grad_hook_fn fn;
-    void *ctx;
-    int id;
-    struct nc_hook *next;
-} nc_hook;
-void nc_hooks_free(nc_hook *h);
-
-/* Releases a node reference (src/autograd/engine.c). */
-void nc_node_release(struct nc_node *n);
-/* Marks an in-place write to t: bumps its storage's version, and refuses a
- * leaf that requires grad while grad mode is on. */
-netcl_status nc_tensor_mark_inplace(netcl_tensor *t, const char *op);
+/* Autograd attaches a node and hooks to tensors (the fields above) and
+ * registers, before it first does, how a dying tensor releases them. */
+void nc_tensor_set_autograd_release(void (*release)(netcl_tensor *t));
+/* Marks an in-place write to t (its storage's version goes up, so autograd
+ * sees that values it saved have changed). */
+static inline void nc_tensor_bump_version(netcl_tensor *t) { atomic_fetch_add(&t->storage->version, 1); }
 
 netcl_status nc_tensor_new(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes);
 /* A new view on t's storage with the given geometry. */

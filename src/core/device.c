@@ -8,31 +8,31 @@
 #include <string.h>
 
 #define NC_MAX_DEVICES 64
+/* the records the backends fill at discovery; they never move */
+static netcl_device records[NC_MAX_DEVICES];
 static netcl_device *devices[NC_MAX_DEVICES];
-static int device_count, opencl_count;
+static int device_count;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int shut_down;
 
-netcl_device *nc_device_add(netcl_device_type type, const nc_backend *backend, void *impl)
+/* Takes the n records a backend filled from records[device_count]. */
+static void add_discovered(int n, const char *prefix, int numbered)
 {
-    if (device_count >= NC_MAX_DEVICES) return NULL;
-    netcl_device *d = calloc(1, sizeof *d);
-    if (!d) return NULL;
-    d->index = device_count;
-    d->type = type;
-    d->backend = backend;
-    d->impl = impl;
-    if (type == NETCL_DEVICE_CPU) snprintf(d->name, sizeof d->name, "cpu");
-    else snprintf(d->name, sizeof d->name, "opencl:%d", opencl_count++);
-    d->pool = nc_pool_new();
-    devices[device_count++] = d;
-    return d;
+    for (int i = 0; i < n && device_count < NC_MAX_DEVICES; i++) {
+        netcl_device *d = &records[device_count];
+        d->index = device_count;
+        if (numbered) snprintf(d->name, sizeof d->name, "%s:%d", prefix, i);
+        else snprintf(d->name, sizeof d->name, "%s", prefix);
+        d->pool = nc_pool_new();
+        devices[device_count++] = d;
+    }
 }
 
 static void discover(void)
 {
-    nc_cpu_register();
-    if (!getenv("NETCL_NO_OPENCL")) nc_opencl_register();
+    add_discovered(nc_cpu_discover(&records[device_count], NC_MAX_DEVICES - device_count), "cpu", 0);
+    if (!getenv("NETCL_NO_OPENCL"))
+        add_discovered(nc_opencl_discover(&records[device_count], NC_MAX_DEVICES - device_count), "opencl", 1);
     /* No atexit teardown: exit handlers of a shared library run under the
      * dynamic loader's lock, and an OpenCL driver that loads kernel code on
      * its worker threads (PoCL) then deadlocks on clFinish. Process exit
@@ -108,7 +108,7 @@ int netcl_device_compute_capability(const netcl_device *d) { return d->compute_c
 
 netcl_status netcl_device_synchronize(netcl_device *d)
 {
-    netcl_status st = d->backend->synchronize(d);
+    netcl_status st = d->backend->mem.synchronize(d);
     if (st != NETCL_OK) nc_error_prefix("synchronize %s: ", d->name);
     return st;
 }
@@ -119,8 +119,8 @@ void netcl_shutdown(void)
     shut_down = 1;
     for (int i = device_count - 1; i >= 0; i--) {
         netcl_device *d = devices[i];
-        if (d->backend->synchronize) d->backend->synchronize(d);
+        if (d->backend->mem.synchronize) d->backend->mem.synchronize(d);
         nc_pool_destroy(d);
-        if (d->backend->shutdown) d->backend->shutdown(d);
+        if (d->backend->mem.shutdown) d->backend->mem.shutdown(d);
     }
 }

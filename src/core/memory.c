@@ -74,7 +74,7 @@ static void release_cached(netcl_device *dev, nc_pool *p)
         while (p->free_lists[c]) {
             nc_block *b = p->free_lists[c];
             p->free_lists[c] = b->next;
-            dev->backend->free(dev, b->buf);
+            dev->backend->mem.free(dev, b->buf);
             free(b);
         }
     }
@@ -111,10 +111,10 @@ static netcl_status pool_take(netcl_device *dev, size_t nbytes, size_t *capacity
     int64_t cap = (int64_t)*capacity;
     if (dev->global_mem > 0 && p->in_use + cap > dev->global_mem) return oom(dev, nbytes);
     if (dev->global_mem > 0 && p->in_use + p->cached + cap > dev->global_mem) release_cached(dev, p);
-    netcl_status st = dev->backend->alloc(dev, *capacity, buf);
+    netcl_status st = dev->backend->mem.alloc(dev, *capacity, buf);
     if (st == NETCL_ERR_OOM && p->cached > 0) {
         release_cached(dev, p);
-        st = dev->backend->alloc(dev, *capacity, buf);
+        st = dev->backend->mem.alloc(dev, *capacity, buf);
     }
     if (st == NETCL_ERR_OOM) return oom(dev, nbytes);
     if (st == NETCL_OK) p->allocations++;
@@ -148,11 +148,11 @@ void nc_storage_retain(nc_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 
 netcl_status nc_storage_new_pinned(nc_storage **out, netcl_device *cpu, netcl_device *for_dev, size_t nbytes)
 {
-    if (!for_dev->backend->alloc_pinned) return nc_storage_new(out, cpu, nbytes);
+    if (!for_dev->backend->mem.alloc_pinned) return nc_storage_new(out, cpu, nbytes);
     *out = NULL;
     nc_storage *s = storage_alloc();
     if (!s) return nc_fail(NETCL_ERR_OOM, "out of host memory allocating a storage header");
-    netcl_status st = for_dev->backend->alloc_pinned(for_dev, nbytes ? nbytes : 1, &s->buf, &s->pinned_handle);
+    netcl_status st = for_dev->backend->mem.alloc_pinned(for_dev, nbytes ? nbytes : 1, &s->buf, &s->pinned_handle);
     if (st != NETCL_OK) { storage_free(s); return st; }
     atomic_init(&s->refcount, 1);
     s->dev = cpu;
@@ -167,7 +167,7 @@ void nc_storage_settle(nc_storage *s)
     void *ev = s->pending;
     if (!ev) return;
     s->pending = NULL;
-    s->pending_dev->backend->settle(s->pending_dev, ev, s->dev == s->pending_dev);
+    s->pending_dev->backend->mem.settle(s->pending_dev, ev, s->dev == s->pending_dev);
 }
 
 void nc_storage_set_pending(nc_storage *s, netcl_device *dev, void *event)
@@ -182,7 +182,7 @@ void nc_storage_release(nc_storage *s)
     if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
     nc_storage_settle(s);   /* the event must not outlive the storage that waits on it */
     if (s->pinned_by) {
-        s->pinned_by->backend->free_pinned(s->pinned_by, s->pinned_handle);
+        s->pinned_by->backend->mem.free_pinned(s->pinned_by, s->pinned_handle);
         storage_free(s);
         return;
     }
@@ -200,7 +200,7 @@ void nc_storage_release(nc_storage *s)
         p->free_lists[c] = b;
         p->cached += (int64_t)s->capacity;
     } else if (!p->dead) {
-        s->dev->backend->free(s->dev, s->buf);
+        s->dev->backend->mem.free(s->dev, s->buf);
     }
     pthread_mutex_unlock(&p->lock);
     storage_free(s);

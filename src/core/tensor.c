@@ -126,12 +126,14 @@ void nc_desc_of(nc_desc *d, const netcl_tensor *t)
 
 void netcl_tensor_retain(netcl_tensor *t) { if (t) atomic_fetch_add(&t->refcount, 1); }
 
+static void (*_Atomic autograd_release)(netcl_tensor *t);
+void nc_tensor_set_autograd_release(void (*release)(netcl_tensor *t)) { atomic_store(&autograd_release, release); }
+
 void netcl_tensor_release(netcl_tensor *t)
 {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     netcl_tensor_release(t->grad);
-    nc_node_release(t->grad_fn);
-    nc_hooks_free(t->hooks);
+    if (t->grad_fn || t->hooks) atomic_load(&autograd_release)(t);
     nc_storage_release(t->storage);
     tensor_free(t);
 }

@@ -2,7 +2,7 @@
  * with clear messages, a contiguous copy of x when needed, a fresh output,
  * then one backend call (cpu reference in src/cpu/augment.c, OpenCL in
  * src/cl/augment.c). Not differentiable: data augmentation precedes the graph. */
-#include "core/core.h"
+#include "ops/ops.h"
 #include <string.h>
 
 static const char *const kind_names[] = {"flip_horizontal", "color_jitter", "erase", "random_crop"};
@@ -25,8 +25,8 @@ static netcl_status run(nc_augment *a, netcl_tensor *out, netcl_tensor *x, netcl
 {
     netcl_tensor *xc = NULL, *pc = NULL;
     nc_desc od, xd;
-    netcl_status st = netcl_tensor_contiguous(&xc, x);
-    if (st == NETCL_OK) st = netcl_tensor_contiguous(&pc, params);
+    netcl_status st = nc_fwd_tensor_contiguous(&xc, x);
+    if (st == NETCL_OK) st = nc_fwd_tensor_contiguous(&pc, params);
     if (st == NETCL_OK && netcl_tensor_numel(out) > 0) {
         nc_desc_of(&od, out);
         nc_desc_of(&xd, xc);
@@ -35,7 +35,7 @@ static netcl_status run(nc_augment *a, netcl_tensor *out, netcl_tensor *x, netcl
         a->params = (const float *)pc->storage->buf + pc->offset;
         a->nparams = kind_params[a->kind];
         const nc_backend *be = nc_dev(x)->backend;
-        st = be->augment ? be->augment(nc_dev(x), a)
+        st = be->augment.run ? be->augment.run(nc_dev(x), a)
                          : nc_fail(NETCL_ERR_UNSUPPORTED, "the %s backend has no augmentation kernels", be->name);
     }
     netcl_tensor_release(xc);

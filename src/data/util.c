@@ -1,7 +1,7 @@
 /* util.c — cpu-only helpers of the data loader: seeded permutations and key
  * mixing (the determinism rule of docs/data.md), stacking samples into a
  * batch, gathering rows by index, and directory listings for ImageFolder. */
-#include "core/core.h"
+#include "ops/ops.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -84,7 +84,7 @@ netcl_status netcl_data_gather(netcl_tensor **out, netcl_tensor *t, int64_t n, c
             return nc_fail(NETCL_ERR_ARGUMENT, "gather: index %lld (0-based) out of range for dim 1 of %s",
                            (long long)indices[i], nc_describe(t));
     netcl_tensor *c;
-    NC_TRY(netcl_tensor_contiguous(&c, t));
+    NC_TRY(nc_fwd_tensor_contiguous(&c, t));
     int64_t sizes[NC_MAX_DIMS];
     memcpy(sizes, c->sizes, sizeof(int64_t) * (size_t)c->ndim);
     sizes[0] = n;

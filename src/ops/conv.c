@@ -67,8 +67,8 @@ static netcl_status run_im2col(netcl_tensor *cv, netcl_tensor *x, const nc_conv_
     nc_desc o, xd;
     nc_desc_of(&o, cv);
     nc_desc_of(&xd, c);
-    netcl_status st = netcl_tensor_numel(c) == 0 ? nc_dev(x)->backend->fill(nc_dev(x), &o, 0)
-                                                 : nc_dev(x)->backend->im2col(nc_dev(x), &o, &xd, g);
+    netcl_status st = netcl_tensor_numel(c) == 0 ? nc_dev(x)->backend->elementwise.fill(nc_dev(x), &o, 0)
+                                                 : nc_dev(x)->backend->conv.im2col(nc_dev(x), &o, &xd, g);
     netcl_tensor_release(c);
     return st;
 }
@@ -83,8 +83,8 @@ static netcl_status run_col2im(netcl_tensor **out, netcl_tensor *cols, const int
         nc_desc o, cd;
         nc_desc_of(&o, *out);
         nc_desc_of(&cd, c);
-        st = netcl_tensor_numel(c) == 0 ? nc_dev(cols)->backend->fill(nc_dev(cols), &o, 0)
-                                        : nc_dev(cols)->backend->col2im(nc_dev(cols), &o, &cd, g);
+        st = netcl_tensor_numel(c) == 0 ? nc_dev(cols)->backend->elementwise.fill(nc_dev(cols), &o, 0)
+                                        : nc_dev(cols)->backend->conv.col2im(nc_dev(cols), &o, &cd, g);
     }
     netcl_tensor_release(c);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
@@ -189,7 +189,7 @@ netcl_status nc_fwd_pool(netcl_tensor **out, netcl_tensor **idx, netcl_tensor *x
         nc_desc_of(&o, *out);
         nc_desc_of(&xd, c);
         if (g->mode == 0) nc_desc_of(&i, *idx);
-        st = nc_dev(x)->backend->pool(nc_dev(x), &o, g->mode == 0 ? &i : NULL, &xd, g);
+        st = nc_dev(x)->backend->pool.forward(nc_dev(x), &o, g->mode == 0 ? &i : NULL, &xd, g);
     }
     netcl_tensor_release(c);
     if (st != NETCL_OK) {
@@ -211,7 +211,7 @@ netcl_status nc_fwd_pool_backward(netcl_tensor **gin, netcl_tensor *gout, netcl_
         nc_desc_of(&o, *gin);
         nc_desc_of(&gd, c);
         if (idx) nc_desc_of(&i, idx);
-        st = nc_dev(gout)->backend->pool_backward(nc_dev(gout), &o, &gd, idx ? &i : NULL, g);
+        st = nc_dev(gout)->backend->pool.backward(nc_dev(gout), &o, &gd, idx ? &i : NULL, g);
     }
     netcl_tensor_release(c);
     if (st != NETCL_OK) { netcl_tensor_release(*gin); *gin = NULL; }

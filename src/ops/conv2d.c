@@ -167,7 +167,7 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     /* an implicit GEMM at a product's speed (the FFMA kernel's gathers on
      * NVIDIA) saves the unfold: ResNet's stride-2 3x3 forward at batch 128
      * 0.170 -> 0.154 ms on an H200, its 1x1 stride-2 one the same */
-    if (!winograd_ok && dev->backend->conv_gemm_fast && dev->backend->conv_gemm_fast(dev, g, pass, dt) > 0)
+    if (!winograd_ok && dev->backend->conv.implicit_gemm_fast && dev->backend->conv.implicit_gemm_fast(dev, g, pass, dt) > 0)
         return NC_CONV_IGEMM;
     /* on a GPU, Winograd does 3x3 stride-1 passes in 2.25x (F(2x2)) or 4x
      * (F(4x4)) fewer multiplies; F(4x4) wins from 8x8 outputs up
@@ -280,7 +280,7 @@ static void kernel(scratch *s, nc_conv_kernel k, const nc_conv_args *g, netcl_te
     nc_desc_of(&o, out);
     nc_desc_of(&x, a);
     if (b) nc_desc_of(&y, b);
-    s->st = nc_dev(out)->backend->conv(nc_dev(out), k, g, &o, &x, b ? &y : NULL, p0, p1);
+    s->st = nc_dev(out)->backend->conv.kernel(nc_dev(out), k, g, &o, &x, b ? &y : NULL, p0, p1);
 }
 
 /* a @ b with the epilogue f along a's rows (the output channels), or plain */
@@ -311,7 +311,7 @@ static void run_conv_gemm(scratch *s, nc_conv_pass pass, const nc_conv_args *g, 
     nc_desc_of(&o, out);
     nc_desc_of(&x, a);
     nc_desc_of(&y, b);
-    s->st = nc_dev(out)->backend->conv_gemm(nc_dev(out), pass, g, &o, &x, &y, backend_epi(f, &bd, &e), slices);
+    s->st = nc_dev(out)->backend->conv.implicit_gemm(nc_dev(out), pass, g, &o, &x, &y, backend_epi(f, &bd, &e), slices);
 }
 
 static void run_conv_tiled(scratch *s, const nc_conv_args *g, netcl_tensor *out, netcl_tensor *x, netcl_tensor *w,
@@ -323,7 +323,7 @@ static void run_conv_tiled(scratch *s, const nc_conv_args *g, netcl_tensor *out,
     nc_desc_of(&o, out);
     nc_desc_of(&xd, x);
     nc_desc_of(&wd, w);
-    s->st = nc_dev(out)->backend->conv_tiled(nc_dev(out), g, &o, &xd, &wd, backend_epi(f, &bd, &e), flip);
+    s->st = nc_dev(out)->backend->conv.tiled(nc_dev(out), g, &o, &xd, &wd, backend_epi(f, &bd, &e), flip);
 }
 
 /* [N, O, OH, OW] -> [G, O/G, N*L] (a copy when N > 1) */
@@ -496,7 +496,7 @@ static netcl_tensor *winograd_pass(scratch *s, const nc_conv_args *g, nc_conv_pa
 static int weight_slices(netcl_device *dev, const nc_conv_args *g, netcl_dtype dt)
 {
     if (dev->type == NETCL_DEVICE_CPU) return 1;
-    int64_t fast = dev->backend->conv_gemm_fast ? dev->backend->conv_gemm_fast(dev, g, NC_CONV_PASS_WEIGHT, dt) : 0;
+    int64_t fast = dev->backend->conv.implicit_gemm_fast ? dev->backend->conv.implicit_gemm_fast(dev, g, NC_CONV_PASS_WEIGHT, dt) : 0;
     if (fast > 0) return fast < INT32_MAX ? (int)fast : 1;
     int64_t og = g->O / g->G, n = g->C / g->G * g->KH * g->KW, K = g->N * g->OH * g->OW;
     int64_t tiles = g->G * ((og + 63) / 64) * ((n + 63) / 64), want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16);
@@ -546,7 +546,7 @@ static netcl_tensor *tiled_weight(scratch *s, const nc_conv_args *g, netcl_tenso
         nc_desc_of(&p, parts);
         nc_desc_of(&x, a);
         nc_desc_of(&y, b);
-        s->st = dev->backend->conv_tiled_weight(dev, g, &p, &x, &y, per);
+        s->st = dev->backend->conv.tiled_weight(dev, g, &p, &x, &y, per);
     }
     return view(s, S > 1 ? sum0(s, parts) : parts, 4, wshape);
 }

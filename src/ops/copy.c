@@ -23,7 +23,7 @@ static netcl_status cast_contiguous(netcl_tensor **out, const netcl_tensor *t, n
     nc_desc dst, src;
     nc_desc_of(&dst, *out);
     nc_desc_of(&src, t);
-    netcl_status st = nc_dev(t)->backend->copy(nc_dev(t), &dst, &src);
+    netcl_status st = nc_dev(t)->backend->elementwise.copy(nc_dev(t), &dst, &src);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
     return st;
 }
@@ -45,6 +45,8 @@ netcl_status nc_fwd_tensor_cast(netcl_tensor **out, const netcl_tensor *t, netcl
     return st;
 }
 
+static void release_tensor(void *t) { netcl_tensor_release(t); }
+
 /* dst (contiguous) <- src (contiguous, same dtype and numel), any devices */
 static netcl_status move_bytes(netcl_tensor *dst, netcl_tensor *src)
 {
@@ -55,13 +57,26 @@ static netcl_status move_bytes(netcl_tensor *dst, netcl_tensor *src)
     nc_storage_settle(dst->storage);
     /* pinned memory of the destination's driver: an upload on its transfer
      * queue that overlaps the work already queued (settled on first use) */
-    if (sd->type == NETCL_DEVICE_CPU && src->storage->pinned_by == dd && dd->backend->write_async)
-        return dd->backend->write_async(dd, dst->storage->buf, byte_offset(dst), (char *)src->storage->buf + byte_offset(src),
-                                        n, src, dst);
-    if (sd->type == NETCL_DEVICE_CPU)
-        return dd->backend->write(dd, dst->storage->buf, byte_offset(dst), (char *)src->storage->buf + byte_offset(src), n, src);
+    void *dbuf = dst->storage->buf, *sbuf = (char *)src->storage->buf + byte_offset(src);
+    if (sd->type == NETCL_DEVICE_CPU && src->storage->pinned_by == dd && dd->backend->mem.write_async) {
+        void *ev[2];
+        netcl_tensor_retain(src);   /* released by the backend once the copy has read it */
+        nc_keep keep = {src, release_tensor};
+        NC_TRY(dd->backend->mem.write_async(dd, dbuf, byte_offset(dst), sbuf, n, &keep, ev));
+        nc_storage_set_pending(src->storage, dd, ev[0]);
+        nc_storage_set_pending(dst->storage, dd, ev[1]);
+        return NETCL_OK;
+    }
+    if (sd->type == NETCL_DEVICE_CPU) {   /* a cpu tensor is its own staging area */
+        void *ev = NULL;
+        netcl_tensor_retain(src);
+        nc_keep keep = {src, release_tensor};
+        NC_TRY(dd->backend->mem.write(dd, dbuf, byte_offset(dst), sbuf, n, &keep, &ev));
+        if (ev) nc_storage_set_pending(src->storage, dd, ev);
+        return NETCL_OK;
+    }
     if (dd->type == NETCL_DEVICE_CPU)
-        return sd->backend->read(sd, src->storage->buf, byte_offset(src), (char *)dst->storage->buf + byte_offset(dst), n);
+        return sd->backend->mem.read(sd, src->storage->buf, byte_offset(src), (char *)dst->storage->buf + byte_offset(dst), n);
     netcl_tensor *host;
     NC_TRY(nc_tensor_new(&host, cpu_device(), src->dtype, src->ndim, src->sizes));
     netcl_status st = move_bytes(host, src);
@@ -70,10 +85,10 @@ static netcl_status move_bytes(netcl_tensor *dst, netcl_tensor *src)
     return st;
 }
 
-netcl_status netcl_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src)
+netcl_status nc_fwd_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src)
 {
     netcl_tensor *view = NULL, *tmp = NULL, *moved = NULL;
-    NC_TRY(nc_tensor_mark_inplace(dst, "copy_"));
+    nc_tensor_bump_version(dst);
     netcl_status st = nc_fwd_tensor_expand(&view, (netcl_tensor *)src, dst->ndim, dst->sizes);
     if (st != NETCL_OK) {
         return nc_fail(NETCL_ERR_ARGUMENT, "copy_: source %s cannot be broadcast to destination %s",
@@ -85,7 +100,7 @@ netcl_status netcl_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src)
         nc_desc a, b;
         nc_desc_of(&a, dst);
         nc_desc_of(&b, view);
-        st = dd->backend->copy(dd, &a, &b);
+        st = dd->backend->elementwise.copy(dd, &a, &b);
         goto done;
     }
     /* different devices: contiguous in the destination dtype, move, then
@@ -100,7 +115,7 @@ netcl_status netcl_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src)
         nc_desc a, b;
         nc_desc_of(&a, dst);
         nc_desc_of(&b, moved);
-        st = dd->backend->copy(dd, &a, &b);
+        st = dd->backend->elementwise.copy(dd, &a, &b);
     }
 done:
     netcl_tensor_release(view);
@@ -110,13 +125,13 @@ done:
     return st;
 }
 
-netcl_status netcl_tensor_fill_(netcl_tensor *dst, double value)
+netcl_status nc_fwd_tensor_fill_(netcl_tensor *dst, double value)
 {
-    NC_TRY(nc_tensor_mark_inplace(dst, "fill_"));
+    nc_tensor_bump_version(dst);
     if (netcl_tensor_numel(dst) == 0) return NETCL_OK;
     nc_desc d;
     nc_desc_of(&d, dst);
-    netcl_status st = nc_dev(dst)->backend->fill(nc_dev(dst), &d, value);
+    netcl_status st = nc_dev(dst)->backend->elementwise.fill(nc_dev(dst), &d, value);
     if (st != NETCL_OK) nc_error_prefix("fill_ %s: ", nc_describe(dst));
     return st;
 }
@@ -126,7 +141,7 @@ netcl_status nc_fwd_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, 
     *out = NULL;
     if (!dev) return nc_fail(NETCL_ERR_DEVICE, "to: no device given for %s", nc_describe(t));
     netcl_status st = nc_tensor_new(out, dev, t->dtype, t->ndim, t->sizes);
-    if (st == NETCL_OK && (st = netcl_tensor_copy_(*out, t)) != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+    if (st == NETCL_OK && (st = nc_fwd_tensor_copy_(*out, t)) != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
     if (st != NETCL_OK) nc_error_prefix("to %s: ", dev->name);
     return st;
 }
@@ -141,7 +156,7 @@ netcl_status netcl_tensor_to_host(const netcl_tensor *t, void *data, int64_t nby
     netcl_tensor *c;
     NC_TRY(nc_fwd_tensor_contiguous(&c, (netcl_tensor *)t));
     nc_storage_settle(c->storage);
-    netcl_status st = nc_dev(c)->backend->read(nc_dev(c), c->storage->buf, byte_offset(c), data, (size_t)need);
+    netcl_status st = nc_dev(c)->backend->mem.read(nc_dev(c), c->storage->buf, byte_offset(c), data, (size_t)need);
     netcl_tensor_release(c);
     if (st != NETCL_OK) nc_error_prefix("to_host %s: ", nc_describe(t));
     return st;
@@ -179,21 +194,21 @@ netcl_status netcl_tensor_get_item(const netcl_tensor *t, const int64_t *index, 
     uint64_t raw = 0;
     NC_TRY(element_offset("item", t, index, &off));
     nc_storage_settle(t->storage);
-    netcl_status st = nc_dev(t)->backend->read(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype));
+    netcl_status st = nc_dev(t)->backend->mem.read(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype));
     if (st != NETCL_OK) { nc_error_prefix("item %s: ", nc_describe(t)); return st; }
     *value = nc_load_double(&raw, t->dtype, 0);
     return NETCL_OK;
 }
 
-netcl_status netcl_tensor_set_item(netcl_tensor *t, const int64_t *index, double value)
+netcl_status nc_fwd_tensor_set_item(netcl_tensor *t, const int64_t *index, double value)
 {
     size_t off;
     uint64_t raw = 0;
     NC_TRY(element_offset("set_item", t, index, &off));
-    NC_TRY(nc_tensor_mark_inplace(t, "set_item"));
+    nc_tensor_bump_version(t);
     nc_store_double(&raw, t->dtype, 0, value);
     nc_storage_settle(t->storage);
-    netcl_status st = nc_dev(t)->backend->write(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype), NULL);
+    netcl_status st = nc_dev(t)->backend->mem.write(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype), NULL, NULL);
     if (st != NETCL_OK) nc_error_prefix("set_item %s: ", nc_describe(t));
     return st;
 }

@@ -16,7 +16,7 @@ static netcl_status fill_all(netcl_tensor *t, double value)
     if (netcl_tensor_numel(t) == 0) return NETCL_OK;
     nc_desc d;
     nc_desc_of(&d, t);
-    return nc_dev(t)->backend->fill(nc_dev(t), &d, value);
+    return nc_dev(t)->backend->elementwise.fill(nc_dev(t), &d, value);
 }
 
 netcl_status netcl_tensor_full(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, double value)
@@ -33,7 +33,7 @@ static netcl_status range_fill(netcl_tensor **out, netcl_device *dev, netcl_dtyp
     if (st != NETCL_OK || n == 0) return st;
     nc_desc d;
     nc_desc_of(&d, *out);
-    st = dev->backend->range(dev, &d, start, step);
+    st = dev->backend->elementwise.range(dev, &d, start, step);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
     return st;
 }
@@ -71,7 +71,7 @@ netcl_status netcl_tensor_eye(netcl_tensor **out, netcl_device *dev, netcl_dtype
     d.ndim = 1;
     d.sizes[0] = diag;
     d.strides[0] = sizes[1] + 1;
-    netcl_status st = dev->backend->fill(dev, &d, 1);
+    netcl_status st = dev->backend->elementwise.fill(dev, &d, 1);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; nc_error_prefix("eye: "); }
     return st;
 }
@@ -83,7 +83,7 @@ netcl_status netcl_tensor_from_host(netcl_tensor **out, netcl_device *dev, netcl
     size_t nbytes = (*out)->storage->nbytes;
     if (nbytes == 0) return NETCL_OK;
     if (!data) st = nc_fail(NETCL_ERR_ARGUMENT, "from_host: NULL data pointer for %s", nc_describe(*out));
-    else st = dev->backend->write(dev, (*out)->storage->buf, 0, data, nbytes, NULL);
+    else st = dev->backend->mem.write(dev, (*out)->storage->buf, 0, data, nbytes, NULL, NULL);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
     return st;
 }
@@ -125,7 +125,7 @@ netcl_status netcl_tensor_rand(netcl_tensor **out, netcl_device *dev, netcl_dtyp
     if (n == 0) return NETCL_OK;
     nc_desc d;
     nc_desc_of(&d, *out);
-    st = dev->backend->rng(dev, &d, kind, netcl_rng_get_seed(), nc_rng_take((uint64_t)n), p1, p2);
+    st = dev->backend->random.draw(dev, &d, kind, netcl_rng_get_seed(), nc_rng_take((uint64_t)n), p1, p2);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; nc_error_prefix("%s: ", op); }
     return st;
 }

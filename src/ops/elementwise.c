@@ -5,35 +5,6 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const op_names[NETCL_OP_REDUCE_END] = {
-    [NETCL_OP_NEG] = "neg", [NETCL_OP_ABS] = "abs", [NETCL_OP_EXP] = "exp", [NETCL_OP_LOG] = "log",
-    [NETCL_OP_SQRT] = "sqrt", [NETCL_OP_RELU] = "relu", [NETCL_OP_SIGMOID] = "sigmoid", [NETCL_OP_TANH] = "tanh",
-    [NETCL_OP_SIGN] = "sign", [NETCL_OP_RECIPROCAL] = "reciprocal", [NETCL_OP_SQUARE] = "square",
-    [NETCL_OP_RSQRT] = "rsqrt", [NETCL_OP_EXPM1] = "expm1", [NETCL_OP_LOG1P] = "log1p", [NETCL_OP_LOG2] = "log2",
-    [NETCL_OP_SIN] = "sin", [NETCL_OP_COS] = "cos", [NETCL_OP_TAN] = "tan", [NETCL_OP_FLOOR] = "floor",
-    [NETCL_OP_CEIL] = "ceil", [NETCL_OP_ROUND] = "round", [NETCL_OP_TRUNC] = "trunc", [NETCL_OP_SILU] = "silu",
-    [NETCL_OP_GELU] = "gelu", [NETCL_OP_GELU_TANH] = "gelu_tanh", [NETCL_OP_SOFTPLUS] = "softplus",
-    [NETCL_OP_RELU6] = "relu6", [NETCL_OP_LEAKY_RELU] = "leaky_relu", [NETCL_OP_ELU] = "elu",
-    [NETCL_OP_CLAMP] = "clamp", [NETCL_OP_ERF] = "erf",
-    [NETCL_OP_ADD] = "add", [NETCL_OP_SUB] = "sub", [NETCL_OP_MUL] = "mul", [NETCL_OP_DIV] = "div",
-    [NETCL_OP_POW] = "pow", [NETCL_OP_MAXIMUM] = "maximum", [NETCL_OP_MINIMUM] = "minimum",
-    [NETCL_OP_EQ] = "eq", [NETCL_OP_NE] = "ne", [NETCL_OP_LT] = "lt", [NETCL_OP_LE] = "le",
-    [NETCL_OP_GT] = "gt", [NETCL_OP_GE] = "ge", [NETCL_OP_FMOD] = "fmod", [NETCL_OP_ATAN2] = "atan2",
-    [NETCL_OP_LOGICAL_AND] = "logical_and", [NETCL_OP_LOGICAL_OR] = "logical_or", [NETCL_OP_LOGICAL_XOR] = "logical_xor",
-    [NETCL_OP_SUM] = "sum", [NETCL_OP_MEAN] = "mean", [NETCL_OP_MAX] = "max", [NETCL_OP_MIN] = "min",
-    [NETCL_OP_ARGMAX] = "argmax", [NETCL_OP_ARGMIN] = "argmin", [NETCL_OP_PROD] = "prod",
-};
-
-const char *netcl_op_name(netcl_op op)
-{
-    return (unsigned)op < NETCL_OP_REDUCE_END && op_names[op] ? op_names[op] : "invalid-op";
-}
-
-static bool is_unary(netcl_op op) { return op >= NETCL_OP_NEG && op < NETCL_OP_UNARY_END; }
-static bool is_binary(netcl_op op) { return op >= NETCL_OP_ADD && op < NETCL_OP_BINARY_END; }
-static bool is_compare(netcl_op op) { return nc_op_is_predicate(op); }
-static bool is_reduce(netcl_op op) { return op >= NETCL_OP_SUM && op < NETCL_OP_REDUCE_END; }
-
 netcl_status nc_same_device(const char *op, const netcl_tensor *a, const netcl_tensor *b)
 {
     if (nc_dev(a) != nc_dev(b))
@@ -80,19 +51,11 @@ netcl_status nc_broadcast_shape(const char *op, const netcl_tensor *a, const net
 }
 
 /* Result dtype of an elementwise op on operands meeting at `dt`. */
-/* Unary ops that integers keep their dtype for; every other unary op (and
- * true division, pow) computes integer inputs in float32. */
-bool nc_op_int_ok(netcl_op op)
-{
-    return op == NETCL_OP_NEG || op == NETCL_OP_ABS || op == NETCL_OP_RELU || op == NETCL_OP_SIGN ||
-           op == NETCL_OP_SQUARE || op == NETCL_OP_CLAMP || (is_binary(op) && op != NETCL_OP_DIV && op != NETCL_OP_POW && op != NETCL_OP_ATAN2);
-}
-
 netcl_dtype nc_compute_dtype(netcl_op op, netcl_dtype dt)
 {
     bool int_like = !nc_dtype_is_float(dt);
     if (int_like && !nc_op_int_ok(op)) return NETCL_DTYPE_FLOAT32;
-    if (dt == NETCL_DTYPE_BOOL && !is_compare(op)) return NETCL_DTYPE_INT64;
+    if (dt == NETCL_DTYPE_BOOL && !nc_op_is_predicate(op)) return NETCL_DTYPE_INT64;
     return dt;
 }
 
@@ -108,7 +71,7 @@ netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, doub
 {
     *out = NULL;
     nc_unary_params(op, &p1, &p2);
-    if (!is_unary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "unary: %s (%d) is not a unary op", netcl_op_name(op), (int)op);
+    if (!nc_op_is_unary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "unary: %s (%d) is not a unary op", netcl_op_name(op), (int)op);
     netcl_tensor *cast = NULL;
     netcl_status st = cast_in_place(&a, nc_compute_dtype(op, a->dtype), &cast);
     if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), a->dtype, a->ndim, a->sizes);
@@ -116,7 +79,7 @@ netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, doub
         nc_desc o, x;
         nc_desc_of(&o, *out);
         nc_desc_of(&x, a);
-        st = nc_dev(a)->backend->unary(nc_dev(a), op, &o, &x, p1, p2);
+        st = nc_dev(a)->backend->elementwise.unary(nc_dev(a), op, &o, &x, p1, p2);
     }
     netcl_tensor_release(cast);
     if (st != NETCL_OK) {
@@ -131,7 +94,7 @@ netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, net
 {
     *out = NULL;
     const char *name = netcl_op_name(op);
-    if (!is_binary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "binary: %s (%d) is not a binary op", name, (int)op);
+    if (!nc_op_is_binary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "binary: %s (%d) is not a binary op", name, (int)op);
     NC_TRY(nc_same_device(name, a, b));
     int ndim;
     int64_t sizes[NC_MAX_DIMS];
@@ -140,13 +103,13 @@ netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, net
     netcl_tensor *ca = NULL, *cb = NULL;
     netcl_status st = cast_in_place(&a, dt, &ca);
     if (st == NETCL_OK) st = cast_in_place(&b, dt, &cb);
-    if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), is_compare(op) ? NETCL_DTYPE_BOOL : dt, ndim, sizes);
+    if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), nc_op_is_predicate(op) ? NETCL_DTYPE_BOOL : dt, ndim, sizes);
     if (st == NETCL_OK && nc_numel(ndim, sizes) > 0) {
         nc_desc o, x, y;
         nc_desc_of(&o, *out);
         nc_broadcast_desc(&x, a, ndim, sizes);
         nc_broadcast_desc(&y, b, ndim, sizes);
-        st = nc_dev(a)->backend->binary(nc_dev(a), op, &o, &x, &y, 0, 0);
+        st = nc_dev(a)->backend->elementwise.binary(nc_dev(a), op, &o, &x, &y, 0, 0);
     }
     netcl_tensor_release(ca);
     netcl_tensor_release(cb);
@@ -162,18 +125,18 @@ netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor 
 {
     *out = NULL;
     const char *name = netcl_op_name(op);
-    if (!is_binary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "binary: %s (%d) is not a binary op", name, (int)op);
+    if (!nc_op_is_binary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "binary: %s (%d) is not a binary op", name, (int)op);
     netcl_dtype dt = a->dtype;
     if (!nc_dtype_is_float(dt) && s != floor(s)) dt = NETCL_DTYPE_FLOAT32;
     dt = nc_compute_dtype(op, dt);
     netcl_tensor *ca = NULL;
     netcl_status st = cast_in_place(&a, dt, &ca);
-    if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), is_compare(op) ? NETCL_DTYPE_BOOL : dt, a->ndim, a->sizes);
+    if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), nc_op_is_predicate(op) ? NETCL_DTYPE_BOOL : dt, a->ndim, a->sizes);
     if (st == NETCL_OK && netcl_tensor_numel(a) > 0) {
         nc_desc o, x;
         nc_desc_of(&o, *out);
         nc_desc_of(&x, a);
-        st = nc_dev(a)->backend->binary(nc_dev(a), op, &o, &x, NULL, s, reversed);
+        st = nc_dev(a)->backend->elementwise.binary(nc_dev(a), op, &o, &x, NULL, s, reversed);
     }
     netcl_tensor_release(ca);
     if (st != NETCL_OK) {
@@ -235,7 +198,7 @@ static netcl_status reduce_impl(netcl_tensor **values, netcl_tensor **indices, n
         nc_desc_of(&o, v);
         nc_desc_of(&x, src);
         if (ix) nc_desc_of(&i, ix);
-        st = nc_dev(a)->backend->reduce(nc_dev(a), op, &o, ix ? &i : NULL, &x);
+        st = nc_dev(a)->backend->reduce.run(nc_dev(a), op, &o, ix ? &i : NULL, &x);
         if (st != NETCL_OK) goto fail;
     }
     if (keepdim && dim >= 0) {
@@ -262,7 +225,7 @@ fail:
 netcl_status nc_fwd_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim)
 {
     *out = NULL;
-    if (!is_reduce(op)) return nc_fail(NETCL_ERR_ARGUMENT, "reduce: %s (%d) is not a reduction", netcl_op_name(op), (int)op);
+    if (!nc_op_is_reduce(op)) return nc_fail(NETCL_ERR_ARGUMENT, "reduce: %s (%d) is not a reduction", netcl_op_name(op), (int)op);
     return reduce_impl(out, NULL, op, a, dim, keepdim);
 }
 

@@ -101,7 +101,7 @@ netcl_status nc_fwd_cat(netcl_tensor **out, int n, netcl_tensor *const *ts, int 
             nc_desc_of(&s, t);
             desc_narrow(&o, dim, pos, len);
             if (stack) desc_drop(&o, dim);
-            netcl_status st = dev->backend->copy(dev, &o, &s);
+            netcl_status st = dev->backend->elementwise.copy(dev, &o, &s);
             if (st != NETCL_OK) {
                 netcl_tensor_release(*out);
                 *out = NULL;
@@ -135,7 +135,7 @@ netcl_status nc_fwd_gather(netcl_tensor **out, netcl_tensor *a, int dim, netcl_t
     nc_desc_of(&o, *out);
     nc_desc_of(&x, a);
     nc_desc_of(&i, idx);
-    netcl_status st = nc_dev(a)->backend->gather(nc_dev(a), &o, &x, &i, dim, base);
+    netcl_status st = nc_dev(a)->backend->index.gather(nc_dev(a), &o, &x, &i, dim, base);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
     return st;
 }
@@ -185,7 +185,7 @@ static netcl_status scatter_run(netcl_tensor *out, int dim, netcl_tensor *idx, n
         nc_desc_of(&i, ix ? ix : idx);
         nc_desc_of(&x, s ? s : src);
         memcpy(x.sizes, idx->sizes, sizeof x.sizes);   /* the leading box of src */
-        st = nc_dev(out)->backend->scatter(nc_dev(out), &o, &i, &x, dim, base, acc);
+        st = nc_dev(out)->backend->index.scatter(nc_dev(out), &o, &i, &x, dim, base, acc);
     }
     netcl_tensor_release(s);
     netcl_tensor_release(ix);

@@ -7,7 +7,6 @@
 #include <string.h>
 
 /* comparisons write bool, which the backend expects as their output dtype */
-static int is_compare(netcl_op op) { return nc_op_is_predicate(op); }
 
 /* True when t (viewed through descriptor d) shares memory with out in a
  * layout other than out's own: element i of the op would read what an
@@ -48,7 +47,7 @@ netcl_status nc_fwd_copy_into(netcl_tensor *dst, netcl_tensor *src)
         NC_TRY(nc_fwd_tensor_contiguous(&tmp, src));
         nc_broadcast_desc(&s, tmp, ndim, sizes);
     }
-    netcl_status st = nc_dev(dst)->backend->copy(nc_dev(dst), &d, &s);
+    netcl_status st = nc_dev(dst)->backend->elementwise.copy(nc_dev(dst), &d, &s);
     netcl_tensor_release(tmp);
     return st;
 }
@@ -75,7 +74,7 @@ netcl_status nc_fwd_binary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a,
     nc_desc_of(&o, out);
     nc_broadcast_desc(&x, a, ndim, sizes);
     nc_broadcast_desc(&y, b, ndim, sizes);
-    if (is_compare(op) || dt != out->dtype || a->dtype != dt || b->dtype != dt || overlaps(out, a, &x) ||
+    if (nc_op_is_predicate(op) || dt != out->dtype || a->dtype != dt || b->dtype != dt || overlaps(out, a, &x) ||
         overlaps(out, b, &y)) {
         netcl_tensor *r = NULL;
         netcl_status st = nc_fwd_binary(&r, op, a, b);
@@ -83,7 +82,7 @@ netcl_status nc_fwd_binary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a,
     }
     atomic_fetch_add(&out->storage->version, 1);
     if (netcl_tensor_numel(out) == 0) return NETCL_OK;
-    netcl_status st = nc_dev(out)->backend->binary(nc_dev(out), op, &o, &x, &y, 0, 0);
+    netcl_status st = nc_dev(out)->backend->elementwise.binary(nc_dev(out), op, &o, &x, &y, 0, 0);
     if (st != NETCL_OK) nc_error_prefix("%s_: ", name);
     return st;
 }
@@ -100,14 +99,14 @@ netcl_status nc_fwd_binary_scalar_into(netcl_tensor *out, netcl_op op, netcl_ten
     nc_desc_of(&x, a);
     int int_exact = nc_dtype_is_float(a->dtype) || s == (double)(int64_t)s;
     netcl_dtype dt = nc_compute_dtype(op, a->dtype);
-    if (is_compare(op) || !int_exact || dt != out->dtype || a->dtype != dt || overlaps(out, a, &x)) {
+    if (nc_op_is_predicate(op) || !int_exact || dt != out->dtype || a->dtype != dt || overlaps(out, a, &x)) {
         netcl_tensor *r = NULL;
         netcl_status st = nc_fwd_binary_scalar(&r, op, a, s, reversed);
         return copy_result(out, st, r);
     }
     atomic_fetch_add(&out->storage->version, 1);
     if (netcl_tensor_numel(out) == 0) return NETCL_OK;
-    netcl_status st = nc_dev(out)->backend->binary(nc_dev(out), op, &o, &x, NULL, s, reversed);
+    netcl_status st = nc_dev(out)->backend->elementwise.binary(nc_dev(out), op, &o, &x, NULL, s, reversed);
     if (st != NETCL_OK) nc_error_prefix("%s_: ", name);
     return st;
 }
@@ -129,7 +128,7 @@ netcl_status nc_fwd_unary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, 
     }
     atomic_fetch_add(&out->storage->version, 1);
     if (netcl_tensor_numel(out) == 0) return NETCL_OK;
-    netcl_status st = nc_dev(out)->backend->unary(nc_dev(out), op, &o, &x, p1, p2);
+    netcl_status st = nc_dev(out)->backend->elementwise.unary(nc_dev(out), op, &o, &x, p1, p2);
     if (st != NETCL_OK) nc_error_prefix("%s_: ", name);
     return st;
 }

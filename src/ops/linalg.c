@@ -59,7 +59,7 @@ static netcl_status line_rows_copy(netcl_tensor **out, netcl_tensor *t)
     nc_desc d, s;
     nc_desc_of(&d, *out);
     nc_desc_of(&s, t);
-    st = nc_dev(t)->backend->copy(nc_dev(t), &d, &s);
+    st = nc_dev(t)->backend->elementwise.copy(nc_dev(t), &d, &s);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
     return st;
 }
@@ -91,7 +91,7 @@ static void copy_operands(netcl_device *dev, netcl_tensor *a3, netcl_tensor *b3,
                           netcl_tensor **am, netcl_tensor **wn)
 {
     *am = *wn = NULL;
-    int copies = dev->backend->gemm_copies && a3->sizes[0] == 1 ? dev->backend->gemm_copies(dev, x, y) : 0;
+    int copies = dev->backend->linalg.gemm_copies && a3->sizes[0] == 1 ? dev->backend->linalg.gemm_copies(dev, x, y, nc_fp32_mode()) : 0;
     /* the dim each copy keeps contiguous: a's m (1) or k (2), w's k (1) or n (2) */
     int ac = copies & NC_GEMM_COPY_A ? 1 : copies & NC_GEMM_PAD_A ? (a3->strides[2] == 1 ? 2 : 1) : 0;
     int wc = copies & NC_GEMM_COPY_W ? 2 : copies & NC_GEMM_PAD_W ? (b3->strides[2] == 1 ? 2 : 1) : 0;
@@ -105,17 +105,18 @@ static void copy_operands(netcl_device *dev, netcl_tensor *a3, netcl_tensor *b3,
 static netcl_status epilogue_of(nc_gemm_epi *e, netcl_tensor **c3, nc_desc *cd, nc_desc *bd, const gemm_args *ga,
                                 int ndim, const int64_t *oshape, int64_t B)
 {
-    *e = (nc_gemm_epi){1, 0, NULL, NULL, 0, -1, 0};
+    *e = (nc_gemm_epi){1, 0, NULL, NULL, 0, -1, 0, nc_fp32_mode()};
     *c3 = NULL;
     if (!ga) return NETCL_OK;
     netcl_status st = ga->c ? epilogue_c(c3, ga->c, ndim, oshape, B) : NETCL_OK;
     if (*c3) nc_desc_of(cd, *c3);
     if (ga->bias) nc_desc_of(bd, ga->bias);
-    *e = (nc_gemm_epi){ga->alpha, ga->beta, *c3 ? cd : NULL, ga->bias ? bd : NULL, ga->bias_rows ? 1 : 2, ga->act, ga->act_p};
+    *e = (nc_gemm_epi){ga->alpha, ga->beta, *c3 ? cd : NULL, ga->bias ? bd : NULL, ga->bias_rows ? 1 : 2, ga->act, ga->act_p,
+                       nc_fp32_mode()};
     return st;
 }
 
-/* One backend call: matmul, or gemm with the epilogue of ga. */
+/* One backend call: gemm with the epilogue of ga (the identity where ga is NULL). */
 static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor *b3, const gemm_args *ga, int ndim,
                                 const int64_t *oshape)
 {
@@ -127,8 +128,8 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
     netcl_tensor *am, *wn;
     copy_operands(dev, a3, b3, &x, &y, &am, &wn);
     netcl_status st;
-    if (!ga) {
-        st = a3->sizes[2] == 0 ? dev->backend->fill(dev, &o, 0) : dev->backend->matmul(dev, &o, &x, &y);
+    if (!ga && a3->sizes[2] == 0) {
+        st = dev->backend->elementwise.fill(dev, &o, 0);
         netcl_tensor_release(am);
         netcl_tensor_release(wn);
         return st;
@@ -136,7 +137,7 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
     netcl_tensor *c3;
     nc_gemm_epi e;
     st = epilogue_of(&e, &c3, &cd, &bd, ga, ndim, oshape, o3->sizes[0]);
-    if (st == NETCL_OK) st = dev->backend->gemm(dev, &o, &x, &y, &e);
+    if (st == NETCL_OK) st = dev->backend->linalg.gemm(dev, &o, &x, &y, &e);
     netcl_tensor_release(c3);
     netcl_tensor_release(am);
     netcl_tensor_release(wn);
@@ -155,17 +156,17 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
  * where it has a rule, else the generic one here; $NETCL_GEMM_SPLIT=S
  * (1 to 4096) forces S slices (1: none) where K holds 8 a slice, for tests
  * and benchmarks. */
-int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue)
+int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue, int fp32)
 {
     int64_t M = a->sizes[1], N = w->sizes[2], K = a->sizes[2];
     if (dev->type == NETCL_DEVICE_CPU || a->sizes[0] != 1 || a->dtype != NETCL_DTYPE_FLOAT32 || M * N == 0) return 1;
-    if (epilogue && !dev->backend->gemm_sum) return 1;
+    if (epilogue && !dev->backend->linalg.split_sum) return 1;
     const char *env = getenv("NETCL_GEMM_SPLIT");
     char *end = NULL;
     long forced = env && *env ? strtol(env, &end, 10) : 0;
     if (end && *end == '\0' && forced >= 1 && forced <= 4096) /* else not a count: ignored */
         return forced >= 2 && K >= 8 * (int64_t)forced ? (int)forced : 1;
-    int s = dev->backend->gemm_split ? dev->backend->gemm_split(dev, a, w) : 0;
+    int s = dev->backend->linalg.split ? dev->backend->linalg.split(dev, a, w, fp32) : 0;
     if (s > 0) return s;
     int64_t tiles = ((M + 127) / 128) * ((N + 127) / 128), want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16);
     if (2 * tiles >= want || K < 4096) return 1;
@@ -181,14 +182,12 @@ int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, i
     return n < 2 ? 1 : (int)n;
 }
 
-int64_t nc_gemm_slice_len(int64_t K, int S) { return K / S / 8 * 8; }
-
 static int split_count(netcl_tensor *a3, netcl_tensor *b3, int epilogue)
 {
     nc_desc x, y;
     nc_desc_of(&x, a3);
     nc_desc_of(&y, b3);
-    return nc_gemm_split_count(nc_dev(a3), &x, &y, epilogue);
+    return nc_gemm_split_count(nc_dev(a3), &x, &y, epilogue, nc_fp32_mode());
 }
 
 /* count products of K slices of length len, the first at k0, into the
@@ -234,7 +233,7 @@ static netcl_status split_product(netcl_tensor **o3, netcl_tensor *a3, netcl_ten
     int64_t osizes[3] = {1, a3->sizes[1], b3->sizes[2]};
     netcl_tensor *part = NULL, *c3 = NULL;
     netcl_status st;
-    if (!dev->backend->gemm_sum) { /* a plain sum (no epilogue) */
+    if (!dev->backend->linalg.split_sum) { /* a plain sum (no epilogue) */
         st = partials(&part, a3, b3, S);
         if (st == NETCL_OK) st = nc_fwd_reduce(o3, NETCL_OP_SUM, part, 0, 1);
         netcl_tensor_release(part);
@@ -248,11 +247,11 @@ static netcl_status split_product(netcl_tensor **o3, netcl_tensor *a3, netcl_ten
         nc_desc_of(&o, *o3);
         nc_desc_of(&x, a3);
         nc_desc_of(&y, b3);
-        st = dev->backend->gemm_split_run ? dev->backend->gemm_split_run(dev, &o, &x, &y, &e, S) : NETCL_ERR_UNSUPPORTED;
+        st = dev->backend->linalg.split_run ? dev->backend->linalg.split_run(dev, &o, &x, &y, &e, S) : NETCL_ERR_UNSUPPORTED;
         if (st == NETCL_ERR_UNSUPPORTED) st = partials(&part, a3, b3, S);
         if (st == NETCL_OK && part) {
             nc_desc_of(&p, part);
-            st = dev->backend->gemm_sum(dev, &o, &p, &e);
+            st = dev->backend->linalg.split_sum(dev, &o, &p, &e);
         }
     }
     netcl_tensor_release(c3);
@@ -329,15 +328,6 @@ netcl_status nc_fwd_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
     netcl_tensor_release(r);
     if (st != NETCL_OK && strncmp(netcl_last_error(), "matmul", 6) != 0) nc_error_prefix("matmul: ");
     return st;
-}
-
-int nc_gemm_act_ok(int act)
-{
-    switch (act) {
-    case -1: case NETCL_OP_RELU: case NETCL_OP_SIGMOID: case NETCL_OP_TANH: case NETCL_OP_SILU:
-    case NETCL_OP_GELU: case NETCL_OP_GELU_TANH: case NETCL_OP_RELU6: case NETCL_OP_LEAKY_RELU: return 1;
-    default: return 0;
-    }
 }
 
 /* float32 GEMM precision: NC_FP32_IEEE, NC_FP32_TF32X3 or NC_FP32_TF32 */
@@ -443,7 +433,7 @@ netcl_status nc_fwd_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int
         netcl_tensor_release(src);
         src = crop;
     }
-    if (st == NETCL_OK) st = netcl_tensor_copy_(region, src);
+    if (st == NETCL_OK) st = nc_fwd_tensor_copy_(region, src);
     netcl_tensor_release(src);
     netcl_tensor_release(region);
     if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; nc_error_prefix("pad: "); }

@@ -48,7 +48,7 @@ netcl_status nc_fwd_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_t
         nc_desc l, s, xd, td, wd;
         nc_desc_of(&l, *loss); nc_desc_of(&s, *wsum); nc_desc_of(&xd, xc); nc_desc_of(&td, tc);
         if (wc) nc_desc_of(&wd, wc);
-        st = nc_dev(x)->backend->class_loss(nc_dev(x), &l, &s, &xd, &td, wc ? &wd : NULL, logp, base, ignore, eps);
+        st = nc_dev(x)->backend->loss.class_loss(nc_dev(x), &l, &s, &xd, &td, wc ? &wd : NULL, logp, base, ignore, eps);
     }
     netcl_tensor_release(xc); netcl_tensor_release(tc); netcl_tensor_release(wc);
     if (st != NETCL_OK) {
@@ -73,7 +73,7 @@ netcl_status nc_fwd_class_loss_backward(netcl_tensor **gx, netcl_tensor *g, netc
         nc_desc o, gd, xd, td, wd;
         nc_desc_of(&o, *gx); nc_desc_of(&gd, gc); nc_desc_of(&xd, xc); nc_desc_of(&td, tc);
         if (wc) nc_desc_of(&wd, wc);
-        st = nc_dev(x)->backend->class_loss_backward(nc_dev(x), &o, &gd, &xd, &td, wc ? &wd : NULL, logp, base, ignore, eps);
+        st = nc_dev(x)->backend->loss.class_loss_backward(nc_dev(x), &o, &gd, &xd, &td, wc ? &wd : NULL, logp, base, ignore, eps);
     }
     netcl_tensor_release(xc); netcl_tensor_release(tc); netcl_tensor_release(wc); netcl_tensor_release(gc);
     if (st != NETCL_OK) {

@@ -27,6 +27,12 @@ netcl_status nc_fwd_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, n
                          double alpha, double beta, int act, double act_p);
 /* out = act(a @ b + bias) with the bias along the product's rows (M), as a
  * convolution's channels run in w [O, K] @ cols [K, L]. */
+/* The precision of float32 products (NC_FP32_*), set by
+ * netcl_set_fp32_precision; passed to the backends with every product. */
+int nc_fp32_mode(void);
+/* The number of K slices matmul runs a [1,M,K] @ w [1,K,N] as (split-K;
+ * 1: none), with an epilogue to apply or not, in precision fp32. */
+int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue, int fp32);
 netcl_status nc_fwd_gemm_rowbias(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *bias, int act,
                                  double act_p);
 netcl_status nc_fwd_tensor_contiguous(netcl_tensor **out, netcl_tensor *t);
@@ -126,6 +132,17 @@ netcl_status nc_fwd_batch_norm_backward(netcl_tensor **dx, netcl_tensor **dw, ne
 netcl_status nc_fwd_unary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, double p1, double p2);
 netcl_status nc_fwd_binary_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
 netcl_status nc_fwd_binary_scalar_into(netcl_tensor *out, netcl_op op, netcl_tensor *a, double s, int reversed);
+/* Writes autograd does not record (src/autograd/inplace.c and optim.c
+ * check them first): copy_ (broadcast, cast, any devices), fill_,
+ * set_item and the fused optimizer update (netcl.h); each bumps the
+ * written tensors' versions. */
+netcl_status nc_fwd_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src);
+netcl_status nc_fwd_tensor_fill_(netcl_tensor *dst, double value);
+netcl_status nc_fwd_tensor_set_item(netcl_tensor *t, const int64_t *index, double value);
+const char *nc_optim_kind_name(netcl_optim_kind kind);   /* "adam" */
+netcl_status nc_fwd_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *param, netcl_tensor *grad,
+                               netcl_tensor *state1, netcl_tensor *state2, netcl_tensor *state3, const double *hyper,
+                               int nhyper);
 /* dst = src (broadcast, cast), same device; bumps dst's version */
 netcl_status nc_fwd_copy_into(netcl_tensor *dst, netcl_tensor *src);
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 static const char *const kind_names[NETCL_OPTIM_KIND_END] = {"sgd", "adam", "rmsprop", "adagrad"};
+const char *nc_optim_kind_name(netcl_optim_kind kind) { return (unsigned)kind < NETCL_OPTIM_KIND_END ? kind_names[kind] : "invalid"; }
 static const char *const state_names[NETCL_OPTIM_KIND_END][3] = {
     {"momentum buffer", NULL, NULL},
     {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
@@ -58,7 +59,7 @@ static void flat_desc(nc_desc *d, const netcl_tensor *t)
     d->strides[0] = 1;
 }
 
-netcl_status netcl_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *param, netcl_tensor *grad,
+netcl_status nc_fwd_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *param, netcl_tensor *grad,
                               netcl_tensor *state1, netcl_tensor *state2, netcl_tensor *state3,
                               const double *hyper, int nhyper)
 {
@@ -88,9 +89,9 @@ netcl_status netcl_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *pa
             if (overlap(all[i], all[j]))
                 return nc_fail(NETCL_ERR_ARGUMENT, "%s: the %s and the %s overlap in memory (%s)", op, role[i], role[j],
                                nc_describe(all[i]));
-    NC_TRY(nc_tensor_mark_inplace(param, op));
+    nc_tensor_bump_version(param);
     for (int k = 0; k < 3; k++)
-        if (states[k]) NC_TRY(nc_tensor_mark_inplace(states[k], op));
+        if (states[k]) nc_tensor_bump_version(states[k]);
     if (netcl_tensor_numel(param) == 0) return NETCL_OK;
     nc_desc p, g, s[3];
     const nc_desc *sp[3] = {NULL, NULL, NULL};
@@ -99,7 +100,7 @@ netcl_status netcl_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *pa
     for (int k = 0; k < 3; k++)
         if (states[k]) { flat_desc(&s[k], states[k]); sp[k] = &s[k]; }
     netcl_device *dev = nc_dev(param);
-    netcl_status st = dev->backend->optim_step(dev, kind, flags, &p, &g, sp, hyper);
+    netcl_status st = dev->backend->optim.step(dev, kind, flags, &p, &g, sp, hyper);
     if (st != NETCL_OK) nc_error_prefix("%s %s: ", op, nc_describe(param));
     return st;
 }

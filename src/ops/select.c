@@ -62,7 +62,7 @@ netcl_status nc_fwd_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *
         nc_broadcast_desc(&c, ts[0], ndim, sizes);
         if (a) nc_broadcast_desc(&x, ts[1], ndim, sizes);
         if (b) nc_broadcast_desc(&y, ts[2], ndim, sizes);
-        st = nc_dev(cond)->backend->where(nc_dev(cond), &o, &c, a ? &x : NULL, b ? &y : NULL, sa, sb);
+        st = nc_dev(cond)->backend->elementwise.where(nc_dev(cond), &o, &c, a ? &x : NULL, b ? &y : NULL, sa, sb);
     }
     for (int k = 0; k < 3; k++) netcl_tensor_release(tmp[k]);
     if (st != NETCL_OK) {
@@ -115,9 +115,9 @@ static netcl_status softmax_run(const char *op, netcl_tensor **out, netcl_tensor
         nc_desc_of(&a, xc);
         if (g) {
             nc_desc_of(&b, gc);
-            st = nc_dev(x)->backend->softmax_backward(nc_dev(x), &o, &b, &a, log);
+            st = nc_dev(x)->backend->softmax.backward(nc_dev(x), &o, &b, &a, log);
         } else {
-            st = nc_dev(x)->backend->softmax(nc_dev(x), &o, &a, log);
+            st = nc_dev(x)->backend->softmax.forward(nc_dev(x), &o, &a, log);
         }
     }
     if (st == NETCL_OK) st = x->ndim ? nc_fwd_tensor_permute(out, r, r->ndim, inv) : nc_fwd_tensor_reshape(out, r, 0, NULL);

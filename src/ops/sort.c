@@ -50,7 +50,7 @@ netcl_status nc_fwd_sort(netcl_tensor **values, netcl_tensor **indices, netcl_te
         dim_last(&dv, v, dim);
         dim_last(&di, ix, dim);
         dim_last(&dx, a, dim);
-        st = nc_dev(a)->backend->sort(nc_dev(a), &dv, &di, &dx, descending);
+        st = nc_dev(a)->backend->index.sort(nc_dev(a), &dv, &di, &dx, descending);
         if (st != NETCL_OK) nc_error_prefix("sort %s: ", nc_describe(a));
     }
     if (st != NETCL_OK) { netcl_tensor_release(v); netcl_tensor_release(ix); return st; }
@@ -77,7 +77,7 @@ netcl_status nc_fwd_scan(netcl_tensor **out, netcl_op op, netcl_tensor *a, int d
         dim_last(&o, *out, dim);
         dim_last(&i, x, dim);
         if (reverse) { reverse_last(&o); reverse_last(&i); }
-        st = nc_dev(a)->backend->scan(nc_dev(a), op, &o, &i);
+        st = nc_dev(a)->backend->index.scan(nc_dev(a), op, &o, &i);
     }
     netcl_tensor_release(cast);
     if (st != NETCL_OK) {

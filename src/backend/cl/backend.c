@@ -1,6 +1,7 @@
 /* backend.c — the OpenCL backend: device discovery and profiles, one
  * context and in-order queue per device, buffers, host transfers (async
- * writes keep their host tensor alive until done), fork safety, teardown. */
+ * writes keep their host object alive until done), fork safety, teardown,
+ * and the backend's table of entries. */
 #include "gemm.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ void nc_cl_poll_pending(nc_cl_device *cd, int wait)
         if (status == CL_COMPLETE || status < 0) {
             *pp = p->next;
             nc_cl.clReleaseEvent(p->event);
-            netcl_tensor_release(p->keep);
+            p->keep.release(p->keep.obj);
             free(p);
         } else {
             pp = &p->next;
@@ -56,25 +57,37 @@ void nc_cl_poll_pending(nc_cl_device *cd, int wait)
     }
 }
 
-static netcl_status cl_write(netcl_device *dev, void *buf, size_t off, const void *src, size_t n, netcl_tensor *keep)
+static netcl_status cl_write(netcl_device *dev, void *buf, size_t off, const void *src, size_t n, const nc_keep *keep,
+                             void **event)
 {
-    FORK_GUARD("write");
-    nc_cl_device *cd = nc_cl_dev(dev);
-    nc_cl_poll_pending(cd, 0);
-    nc_cl_pending *p = keep ? malloc(sizeof *p) : NULL;
+    if (event) *event = NULL;
+    netcl_status st = nc_check_fork("write");
+    nc_cl_device *cd = st == NETCL_OK ? nc_cl_dev(dev) : NULL;
+    nc_cl_pending *p = cd && keep ? malloc(sizeof *p) : NULL;
     if (!p) { /* blocking: the caller's memory may go away right after */
-        NETCL_CL_CHECK(nc_cl.clEnqueueWriteBuffer(cd->queue, (cl_mem)buf, CL_TRUE, off, n, src, 0, NULL, NULL));
-        return NETCL_OK;
+        if (cd) {
+            nc_cl_poll_pending(cd, 0);
+            cl_int err = nc_cl.clEnqueueWriteBuffer(cd->queue, (cl_mem)buf, CL_TRUE, off, n, src, 0, NULL, NULL);
+            if (err != CL_SUCCESS) st = nc_cl_fail(err, "clEnqueueWriteBuffer", __FILE__, __LINE__);
+        }
+        if (keep) keep->release(keep->obj);
+        return st;
     }
+    nc_cl_poll_pending(cd, 0);
     cl_int err = nc_cl.clEnqueueWriteBuffer(cd->queue, (cl_mem)buf, CL_FALSE, off, n, src, 0, NULL, &p->event);
-    if (err != CL_SUCCESS) { free(p); return nc_cl_fail(err, "clEnqueueWriteBuffer", __FILE__, __LINE__); }
-    netcl_tensor_retain(keep);
-    p->keep = keep;
+    if (err != CL_SUCCESS) {
+        free(p);
+        keep->release(keep->obj);
+        return nc_cl_fail(err, "clEnqueueWriteBuffer", __FILE__, __LINE__);
+    }
+    p->keep = *keep;
     p->next = cd->pending;
     cd->pending = p;
     nc_cl.clFlush(cd->queue);
-    nc_cl.clRetainEvent(p->event);   /* the host tensor is not written before the copy has read it */
-    nc_storage_set_pending(keep->storage, dev, p->event);
+    /* the source is not written before the copy has read it: the caller settles this event first */
+    nc_cl.clRetainEvent(p->event);
+    if (event) *event = p->event;
+    else nc_cl.clReleaseEvent(p->event);
     return NETCL_OK;
 }
 
@@ -116,50 +129,29 @@ static void cl_shutdown(netcl_device *dev)
 
 static const nc_backend opencl_backend = {
     .name = "opencl",
-    .alloc = cl_alloc,
-    .free = cl_free,
-    .write = cl_write,
-    .read = cl_read,
-    .synchronize = cl_sync,
-    .copy = nc_cl_copy,
-    .fill = nc_cl_fill,
-    .range = nc_cl_range,
-    .unary = nc_cl_unary,
-    .binary = nc_cl_binary,
-    .reduce = nc_cl_reduce,
-    .matmul = nc_cl_matmul,
-    .rng = nc_cl_rng,
-    .where = nc_cl_where,
-    .softmax = nc_cl_softmax,
-    .softmax_backward = nc_cl_softmax_backward,
-    .im2col = nc_cl_im2col,
-    .col2im = nc_cl_col2im,
-    .pool = nc_cl_pool,
-    .pool_backward = nc_cl_pool_backward,
-    .class_loss = nc_cl_class_loss,
-    .class_loss_backward = nc_cl_class_loss_backward,
-    .alloc_pinned = nc_cl_alloc_pinned,
-    .free_pinned = nc_cl_free_pinned,
-    .write_async = nc_cl_write_async,
-    .settle = nc_cl_settle,
-    .conv = nc_cl_conv,
-    .conv_gemm = nc_cl_conv_gemm,
-    .conv_gemm_fast = nc_cl_conv_gemm_fast,
-    .gemm_copies = nc_cl_gemm_copies,
-    .gemm_split = nc_cl_gemm_split,
-    .gemm_sum = nc_cl_gemm_sum,
-    .gemm_split_run = nc_cl_gemm_split_run,
-    .conv_tiled = nc_cl_conv_tiled,
-    .conv_tiled_weight = nc_cl_conv_tiled_weight,
-    .bn = nc_cl_bn,
-    .shutdown = cl_shutdown,
-    .augment = nc_cl_augment,
-    .gather = nc_cl_gather,
-    .scatter = nc_cl_scatter,
-    .sort = nc_cl_sort,
-    .scan = nc_cl_scan,
-    .optim_step = nc_cl_optim_step,
-    .gemm = nc_cl_gemm,
+    .mem = {.alloc = cl_alloc, .free = cl_free, .write = cl_write, .read = cl_read, .synchronize = cl_sync,
+            .alloc_pinned = nc_cl_alloc_pinned, .free_pinned = nc_cl_free_pinned, .write_async = nc_cl_write_async,
+            .settle = nc_cl_settle, .shutdown = cl_shutdown},
+    .runtime = {.counter = nc_cl_counter, .profile_report = nc_cl_profile_report, .tune_gemm = nc_cl_tune_gemm,
+                .gemm_config = nc_cl_gemm_config, .gemm_set_config = nc_cl_gemm_set_config,
+                .tune_cache_path = nc_cl_tune_cache_path, .tune_cache_reload = nc_cl_tune_cache_reload,
+                .tensor_cores = nc_cl_tensor_cores},
+    .elementwise = {.copy = nc_cl_copy, .fill = nc_cl_fill, .range = nc_cl_range, .unary = nc_cl_unary,
+                    .binary = nc_cl_binary, .where = nc_cl_where},
+    .reduce = {.run = nc_cl_reduce},
+    .softmax = {.forward = nc_cl_softmax, .backward = nc_cl_softmax_backward},
+    .linalg = {.gemm = nc_cl_gemm, .gemm_copies = nc_cl_gemm_copies, .split = nc_cl_gemm_split,
+               .split_sum = nc_cl_gemm_sum, .split_run = nc_cl_gemm_split_run},
+    .conv = {.im2col = nc_cl_im2col, .col2im = nc_cl_col2im, .kernel = nc_cl_conv, .implicit_gemm = nc_cl_conv_gemm,
+             .implicit_gemm_fast = nc_cl_conv_gemm_fast, .tiled = nc_cl_conv_tiled,
+             .tiled_weight = nc_cl_conv_tiled_weight},
+    .pool = {.forward = nc_cl_pool, .backward = nc_cl_pool_backward},
+    .norm = {.batch_norm = nc_cl_batch_norm},
+    .loss = {.class_loss = nc_cl_class_loss, .class_loss_backward = nc_cl_class_loss_backward},
+    .index = {.gather = nc_cl_gather, .scatter = nc_cl_scatter, .sort = nc_cl_sort, .scan = nc_cl_scan},
+    .random = {.draw = nc_cl_rng},
+    .optim = {.step = nc_cl_optim_step},
+    .augment = {.run = nc_cl_augment},
 };
 
 static void info_str(cl_device_id id, cl_device_info what, char *buf, size_t len)
@@ -205,13 +197,14 @@ static void fill_profile(netcl_device *d, cl_platform_id plat, cl_device_id id)
     nc_cl_dev(d)->max_alloc = (int64_t)(maxalloc ? maxalloc : gmem);
 }
 
-static void add_device(cl_platform_id plat, cl_device_id id)
+/* Fills d for one device; 0 where it cannot be used. */
+static int add_device(netcl_device *d, cl_platform_id plat, cl_device_id id)
 {
     cl_int err;
     cl_device_type type = 0;
     nc_cl.clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     nc_cl_device *cd = calloc(1, sizeof *cd);
-    if (!cd) return;
+    if (!cd) return 0;
     cd->id = id;
     cd->int64_atomics = -1;
     cd->ctx = nc_cl.clCreateContext(NULL, 1, &id, NULL, NULL, &err);
@@ -221,29 +214,33 @@ static void add_device(cl_platform_id plat, cl_device_id id)
         if (getenv("NETCL_DEBUG")) fprintf(stderr, "netcl: skipping an OpenCL device: %s\n", nc_cl_error_name(err));
         if (cd->ctx) nc_cl.clReleaseContext(cd->ctx);
         free(cd);
-        return;
+        return 0;
     }
     netcl_device_type t = (type & CL_DEVICE_TYPE_GPU) ? NETCL_DEVICE_OPENCL_GPU
                         : (type & CL_DEVICE_TYPE_CPU) ? NETCL_DEVICE_OPENCL_CPU : NETCL_DEVICE_OPENCL_OTHER;
-    netcl_device *d = nc_device_add(t, &opencl_backend, cd);
-    if (!d) { nc_cl.clReleaseCommandQueue(cd->queue); nc_cl.clReleaseContext(cd->ctx); free(cd); return; }
+    d->type = t;
+    d->backend = &opencl_backend;
+    d->impl = cd;
     cd->dev = d;
     fill_profile(d, plat, id);
+    return 1;
 }
 
-void nc_opencl_register(void)
+int nc_opencl_discover(netcl_device *out, int max)
 {
-    if (!nc_cl_load()) return;
+    if (!nc_cl_load()) return 0;
     cl_uint np = 0;
-    if (nc_cl.clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return;
+    if (nc_cl.clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return 0;
     cl_platform_id plats[16];
     if (np > 16) np = 16;
-    if (nc_cl.clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) return;
+    if (nc_cl.clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) return 0;
     init_pid = getpid();
+    int n = 0;
     for (cl_uint p = 0; p < np; p++) {
         cl_uint nd = 0;
         cl_device_id ids[32];
         if (nc_cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 32, ids, &nd) != CL_SUCCESS) continue;
-        for (cl_uint i = 0; i < nd && i < 32; i++) add_device(plats[p], ids[i]);
+        for (cl_uint i = 0; i < nd && i < 32 && n < max; i++) n += add_device(&out[n], plats[p], ids[i]);
     }
+    return n;
 }

@@ -13,9 +13,9 @@ typedef struct nc_cl_program {
     struct nc_cl_program *next;
 } nc_cl_program;
 
-typedef struct nc_cl_pending {   /* an async write whose host tensor must live until done */
+typedef struct nc_cl_pending {   /* an async write whose host object must live until done */
     cl_event event;
-    netcl_tensor *keep;
+    nc_keep keep;
     struct nc_cl_pending *next;
 } nc_cl_pending;
 
@@ -104,7 +104,6 @@ netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, do
 netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
 netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
 netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
-netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *b);
 netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi);
 netcl_status nc_cl_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
                          const nc_desc *b, double sa, double sb);
@@ -124,9 +123,9 @@ netcl_status nc_cl_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args 
 /* the depthwise kinds (NC_DW_*; ip: images per slice of backward-weight) */
 netcl_status nc_cl_conv_depthwise(netcl_device *dev, nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out,
                                   const nc_desc *a, const nc_desc *b, int64_t ip);
-int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w);
-/* split-K (gemm_split.c): backend hooks gemm_split, gemm_sum and gemm_split_run */
-int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w);
+int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32);
+/* split-K (gemm_split.c): the linalg entries split, split_sum and split_run */
+int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32);
 netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc *part, const nc_gemm_epi *epi);
 netcl_status nc_cl_gemm_split_run(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
                                   const nc_gemm_epi *epi, int S);
@@ -137,7 +136,7 @@ netcl_status nc_cl_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc
                               const nc_desc *w, const nc_conv_epi *epi, int flip);
 netcl_status nc_cl_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
                                      const nc_desc *dy, int64_t per);
-netcl_status nc_cl_bn(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
+netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel k, const nc_batch_norm_args *a);
 netcl_status nc_cl_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
 netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
 netcl_status nc_cl_augment(netcl_device *dev, const nc_augment *a);
@@ -167,8 +166,8 @@ netcl_status nc_cl_scratch(nc_cl_device *cd, int k, size_t nbytes, cl_mem *out);
 /* transfer.c: pinned memory and uploads on the transfer queue */
 netcl_status nc_cl_alloc_pinned(netcl_device *dev, size_t nbytes, void **host, void **handle);
 void nc_cl_free_pinned(netcl_device *dev, void *handle);
-netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const void *src, size_t n, netcl_tensor *keep,
-                               netcl_tensor *dst);
+netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const void *src, size_t n,
+                               const nc_keep *keep, void *events[2]);
 void nc_cl_settle(netcl_device *dev, void *event, int on_device);
 void nc_cl_release_transfers(nc_cl_device *cd);
 /* The device's index error word (created on first use); a kernel given it
@@ -178,6 +177,20 @@ void nc_cl_release_index(nc_cl_device *cd);
 
 /* $NETCL_DEBUG as a number (0 when unset), read once (program.c) */
 int nc_cl_debug_level(void);
+/* NETCL_ERR_FORK when called in a process forked after OpenCL was
+ * initialised (backend.c): OpenCL is not fork-safe. */
+netcl_status nc_check_fork(const char *what);
+
+/* ---- runtime entries (nc_be_runtime) ------------------------------------- */
+int64_t nc_cl_counter(nc_counter which);                                  /* program.c */
+int nc_cl_profile_report(char *buf, int len, int reset);                  /* profile.c */
+netcl_status nc_cl_tune_gemm(netcl_device *dev, const nc_gemm_problem *p, int max_candidates, char *report,
+                             int64_t report_len);                         /* tune.c */
+netcl_status nc_cl_gemm_config(netcl_device *dev, const nc_gemm_problem *p, char *buf, int64_t len);
+netcl_status nc_cl_gemm_set_config(netcl_device *dev, const char *config); /* tune_cache.c */
+const char *nc_cl_tune_cache_path(netcl_device *dev);
+const char *nc_cl_tune_cache_reload(netcl_device *dev);
+const char *nc_cl_tensor_cores(netcl_device *dev);                        /* mma.c */
 
 /* After a build from source (ptx_patch.c): on NVIDIA, a program whose PTX
  * holds "//@"-marked lines is rebuilt from that PTX with them uncommented

@@ -65,7 +65,7 @@ netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv
     NC_TRY(nc_cl_enter(dev, names[pass], a->dtype, out->dtype));
     if (kslices < 1 || pass != NC_CONV_PASS_WEIGHT) kslices = 1;
     if (pass != NC_CONV_PASS_DATA) {   /* the FFMA kernel where it serves (it says NETCL_ERR_UNSUPPORTED otherwise) */
-        nc_gemm_epi e = {1, 0, NULL, NULL, 1, -1, 0};
+        nc_gemm_epi e = {1, 0, NULL, NULL, 1, -1, 0, NC_FP32_IEEE};   /* float32 FMAs */
         if (pass == NC_CONV_PASS_FWD && epi) e.bias = epi->bias, e.act = epi->act, e.act_p = epi->act_p;
         netcl_status st = nc_ffma_conv_launch(dev, g, pass, out, a, b, &e, kslices);
         if (st != NETCL_ERR_UNSUPPORTED) return st;   /* else the tiled kernel below */
@@ -83,7 +83,7 @@ netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv
     if (p.kfast_a < 0) da.strides[0] = p.M * p.K, da.strides[1] = p.K, da.strides[2] = 1;
     da.sizes[0] = dw.sizes[0] = dout.sizes[0] = p.batches;
     da.sizes[1] = p.M, da.sizes[2] = p.K, dw.sizes[1] = p.K, dw.sizes[2] = p.N, dout.sizes[1] = p.M, dout.sizes[2] = p.N;
-    nc_gemm_epi e = {1, 0, NULL, NULL, 1, -1, 0};
+    nc_gemm_epi e = {1, 0, NULL, NULL, 1, -1, 0, NC_FP32_IEEE};   /* gemm_tiled: float32 FMAs */
     if (pass != NC_CONV_PASS_WEIGHT && epi) e.bias = epi->bias, e.act = epi->act, e.act_p = epi->act_p;
     nc_gemm_call c = {dev, &dout, &da, &dw, &e, p.batches, p.M, p.N, p.K};
     nc_gemm_cfg cfg;

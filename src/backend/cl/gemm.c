@@ -107,7 +107,7 @@ static long long bucket(int64_t x)
 void nc_gemm_class_key(const nc_gemm_call *g, char *buf, size_t len)
 {
     const char *tf = g->out->dtype != NETCL_DTYPE_FLOAT32 || !nc_mma_usable(g) ? ""
-                     : nc_fp32_mode() == NC_FP32_TF32X3                           ? "+tf32x3"
+                     : g->epi->fp32 == NC_FP32_TF32X3                             ? "+tf32x3"
                                                                                   : "+tf32";
     snprintf(buf, len, "%s%s %c%c %lld:%lld:%lld", netcl_dtype_name(g->out->dtype), tf, layout_of(g->a), layout_of(g->w),
              bucket(g->M), bucket(g->N), bucket(g->K));
@@ -376,18 +376,6 @@ void nc_gemm_untuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
 
 /* A descriptor [1, rows, cols] over buf, row-major, or viewed transposed
  * (storage [cols, rows]). */
-void nc_gemm_desc3(nc_desc *d, cl_mem buf, netcl_dtype dt, int64_t rows, int64_t cols, int trans)
-{
-    memset(d, 0, sizeof *d);
-    d->buf = buf;
-    d->dtype = dt;
-    d->ndim = 3;
-    d->sizes[0] = 1, d->sizes[1] = rows, d->sizes[2] = cols;
-    d->strides[0] = rows * cols;
-    d->strides[1] = trans ? 1 : cols;
-    d->strides[2] = trans ? rows : 1;
-}
-
 int nc_gemm_forced(netcl_device *dev)
 {
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
@@ -427,18 +415,18 @@ typedef struct copied_call {
 } copied_call;
 
 static void copied_call_init(copied_call *p, netcl_device *dev, const nc_desc *a, const nc_desc *w, int a_trans,
-                             int w_trans)
+                             int w_trans, int fp32)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
-    nc_gemm_desc3(&p->a, NULL, a->dtype, M, K, a_trans < 0 ? 0 : a_trans);
-    nc_gemm_desc3(&p->w, NULL, a->dtype, K, N, w_trans < 0 ? 0 : w_trans);
-    p->e = (nc_gemm_epi){1, 0, NULL, NULL, 0, -1, 0};
+    nc_matrix_desc(&p->a, NULL, a->dtype, M, K, a_trans < 0 ? 0 : a_trans);
+    nc_matrix_desc(&p->w, NULL, a->dtype, K, N, w_trans < 0 ? 0 : w_trans);
+    p->e = (nc_gemm_epi){1, 0, NULL, NULL, 0, -1, 0, fp32};
     memset(&p->out, 0, sizeof p->out);
     p->out.dtype = a->dtype;
     p->g = (nc_gemm_call){dev, &p->out, a_trans < 0 ? a : &p->a, w_trans < 0 ? w : &p->w, &p->e, 1, M, N, K};
 }
 
-static int ffma_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+static int ffma_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
     char la = layout_of(a), lw = layout_of(w);
@@ -447,7 +435,7 @@ static int ffma_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
     if ((copies & NC_GEMM_COPY_W) && w->sizes[0] != 1) return 0;
     /* the product the copies leave (a fresh copy is aligned): a m-, w n-contiguous */
     copied_call c;
-    copied_call_init(&c, dev, a, w, copies & NC_GEMM_COPY_A ? 1 : -1, copies & NC_GEMM_COPY_W ? 0 : -1);
+    copied_call_init(&c, dev, a, w, copies & NC_GEMM_COPY_A ? 1 : -1, copies & NC_GEMM_COPY_W ? 0 : -1, fp32);
     const nc_gemm_call *g = &c.g;
     int cu = dev->compute_units > 0 ? dev->compute_units : 1;
     if (!nc_ffma_usable(g)) return 0;
@@ -474,7 +462,7 @@ static int misaligned(const nc_desc *d)
     return (ld * esz) % 32 != 0 || (d->offset * esz) % 32 != 0;
 }
 
-static int pads(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+static int pads(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
     if (M < 2048 || N < 2048 || K < 1024 || w->sizes[0] != 1) return 0;
@@ -482,22 +470,22 @@ static int pads(netcl_device *dev, const nc_desc *a, const nc_desc *w)
     if (!p) return 0;
     /* where the product runs wgmma's default once copied (in their own layouts) */
     copied_call c;
-    copied_call_init(&c, dev, a, w, layout_of(a) == 't', layout_of(w) == 't');
+    copied_call_init(&c, dev, a, w, layout_of(a) == 't', layout_of(w) == 't', fp32);
     nc_gemm_cfg cfg;
     const char *why;
     nc_gemm_choose(&c.g, &cfg, &why);
     return cfg.kernel == NC_GEMM_WGMMA ? p : 0;
 }
 
-int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
-    int ieee = a->dtype == NETCL_DTYPE_FLOAT32 && nc_fp32_mode() == NC_FP32_IEEE;
+    int ieee = a->dtype == NETCL_DTYPE_FLOAT32 && fp32 == NC_FP32_IEEE;
     int half = a->dtype == NETCL_DTYPE_FLOAT16 || a->dtype == NETCL_DTYPE_BFLOAT16;
     if ((!ieee && !half) || layout_of(a) == 'g' || layout_of(w) == 'g' || M > INT32_MAX || N > INT32_MAX ||
         K > INT32_MAX || nc_gemm_forced(dev))
         return 0;
-    return ieee ? ffma_copies(dev, a, w) : pads(dev, a, w);
+    return ieee ? ffma_copies(dev, a, w, fp32) : pads(dev, a, w, fp32);
 }
 
 netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi)
@@ -549,8 +537,3 @@ netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a,
     return st;
 }
 
-netcl_status nc_cl_matmul(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w)
-{
-    nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
-    return nc_cl_gemm(dev, out, a, w, &e);
-}

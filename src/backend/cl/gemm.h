@@ -132,8 +132,6 @@ int64_t nc_ffma_small_groups(const nc_gemm_call *g);
 int64_t nc_ffma_few_blocks_k(const nc_gemm_call *g);
 /* whether nc_ffma_default gives g (a tn product) the two-warp tn blocks */
 int nc_ffma_tn_blocks(const nc_gemm_call *g);
-/* d = a [1, rows, cols] matrix in buf, row-major or (trans) column-major */
-void nc_gemm_desc3(nc_desc *d, cl_mem buf, netcl_dtype dt, int64_t rows, int64_t cols, int trans);
 int nc_ffma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);
 void nc_mma_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 int nc_mma_candidates(const nc_gemm_call *g, nc_gemm_cfg *out, int max);

@@ -28,13 +28,13 @@
  * product) keep the generic rule (0), which gives them more than one round
  * (64 x 576 x 131072 31.4 TFLOP/s in 53 slices against 28.0 in 32), as do
  * forced configurations and the tensor cores. */
-int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w)
+int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
-    if (a->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_IEEE || nc_gemm_forced(dev)) return 0;
+    if (a->dtype != NETCL_DTYPE_FLOAT32 || fp32 != NC_FP32_IEEE || nc_gemm_forced(dev)) return 0;
     nc_desc out = {0};
     out.dtype = a->dtype;
-    nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0};
+    nc_gemm_epi e = {1, 0, NULL, NULL, 0, -1, 0, fp32};
     nc_gemm_call g = {dev, &out, a, w, &e, 1, M, N, K};
     if (!nc_ffma_usable(&g)) return 0;
     int a_kc = a->strides[2] == 1, w_kc = w->strides[1] == 1;
@@ -135,7 +135,7 @@ netcl_status nc_cl_gemm_split_run(netcl_device *dev, const nc_desc *out, const n
     nc_desc av = *a, wv = *w, pv = *out;
     nc_gemm_slice_descs(&av, &wv, &pv, S, ks);
     /* the configuration the slices' batched product gets (a plain one) */
-    nc_gemm_epi plain = {1, 0, NULL, NULL, 0, -1, 0};
+    nc_gemm_epi plain = {1, 0, NULL, NULL, 0, -1, 0, epi->fp32};
     nc_gemm_call g = {dev, &pv, &av, &wv, &plain, S, M, N, ks};
     nc_gemm_cfg cfg;
     const char *why;

@@ -30,7 +30,7 @@ static int half_usable(const nc_gemm_call *g);
  * at 404 (H100) */
 static void ws_desc(nc_desc *d, cl_mem buf, netcl_dtype dt, int64_t rows, int64_t cols, int trans)
 {
-    nc_gemm_desc3(d, buf, dt, rows, cols, trans);
+    nc_matrix_desc(d, buf, dt, rows, cols, trans);
     int64_t ld = nc_line_elems(trans ? rows : cols, dt);
     if (trans) d->strides[2] = ld, d->strides[0] = cols * ld;
     else d->strides[1] = ld, d->strides[0] = rows * ld;
@@ -55,7 +55,7 @@ static void workspace_descs(const nc_gemm_call *g, cl_mem ra, cl_mem rw, nc_desc
  * NETCL_TF32_ROUND_FIRST=0 turns it off, =1 takes it at any size (tests). */
 nc_tf32_way nc_gemm_tf32_round_first(const nc_gemm_call *g)
 {
-    if (g->out->dtype != NETCL_DTYPE_FLOAT32 || nc_fp32_mode() != NC_FP32_TF32 || g->B != 1 || g->a->sizes[0] != 1 ||
+    if (g->out->dtype != NETCL_DTYPE_FLOAT32 || g->epi->fp32 != NC_FP32_TF32 || g->B != 1 || g->a->sizes[0] != 1 ||
         g->w->sizes[0] != 1)
         return NC_TF32_NONE;
     const char *env = getenv("NETCL_TF32_ROUND_FIRST");
@@ -163,7 +163,7 @@ static netcl_status operand_to_half(const nc_gemm_call *g, cl_mem dst, cl_mem mx
         NC_TRY(nc_cl_launch_nd(cd, k, 1, &global, &local));
     } else {
         nc_desc z;   /* atomic maxima start at +0 (bits 0) */
-        nc_gemm_desc3(&z, mx, NETCL_DTYPE_FLOAT32, 1, R, 0);
+        nc_matrix_desc(&z, mx, NETCL_DTYPE_FLOAT32, 1, R, 0);
         z.offset = moff;
         NC_TRY(nc_cl_fill(g->dev, &z, 0.0));
         NC_TRY(half_kernel(cd, "absmax_r", "", vr, &k));

@@ -8,7 +8,6 @@
  * was queued since the last look, and turns a recorded index into
  * NETCL_ERR_ARGUMENT. */
 #include "cl.h"
-#include "ops/index.h"
 #include <stdio.h>
 #include <string.h>
 

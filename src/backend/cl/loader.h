@@ -4,7 +4,7 @@
 #ifndef NETCL_CL_LOADER_H
 #define NETCL_CL_LOADER_H
 
-#include "core/core.h"
+#include "backend/backend.h"
 #include <CL/cl.h>
 
 #define NC_CL_FUNCTIONS(X)                                                                                 \

@@ -76,7 +76,7 @@ static void probe(netcl_device *dev, nc_gemm_state *s, int kind);
 int nc_mma_usable(const nc_gemm_call *g)
 {
     int kind = mma_kind(g->out->dtype);
-    if (kind < 0 || (kind == 0 && nc_fp32_mode() == NC_FP32_IEEE) || !hardware_ok(g->dev)) return 0;
+    if (kind < 0 || (kind == 0 && g->epi->fp32 == NC_FP32_IEEE) || !hardware_ok(g->dev)) return 0;
     int chunk = kind == 0 ? 4 : 8;
     if (!operand_ok(g->a, chunk, g->B) || !operand_ok(g->w, chunk, g->B)) return 0;
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
@@ -96,7 +96,7 @@ static int wgmma_layout_ok(const nc_gemm_call *g)
 int nc_wgmma_usable(const nc_gemm_call *g)
 {
     if (!nc_mma_usable(g) || !wgmma_hardware_ok(g->dev) || !wgmma_layout_ok(g) ||
-        (g->out->dtype == NETCL_DTYPE_FLOAT32 && nc_fp32_mode() != NC_FP32_TF32))
+        (g->out->dtype == NETCL_DTYPE_FLOAT32 && g->epi->fp32 != NC_FP32_TF32))
         return 0;
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(g->dev));
     int kind = KIND_WGMMA + mma_kind(g->out->dtype);
@@ -447,7 +447,7 @@ static netcl_status launch(const nc_gemm_call *g, const nc_gemm_cfg *c, const co
     snprintf(opts + n, sizeof opts - n,
              " -DGEMM_MMA -DBM=%d -DBN=%d -DBK=%d -DWM=%d -DWN=%d -DSTAGES=%d -DA_KCONT=%d -DB_KCONT=%d -DGM=%d%s%s%s%s%s%s%s%s",
              c->mwg, c->nwg, c->kwg, c->mdimc, c->ndimc, stages, a_kc, b_kc, c->gm > 0 ? c->gm : 8, epi, ffma_opts, conv_opts,
-             kind == 0 && !ffma && !wg && nc_fp32_mode() == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "",
+             kind == 0 && !ffma && !wg && g->epi->fp32 == NC_FP32_TF32X3 ? " -DTF32X3" : "", emulated() ? " -DMMA_EMULATE" : "",
              split ? " -DSPLIT_SUM" : "", wg ? kind == 0 && tf32_exact ? " -DWGMMA -DNO_WG_ROUND" : " -DWGMMA" : "",
              escale ? " -DESCALE" : "");
     cl_kernel k;
@@ -626,7 +626,7 @@ static void probe(netcl_device *dev, nc_gemm_state *s, int kind)
     }
 }
 
-const char *netcl_device_tensor_cores(netcl_device *dev)
+const char *nc_cl_tensor_cores(netcl_device *dev)
 {
     static _Thread_local char buf[400];
     if (!dev || dev->type == NETCL_DEVICE_CPU || !dev->impl) return "none (not an OpenCL device)";

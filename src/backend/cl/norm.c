@@ -21,7 +21,7 @@ static netcl_status part_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int P,
 }
 
 #define MEM(d) cl_mem d##_m = (a->d) ? (cl_mem)(a->d)->buf : (cl_mem)a->x->buf
-netcl_status nc_cl_bn(netcl_device *dev, nc_bn_kernel kind, const nc_bn_args *a)
+netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, const nc_batch_norm_args *a)
 {
     static const char *names[] = {"bn_stats_part", "bn_apply", "bn_grad_part", "bn_grad_apply"};
     static const char *finals[] = {"bn_stats_final", NULL, "bn_grad_final", NULL};

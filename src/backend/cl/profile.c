@@ -107,7 +107,7 @@ static int by_total(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-int netcl_profile_report(char *buf, int len, int reset)
+int nc_cl_profile_report(char *buf, int len, int reset)
 {
     if (!buf || len <= 0) return 0;
     buf[0] = 0;

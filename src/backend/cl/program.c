@@ -16,10 +16,16 @@ extern const char *const nc_embedded_kernels[][2];
 
 /* process-wide counters; atomic because any thread may launch */
 static int64_t compiled, loaded, launched, enqueue_ns;
-int64_t netcl_runtime_programs_compiled(void) { return __atomic_load_n(&compiled, __ATOMIC_RELAXED); }
-int64_t netcl_runtime_programs_loaded(void) { return __atomic_load_n(&loaded, __ATOMIC_RELAXED); }
-int64_t netcl_runtime_kernels_launched(void) { return __atomic_load_n(&launched, __ATOMIC_RELAXED); }
-int64_t netcl_runtime_enqueue_ns(void) { return __atomic_load_n(&enqueue_ns, __ATOMIC_RELAXED); }
+int64_t nc_cl_counter(nc_counter which)
+{
+    switch (which) {
+    case NC_COUNT_PROGRAMS_COMPILED: return __atomic_load_n(&compiled, __ATOMIC_RELAXED);
+    case NC_COUNT_PROGRAMS_LOADED: return __atomic_load_n(&loaded, __ATOMIC_RELAXED);
+    case NC_COUNT_KERNELS_LAUNCHED: return __atomic_load_n(&launched, __ATOMIC_RELAXED);
+    case NC_COUNT_ENQUEUE_NS: return __atomic_load_n(&enqueue_ns, __ATOMIC_RELAXED);
+    }
+    return 0;
+}
 
 int nc_cl_debug_level(void)
 {

@@ -52,36 +52,47 @@ void nc_cl_free_pinned(netcl_device *dev, void *handle)
     free(p);
 }
 
-netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const void *src, size_t n, netcl_tensor *keep,
-                               netcl_tensor *dst)
+netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const void *src, size_t n,
+                               const nc_keep *keep, void *events[2])
 {
-    NC_TRY(nc_check_fork("write"));
-    nc_cl_device *cd = nc_cl_dev(dev);
-    NC_TRY(xfer_queue(cd));
-    nc_cl_pending *p = malloc(sizeof *p);
-    if (!p) return nc_fail(NETCL_ERR_OOM, "out of host memory");
+    events[0] = events[1] = NULL;
+    netcl_status st = nc_check_fork("write");
+    nc_cl_device *cd = st == NETCL_OK ? nc_cl_dev(dev) : NULL;
+    if (cd) st = xfer_queue(cd);
+    nc_cl_pending *p = st == NETCL_OK ? malloc(sizeof *p) : NULL;
+    if (!p) {
+        keep->release(keep->obj);
+        return st != NETCL_OK ? st : nc_fail(NETCL_ERR_OOM, "out of host memory");
+    }
     /* The destination may be a pooled buffer whose previous tensor was freed
      * while kernels queued on the main queue still read it: the copy waits
      * for everything queued there so far (the work queued after this call
      * is what it overlaps). */
     cl_event before = NULL;
     cl_int err = nc_cl.clEnqueueMarkerWithWaitList(cd->queue, 0, NULL, &before);
-    if (err != CL_SUCCESS) { free(p); return nc_cl_fail(err, "clEnqueueMarkerWithWaitList (before a transfer)", __FILE__, __LINE__); }
-    nc_cl.clFlush(cd->queue);
-    err = nc_cl.clEnqueueWriteBuffer(cd->xfer, (cl_mem)buf, CL_FALSE, off, n, src, 1, &before, &p->event);
-    nc_cl.clReleaseEvent(before);
-    if (err != CL_SUCCESS) { free(p); return nc_cl_fail(err, "clEnqueueWriteBuffer (transfer queue)", __FILE__, __LINE__); }
+    if (err == CL_SUCCESS) {
+        nc_cl.clFlush(cd->queue);
+        err = nc_cl.clEnqueueWriteBuffer(cd->xfer, (cl_mem)buf, CL_FALSE, off, n, src, 1, &before, &p->event);
+        nc_cl.clReleaseEvent(before);
+        if (err != CL_SUCCESS) st = nc_cl_fail(err, "clEnqueueWriteBuffer (transfer queue)", __FILE__, __LINE__);
+    } else {
+        st = nc_cl_fail(err, "clEnqueueMarkerWithWaitList (before a transfer)", __FILE__, __LINE__);
+    }
+    if (st != NETCL_OK) {
+        free(p);
+        keep->release(keep->obj);
+        return st;
+    }
     nc_cl.clFlush(cd->xfer);
-    /* the host tensor lives until the copy is done; the storage holds its own reference to the event */
-    netcl_tensor_retain(keep);
-    p->keep = keep;
+    /* the host object lives until the copy is done */
+    p->keep = *keep;
     p->next = cd->pending;
     cd->pending = p;
-    /* the source may not be written, nor the destination used, before the copy */
+    /* the source may not be written, nor the destination used, before the
+     * copy: one event reference for each, settled by the caller */
     nc_cl.clRetainEvent(p->event);
-    nc_storage_set_pending(keep->storage, dev, p->event);
     nc_cl.clRetainEvent(p->event);
-    nc_storage_set_pending(dst->storage, dev, p->event);
+    events[0] = events[1] = p->event;
     return NETCL_OK;
 }
 

@@ -117,10 +117,10 @@ static netcl_status make_bufs(nc_cl_device *cd, netcl_dtype dt, int64_t M, int64
     b->got = malloc(sizeof(float) * (size_t)(M * N));
     b->want = malloc(sizeof(float) * (size_t)(M * N));
     if (!b->got || !b->want) return nc_fail(NETCL_ERR_OOM, "tune: out of host memory");
-    nc_gemm_desc3(&b->da, b->a, dt, M, K, ta);
-    nc_gemm_desc3(&b->dw, b->w, dt, K, N, tb);
-    nc_gemm_desc3(&b->dout, b->o, dt, M, N, 0);
-    nc_gemm_desc3(&b->dref, b->r, dt, M, N, 0);
+    nc_matrix_desc(&b->da, b->a, dt, M, K, ta);
+    nc_matrix_desc(&b->dw, b->w, dt, K, N, tb);
+    nc_matrix_desc(&b->dout, b->o, dt, M, N, 0);
+    nc_matrix_desc(&b->dref, b->r, dt, M, N, 0);
     return NETCL_OK;
 }
 
@@ -263,7 +263,9 @@ double nc_gemm_check_cfg(netcl_device *dev, netcl_dtype dt, int64_t M, int64_t N
     nc_cl_device *cd = nc_cl_dev(dev);
     tune_bufs b;
     netcl_status st = make_bufs(cd, dt, M, N, K, ta, tb, &b);
-    nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
+    /* float32 configurations of the tensor-core kernels are checked in tf32 */
+    int fp32 = dt == NETCL_DTYPE_FLOAT32 && cfg->kernel != NC_GEMM_FFMA ? NC_FP32_TF32 : NC_FP32_IEEE;
+    nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0, fp32};
     nc_gemm_call g = {dev, &b.dout, &b.da, &b.dw, &epi, 1, M, N, K};
     int lowp = dt != NETCL_DTYPE_FLOAT32 && dt != NETCL_DTYPE_FLOAT64;
     if (st == NETCL_OK) st = reference(&g, &b, lowp ? 1e-2 : 1e-4);
@@ -275,26 +277,20 @@ double nc_gemm_check_cfg(netcl_device *dev, netcl_dtype dt, int64_t M, int64_t N
     return err;
 }
 
-netcl_status netcl_tune_gemm(netcl_device *dev, netcl_dtype dtype, int64_t m, int64_t n, int64_t k, int trans_a,
-                             int trans_b, int max_candidates, char *report, int64_t report_len)
+netcl_status nc_cl_tune_gemm(netcl_device *dev, const nc_gemm_problem *p, int max_candidates, char *report,
+                             int64_t report_len)
 {
-    if (report && report_len > 0) report[0] = 0;
-    if (!dev) return nc_fail(NETCL_ERR_ARGUMENT, "tune: no device");
-    if (!nc_dtype_is_float(dtype) || m < 1 || n < 1 || k < 1 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
-        return nc_fail(NETCL_ERR_ARGUMENT, "tune: needs a float dtype and sizes >= 1, got %s %lldx%lldx%lld",
-                       netcl_dtype_name(dtype), (long long)m, (long long)n, (long long)k);
-    if (dev->type == NETCL_DEVICE_CPU || !dev->impl) {
-        append(report, report_len, "%s: nothing to tune (the cpu backend uses %s)\n", dev->name, netcl_cpu_blas());
-        return NETCL_OK;
-    }
+    if (!dev->impl) return nc_fail(NETCL_ERR_DEVICE, "tune: %s was shut down", dev->name);
+    netcl_dtype dtype = p->dtype;
+    int64_t m = p->m, n = p->n, k = p->k;
     NC_TRY(nc_cl_enter(dev, "tune", dtype, dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     tune_bufs b;
-    netcl_status st = make_bufs(cd, dtype, m, n, k, trans_a, trans_b, &b);
-    nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
+    netcl_status st = make_bufs(cd, dtype, m, n, k, p->trans_a, p->trans_b, &b);
+    nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0, p->fp32};
     nc_gemm_call g = {dev, &b.dout, &b.da, &b.dw, &epi, 1, m, n, k};
     int lowp = dtype == NETCL_DTYPE_FLOAT16 || dtype == NETCL_DTYPE_BFLOAT16;
-    int tf32 = dtype == NETCL_DTYPE_FLOAT32 && nc_mma_usable(&g) && nc_fp32_mode() == NC_FP32_TF32;
+    int tf32 = dtype == NETCL_DTYPE_FLOAT32 && nc_mma_usable(&g) && p->fp32 == NC_FP32_TF32;
     double tol = dtype == NETCL_DTYPE_FLOAT64 ? 1e-10 : lowp || tf32 ? 1e-2 : 1e-4;
     char key[64];
     nc_gemm_class_key(&g, key, sizeof key);
@@ -318,27 +314,23 @@ netcl_status netcl_tune_gemm(netcl_device *dev, netcl_dtype dtype, int64_t m, in
     return st;
 }
 
-netcl_status netcl_gemm_config(netcl_device *dev, netcl_dtype dtype, int64_t m, int64_t n, int64_t k, int trans_a,
-                               int trans_b, char *buf, int64_t len)
+/* The product matmul runs (the caller worked out its K slices and operand
+ * copies, as ops/linalg.c does) and the configuration it gets. */
+netcl_status nc_cl_gemm_config(netcl_device *dev, const nc_gemm_problem *p, char *buf, int64_t len)
 {
-    if (!dev || !buf || len <= 0) return nc_fail(NETCL_ERR_ARGUMENT, "gemm_config: no device or buffer");
-    if (dev->type == NETCL_DEVICE_CPU || !dev->impl) {
-        snprintf(buf, (size_t)len, "cpu %s (default)", netcl_cpu_blas());
-        return NETCL_OK;
-    }
+    if (!dev->impl) return nc_fail(NETCL_ERR_DEVICE, "gemm_config: %s was shut down", dev->name);
+    netcl_dtype dtype = p->dtype;
+    int64_t m = p->m, n = p->n, k = p->k;
     nc_desc da, dw, dout;
-    nc_gemm_desc3(&da, NULL, dtype, m, k, trans_a);
-    nc_gemm_desc3(&dw, NULL, dtype, k, n, trans_b);
-    nc_gemm_desc3(&dout, NULL, dtype, m, n, 0);
-    /* matmul splits products with few outputs and a long K into slices of
-     * K, else copies operands of large float32 products to the tn layout
-     * first where that runs faster (src/linalg.c): the product it then runs */
-    int S = nc_gemm_split_count(dev, &da, &dw, 0), copies = S > 1 ? 0 : nc_cl_gemm_copies(dev, &da, &dw);
+    nc_matrix_desc(&da, NULL, dtype, m, k, p->trans_a);
+    nc_matrix_desc(&dw, NULL, dtype, k, n, p->trans_b);
+    nc_matrix_desc(&dout, NULL, dtype, m, n, 0);
+    int S = p->split, copies = p->copies;
     int64_t ks = S > 1 ? nc_gemm_slice_len(k, S) : k;
     if (S > 1) nc_gemm_slice_descs(&da, &dw, &dout, S, ks);
-    if (copies & NC_GEMM_COPY_A) nc_gemm_desc3(&da, NULL, dtype, m, k, 1);
-    if (copies & NC_GEMM_COPY_W) nc_gemm_desc3(&dw, NULL, dtype, k, n, 0);
-    nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0};
+    if (copies & NC_GEMM_COPY_A) nc_matrix_desc(&da, NULL, dtype, m, k, 1);
+    if (copies & NC_GEMM_COPY_W) nc_matrix_desc(&dw, NULL, dtype, k, n, 0);
+    nc_gemm_epi epi = {1, 0, NULL, NULL, 0, -1, 0, p->fp32};
     nc_gemm_call g = {dev, &dout, &da, &dw, &epi, S > 1 ? S : 1, m, n, ks};
     nc_tf32_way way = S == 1 && !copies ? nc_gemm_tf32_round_first(&g) : NC_TF32_NONE;
     if (way != NC_TF32_NONE) {

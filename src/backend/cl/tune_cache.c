@@ -190,10 +190,10 @@ netcl_status nc_gemm_cache_store(netcl_device *dev, const char *key, const nc_ge
     return NETCL_OK;
 }
 
-/* ---- public ---------------------------------------------------------------------- */
+/* ---- runtime entries (nc_be_runtime) ---------------------------------------------------------------------- */
 static int is_opencl(const netcl_device *dev) { return dev && dev->type != NETCL_DEVICE_CPU && dev->impl; }
 
-const char *netcl_tune_cache_path(netcl_device *dev)
+const char *nc_cl_tune_cache_path(netcl_device *dev)
 {
     static _Thread_local char buf[1000];
     buf[0] = 0;
@@ -201,7 +201,7 @@ const char *netcl_tune_cache_path(netcl_device *dev)
     return buf;
 }
 
-const char *netcl_tune_cache_reload(netcl_device *dev)
+const char *nc_cl_tune_cache_reload(netcl_device *dev)
 {
     if (!is_opencl(dev)) return "";
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
@@ -210,7 +210,7 @@ const char *netcl_tune_cache_reload(netcl_device *dev)
     return s->cache_note;
 }
 
-netcl_status netcl_gemm_set_config(netcl_device *dev, const char *config)
+netcl_status nc_cl_gemm_set_config(netcl_device *dev, const char *config)
 {
     if (!dev) return nc_fail(NETCL_ERR_ARGUMENT, "gemm_set_config: no device");
     if (!is_opencl(dev)) return NETCL_OK;   /* the cpu backend has one kernel (or BLAS) */

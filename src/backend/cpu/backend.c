@@ -18,10 +18,13 @@ static netcl_status cpu_alloc(netcl_device *dev, size_t nbytes, void **buf)
 
 static void cpu_free(netcl_device *dev, void *buf) { (void)dev; free(buf); }
 
-static netcl_status cpu_write(netcl_device *dev, void *buf, size_t offset, const void *src, size_t nbytes, netcl_tensor *keep)
+static netcl_status cpu_write(netcl_device *dev, void *buf, size_t offset, const void *src, size_t nbytes,
+                              const nc_keep *keep, void **event)
 {
-    (void)dev; (void)keep;   /* memcpy is synchronous: nothing to keep alive */
+    (void)dev;
     memcpy((char *)buf + offset, src, nbytes);
+    if (event) *event = NULL;   /* memcpy is synchronous: nothing to keep alive */
+    if (keep) keep->release(keep->obj);
     return NETCL_OK;
 }
 
@@ -70,43 +73,41 @@ static netcl_status cpu_rng(netcl_device *dev, const nc_desc *d, netcl_rng_kind 
     return NETCL_OK;
 }
 
+/* GEMM tuning: the cpu runs its BLAS or its own kernel, with nothing to tune */
+static netcl_status cpu_tune_gemm(netcl_device *dev, const nc_gemm_problem *p, int max, char *report, int64_t len)
+{
+    (void)p; (void)max;
+    if (report && len > 0)
+        snprintf(report + strlen(report), (size_t)len - strlen(report), "%s: nothing to tune (the cpu backend uses %s)\n",
+                 dev->name, nc_cpu_blas_name());
+    return NETCL_OK;
+}
+
+static netcl_status cpu_gemm_config(netcl_device *dev, const nc_gemm_problem *p, char *buf, int64_t len)
+{
+    (void)dev; (void)p;
+    snprintf(buf, (size_t)len, "cpu %s (default)", nc_cpu_blas_name());
+    return NETCL_OK;
+}
+
 static const nc_backend cpu_backend = {
     .name = "cpu",
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .write = cpu_write,
-    .read = cpu_read,
-    .synchronize = cpu_sync,
-    .copy = nc_cpu_copy,
-    .fill = nc_cpu_fill,
-    .range = cpu_range,
-    .unary = nc_cpu_unary,
-    .binary = nc_cpu_binary,
-    .reduce = nc_cpu_reduce,
-    .matmul = nc_cpu_matmul,
-    .rng = cpu_rng,
-    .where = nc_cpu_where,
-    .softmax = nc_cpu_softmax,
-    .softmax_backward = nc_cpu_softmax_backward,
-    .im2col = nc_cpu_im2col,
-    .col2im = nc_cpu_col2im,
-    .pool = nc_cpu_pool,
-    .pool_backward = nc_cpu_pool_backward,
-    .class_loss = nc_cpu_class_loss,
-    .class_loss_backward = nc_cpu_class_loss_backward,
-    .conv = nc_cpu_conv,
-    .conv_gemm = nc_cpu_conv_gemm,
-    .conv_tiled = nc_cpu_conv_tiled,
-    .conv_tiled_weight = nc_cpu_conv_tiled_weight,
-    .bn = nc_cpu_bn,
-    .shutdown = NULL,
-    .augment = nc_cpu_augment,
-    .gather = nc_cpu_gather,
-    .scatter = nc_cpu_scatter,
-    .sort = nc_cpu_sort,
-    .scan = nc_cpu_scan,
-    .optim_step = nc_cpu_optim_step,
-    .gemm = nc_cpu_gemm,
+    .mem = {.alloc = cpu_alloc, .free = cpu_free, .write = cpu_write, .read = cpu_read, .synchronize = cpu_sync},
+    .runtime = {.tune_gemm = cpu_tune_gemm, .gemm_config = cpu_gemm_config},
+    .elementwise = {.copy = nc_cpu_copy, .fill = nc_cpu_fill, .range = cpu_range, .unary = nc_cpu_unary,
+                    .binary = nc_cpu_binary, .where = nc_cpu_where},
+    .reduce = {.run = nc_cpu_reduce},
+    .softmax = {.forward = nc_cpu_softmax, .backward = nc_cpu_softmax_backward},
+    .linalg = {.gemm = nc_cpu_gemm},
+    .conv = {.im2col = nc_cpu_im2col, .col2im = nc_cpu_col2im, .kernel = nc_cpu_conv, .implicit_gemm = nc_cpu_conv_gemm,
+             .tiled = nc_cpu_conv_tiled, .tiled_weight = nc_cpu_conv_tiled_weight},
+    .pool = {.forward = nc_cpu_pool, .backward = nc_cpu_pool_backward},
+    .norm = {.batch_norm = nc_cpu_batch_norm},
+    .loss = {.class_loss = nc_cpu_class_loss, .class_loss_backward = nc_cpu_class_loss_backward},
+    .index = {.gather = nc_cpu_gather, .scatter = nc_cpu_scatter, .sort = nc_cpu_sort, .scan = nc_cpu_scan},
+    .random = {.draw = cpu_rng},
+    .optim = {.step = nc_cpu_optim_step},
+    .augment = {.run = nc_cpu_augment},
 };
 
 /* Copies the value of the first "key : value" line of /proc/cpuinfo. */
@@ -128,10 +129,11 @@ static void cpuinfo_field(const char *key, char *buf, size_t len)
     fclose(f);
 }
 
-void nc_cpu_register(void)
+int nc_cpu_discover(netcl_device *d, int max)
 {
-    netcl_device *d = nc_device_add(NETCL_DEVICE_CPU, &cpu_backend, NULL);
-    if (!d) return;
+    if (max < 1) return 0;
+    d->type = NETCL_DEVICE_CPU;
+    d->backend = &cpu_backend;
     nc_cpu_blas_init();
     snprintf(d->hw_name, sizeof d->hw_name, "CPU");
     cpuinfo_field("model name", d->hw_name, sizeof d->hw_name);
@@ -148,4 +150,5 @@ void nc_cpu_register(void)
     d->max_work_group = 1;
     d->has_fp16 = d->has_fp64 = 1;
     d->compute_capability = 0;
+    return 1;
 }

@@ -245,4 +245,3 @@ int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w)
     return 1;
 }
 
-const char *netcl_cpu_blas(void) { return nc_cpu_blas_name(); }

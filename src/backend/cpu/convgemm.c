@@ -137,7 +137,7 @@ static void rows_part(void *v, int64_t s, int64_t e)
                         : plain(j->wt, j->b->dtype, grp * M * K, M, K, K, 1);
         nc_desc B = plain(panel, j->out->dtype, 0, K, n, n, 1), O = plain(blk, j->out->dtype, 0, M, n, n, 1);
         nc_desc bias;
-        nc_gemm_epi ep = {1, 0, NULL, NULL, 1, -1, 0};
+        nc_gemm_epi ep = {1, 0, NULL, NULL, 1, -1, 0, NC_FP32_IEEE};
         if (j->epi) {   /* forward and backward-data: along the result's channels */
             if (j->epi->bias) {
                 bias = *j->epi->bias;

@@ -4,7 +4,7 @@
 #ifndef NETCL_CPU_H
 #define NETCL_CPU_H
 
-#include "core/core.h"
+#include "backend/backend.h"
 
 /* ---- thread pool (parallel.c) ------------------------------------------------
  * Runs fn over [0, n) split into contiguous ranges of at least `grain`
@@ -94,7 +94,7 @@ double nc_cpu_conv_weight_sum(const nc_conv_args *g, const nc_desc *x, const nc_
                               int64_t kj, int64_t n0, int64_t n1);
 netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
                                       const nc_desc *dy, int64_t per);
-netcl_status nc_cpu_bn(netcl_device *dev, nc_bn_kernel k, const nc_bn_args *a);
+netcl_status nc_cpu_batch_norm(netcl_device *dev, nc_batch_norm_kernel k, const nc_batch_norm_args *a);
 netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
 netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
 /* indexing, sort, scan (index.c, sort.c) */

@@ -7,7 +7,6 @@
  * once per run of elements that share it, which then move as plain loops.
  * Scans accumulate floats in double, integers in int64 with wrap-around. */
 #include "cpu.h"
-#include "ops/index.h"
 #include <stdatomic.h>
 #include <string.h>
 

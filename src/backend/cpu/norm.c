@@ -10,11 +10,11 @@
 #define st(d, i, v) nc_cpu_st((d), (d)->offset + (i), (v))
 
 /* element k of channel c's i-th value (i over N*S) */
-static inline int64_t at(const nc_bn_args *a, int64_t c, int64_t i) { return ((i / a->S) * a->C + c) * a->S + i % a->S; }
+static inline int64_t at(const nc_batch_norm_args *a, int64_t c, int64_t i) { return ((i / a->S) * a->C + c) * a->S + i % a->S; }
 
 static void stats(void *v, int64_t c0, int64_t c1)
 {
-    const nc_bn_args *a = v;
+    const nc_batch_norm_args *a = v;
     int64_t M = a->N * a->S;
     for (int64_t c = c0; c < c1; c++) {
         double s = 0, q = 0;
@@ -34,7 +34,7 @@ static void stats(void *v, int64_t c0, int64_t c1)
 
 static void grad_reduce(void *v, int64_t c0, int64_t c1)
 {
-    const nc_bn_args *a = v;
+    const nc_batch_norm_args *a = v;
     int64_t M = a->N * a->S;
     for (int64_t c = c0; c < c1; c++) {
         double m = ld(a->mean, c), sg = 0, sgx = 0;
@@ -51,7 +51,7 @@ static void grad_reduce(void *v, int64_t c0, int64_t c1)
 
 static void apply(void *v, int64_t s, int64_t e)
 {
-    const nc_bn_args *a = v;
+    const nc_batch_norm_args *a = v;
     for (int64_t i = s; i < e; i++) {
         int64_t c = (i / a->S) % a->C;
         double y = (ld(a->x, i) - ld(a->mean, c)) * ld(a->invstd, c);
@@ -63,7 +63,7 @@ static void apply(void *v, int64_t s, int64_t e)
 
 static void grad_apply(void *v, int64_t s, int64_t e)
 {
-    const nc_bn_args *a = v;
+    const nc_batch_norm_args *a = v;
     double M = (double)(a->N * a->S);
     for (int64_t i = s; i < e; i++) {
         int64_t c = (i / a->S) % a->C;
@@ -105,7 +105,7 @@ static double lanes_total(const double *acc)
 
 static void stats_f32(void *v, int64_t c0, int64_t c1)
 {
-    const nc_bn_args *a = v;
+    const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x);
     int64_t M = a->N * a->S, S = a->S;
     for (int64_t c = c0; c < c1; c++) {
@@ -132,7 +132,7 @@ static void stats_f32(void *v, int64_t c0, int64_t c1)
 
 static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
 {
-    const nc_bn_args *a = v;
+    const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x), *g = CF32(a->g);
     int64_t S = a->S;
     for (int64_t c = c0; c < c1; c++) {
@@ -159,7 +159,7 @@ static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
 /* planes [p0, p1) of (n, c) */
 static void apply_f32(void *v, int64_t p0, int64_t p1)
 {
-    const nc_bn_args *a = v;
+    const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x);
     float *o = F32(a->out);
     int64_t S = a->S;
@@ -184,7 +184,7 @@ static void apply_f32(void *v, int64_t p0, int64_t p1)
 
 static void grad_apply_f32(void *v, int64_t p0, int64_t p1)
 {
-    const nc_bn_args *a = v;
+    const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x), *g = CF32(a->g);
     float *o = F32(a->out);
     int64_t S = a->S;
@@ -203,7 +203,7 @@ static void grad_apply_f32(void *v, int64_t p0, int64_t p1)
     }
 }
 
-netcl_status nc_cpu_bn(netcl_device *dev, nc_bn_kernel kind, const nc_bn_args *a)
+netcl_status nc_cpu_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, const nc_batch_norm_args *a)
 {
     (void)dev;
     int64_t n = a->N * a->C * a->S, per_channel = a->N * a->S;
