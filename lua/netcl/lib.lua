@@ -6,7 +6,8 @@ local ffi = require("ffi")
 local M = {}
 M.ABI_VERSION = 1
 
-ffi.cdef(require("netcl.cdef"))
+local CDEF = require("netcl.cdef")
+ffi.cdef(CDEF)
 ffi.cdef [[ struct netcl_lua_tensor { netcl_tensor *h; }; ]]
 
 -- NETCL_LIB, else libnetcl.so on package.cpath (build/ under the launcher,
@@ -31,6 +32,39 @@ end
 M.C = C
 M.path = path
 
+-- ---- enums -------------------------------------------------------------------------
+
+-- The C enum `ctype` of the cdef (e.g. "netcl_dtype") as two Lua tables:
+-- by_name {[name] = value} and by_value {[value] = name}, a name being the
+-- member's without `prefix`, lower-cased (NETCL_DTYPE_FLOAT32 -> float32).
+-- The member names come from the cdef text, their values through the FFI,
+-- so no C constant is typed again in Lua. `sentinels` lists the members
+-- that are bounds, not values (e.g. { "count" }); they are left out (read
+-- them as C.NETCL_...). A name missing from the cdef is an error here, at load.
+function M.enum(ctype, prefix, sentinels)
+  local body = CDEF:match("typedef%s+enum%s+" .. ctype .. "%s*{(.-)}%s*" .. ctype .. "%s*;")
+  if not body then error("netcl.lib: the cdef has no enum " .. ctype, 2) end
+  local skip = {}
+  for _, s in ipairs(sentinels or {}) do skip[s] = true end
+  local by_name, by_value = {}, {}
+  for item in (body:gsub("/%*.-%*/", "") .. ","):gmatch("([^,]*),") do
+    local member = item:match("^%s*([%w_]+)")
+    if member then
+      if member:sub(1, #prefix) ~= prefix then error(("netcl.lib: %s of enum %s lacks the prefix %s"):format(member, ctype, prefix), 2) end
+      local name = member:sub(#prefix + 1):lower()
+      if skip[name] then
+        skip[name] = nil
+      else
+        local value = C[member]
+        by_name[name], by_value[value] = value, name
+      end
+    end
+  end
+  local missing = next(skip)
+  if missing then error(("netcl.lib: enum %s has no member %s%s"):format(ctype, prefix, missing:upper()), 2) end
+  return by_name, by_value
+end
+
 -- ---- errors ------------------------------------------------------------------------
 
 local getinfo, sub = debug.getinfo, string.sub
@@ -52,7 +86,10 @@ end
 M.throw = throw
 
 -- activations the GEMM and convolution kernels fuse, by name: netcl_op codes
-M.FUSED_ACTS = { relu = 5, sigmoid = 6, tanh = 7, silu = 22, gelu = 23, gelu_tanh = 24, relu6 = 26, leaky_relu = 27 }
+M.FUSED_ACTS = {}
+for _, name in ipairs({ "relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "relu6", "leaky_relu" }) do
+  M.FUSED_ACTS[name] = C["NETCL_OP_" .. name:upper()]
+end
 -- the code of opts.act for op (-1 when absent); an unknown name is an error
 function M.fused_act(opts, op)
   if opts.act == nil then return -1 end
@@ -62,7 +99,7 @@ end
 
 function M.raise() throw(ffi.string(C.netcl_last_error())) end
 
-local OOM = 3
+local OOM = C.NETCL_ERR_OOM
 
 -- For a failed status st of f(out, ...): on out-of-memory, collect garbage
 -- twice and call f once more; raises unless that succeeded. No closures, so
