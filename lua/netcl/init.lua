@@ -18,7 +18,8 @@ netcl.is_tensor = tensor.is_tensor
 
 -- ---- devices -----------------------------------------------------------------
 
-local TYPES = { [0] = "cpu", "opencl_gpu", "opencl_cpu", "opencl_other" }
+local _, TYPES = lib.enum("netcl_device_type", "NETCL_DEVICE_")   -- names by netcl_device_type
+local CPU = C.NETCL_DEVICE_CPU
 local device_cache = {}
 local default_name
 
@@ -68,7 +69,7 @@ function netcl.devices()
       fp16 = C.netcl_device_has_fp16(h) ~= 0,
       fp64 = C.netcl_device_has_fp64(h) ~= 0,
       compute_capability = C.netcl_device_compute_capability(h),
-      blas = C.netcl_device_type_of(h) == 0 and ffi.string(C.netcl_cpu_blas()) or nil,
+      blas = C.netcl_device_type_of(h) == CPU and ffi.string(C.netcl_cpu_blas()) or nil,
       tensor_cores = ffi.string(C.netcl_device_tensor_cores(h)),
     }
   end
@@ -134,6 +135,8 @@ function netcl.shutdown() C.netcl_shutdown() end
 
 -- ---- creation ------------------------------------------------------------------
 
+local UNIFORM, NORMAL, RANDINT = C.NETCL_RNG_UNIFORM, C.NETCL_RNG_NORMAL, C.NETCL_RNG_RANDINT
+
 -- (opts) -> device handle, dtype code, requires_grad
 local function target(opts, default_dtype)
   if opts ~= nil and type(opts) ~= "table" then throw("options must be a table {dtype=, device=}, got " .. type(opts)) end
@@ -163,8 +166,8 @@ netcl.empty = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_em
 netcl.empty_pinned = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_empty_pinned, dev, dt, nd, s) end)
 netcl.zeros = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 0) end)
 netcl.ones = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 1) end)
-netcl.rand = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, 0, 0, 1) end)
-netcl.randn = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, 1, 0, 1) end)
+netcl.rand = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, UNIFORM, 0, 1) end)
+netcl.randn = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, NORMAL, 0, 1) end)
 
 -- full(size, value, opts): size is a number or a table of sizes
 function netcl.full(size, value, opts)
@@ -183,7 +186,7 @@ function netcl.randint(low, high, size, opts)
   if size == nil then throw("randint: size is missing (randint(low, high, size, opts))") end
   local nd, s = parse_sizes(size)
   local dev, dt = target(opts, "int64")
-  return call1(C.netcl_tensor_rand, dev, dt, nd, s, 2, low, high)
+  return call1(C.netcl_tensor_rand, dev, dt, nd, s, RANDINT, low, high)
 end
 
 -- arange(stop) / arange(start, stop, step?): end exclusive (PyTorch)
@@ -288,7 +291,7 @@ local methods = tensor.methods
 function methods.to(t, target_)
   if type(target_) == "string" then
     local code = C.netcl_dtype_from_name(target_)
-    if code ~= 8 then
+    if code ~= C.NETCL_DTYPE_COUNT then   -- a dtype name
       if C.netcl_tensor_dtype(H(t)) == code then return t end
       return call1(C.netcl_tensor_cast, H(t), code)
     end

@@ -19,19 +19,15 @@ local index_buf = ffi.new("int64_t[8]")
 local dims_buf = ffi.new("int[8]")
 local value_buf = ffi.new("double[1]")
 
-local DTYPES = { [0] = "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8", "bool" }
-M.DTYPES = DTYPES
-local OP = {
-  neg = 0, abs = 1, exp = 2, log = 3, sqrt = 4, relu = 5, sigmoid = 6, tanh = 7, sign = 8, reciprocal = 9,
-  square = 10, rsqrt = 11, expm1 = 12, log1p = 13, log2 = 14, sin = 15, cos = 16, tan = 17, floor = 18, ceil = 19,
-  round = 20, trunc = 21, silu = 22, gelu = 23, gelu_tanh = 24, softplus = 25, relu6 = 26, leaky_relu = 27,
-  elu = 28, clamp = 29, erf = 30,
-  add = 64, sub = 65, mul = 66, div = 67, pow = 68, maximum = 69, minimum = 70,
-  eq = 71, ne = 72, lt = 73, le = 74, gt = 75, ge = 76, fmod = 77, atan2 = 78,
-  logical_and = 79, logical_or = 80, logical_xor = 81,
-  sum = 96, mean = 97, max = 98, min = 99, argmax = 100, argmin = 101, prod = 102,
-}
+-- dtype codes by name and names by code; op codes by name (netcl_dtype and
+-- netcl_op in the cdef)
+local DTYPE, DTYPES = lib.enum("netcl_dtype", "NETCL_DTYPE_", { "count" })
+M.DTYPE, M.DTYPES = DTYPE, DTYPES
+local FLOAT32, BOOL = DTYPE.float32, DTYPE.bool
+local NO_DTYPE = C.NETCL_DTYPE_COUNT   -- netcl_dtype_from_name's answer to an unknown name
+local OP = lib.enum("netcl_op", "NETCL_OP_", { "unary_end", "binary_end", "reduce_end" })
 M.OP = OP
+local UNARY_END, BINARY_END = C.NETCL_OP_UNARY_END, C.NETCL_OP_BINARY_END
 
 -- ---- lifetime and GC pressure ----------------------------------------------
 
@@ -162,9 +158,9 @@ M.split_opts = split_opts
 
 -- dtype name (aliases float, half, double, int, long, byte accepted) -> code
 local function dtype_code(name)
-  if name == nil then return 0 end
-  local code = type(name) == "string" and C.netcl_dtype_from_name(name) or 8
-  if code == 8 then
+  if name == nil then return FLOAT32 end
+  local code = type(name) == "string" and C.netcl_dtype_from_name(name) or NO_DTYPE
+  if code == NO_DTYPE then
     throw(("unknown dtype '%s' (float32, float16, bfloat16, float64, int32, int64, uint8, bool; " ..
            "aliases float, half, double, int, long, byte)"):format(tostring(name)))
   end
@@ -269,9 +265,9 @@ local function unary(a, op, p1, p2)
 end
 
 for name, op in pairs(OP) do
-  if op < 64 then
+  if op < UNARY_END then
     methods[name] = function(t) return unary(t, op) end
-  elseif op < 96 then
+  elseif op < BINARY_END then
     methods[name] = function(a, b) return binary(a, b, op) end
   end
 end
@@ -288,9 +284,9 @@ local function unary_(a, op, p1, p2)
   return a
 end
 for name, op in pairs(OP) do
-  if op < 64 then
+  if op < UNARY_END then
     methods[name .. "_"] = function(t) return unary_(t, op) end
-  elseif op < 96 then
+  elseif op < BINARY_END then
     methods[name .. "_"] = function(a, b) return binary_(a, b, op) end
   end
 end
@@ -656,7 +652,7 @@ function mt.__index(t, k)
     if nd == 1 then
       index_buf[0] = i - 1
       check(C.netcl_tensor_get_item(h, index_buf, value_buf))
-      if C.netcl_tensor_dtype(h) == 7 then return value_buf[0] ~= 0 end
+      if C.netcl_tensor_dtype(h) == BOOL then return value_buf[0] ~= 0 end
       return value_buf[0]
     end
     return call1(C.netcl_tensor_select, h, 0, i - 1)

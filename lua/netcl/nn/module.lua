@@ -310,13 +310,13 @@ local FLOAT = { float32 = true, float16 = true, bfloat16 = true, float64 = true 
 local function parse_target(a, b)
   local dev, dt
   if type(a) == "table" and not a.handle then dev, dt = a.device, a.dtype
-  elseif type(a) == "string" and C.netcl_dtype_from_name(a) ~= 8 then dt = a
+  elseif type(a) == "string" and C.netcl_dtype_from_name(a) ~= C.NETCL_DTYPE_COUNT then dt = a
   elseif a ~= nil then dev = a end
   if type(b) == "string" then dt = b end
   if dev ~= nil then dev = netcl().device(dev).name end
   if dt ~= nil then
     local code = C.netcl_dtype_from_name(tostring(dt))
-    if code == 8 then throw("Module:to: unknown dtype '" .. tostring(dt) .. "'") end
+    if code == C.NETCL_DTYPE_COUNT then throw("Module:to: unknown dtype '" .. tostring(dt) .. "'") end
     dt = tensor.DTYPES[tonumber(code)]
     if not FLOAT[dt] then throw("Module:to: modules cast to float dtypes only (float32, float16, bfloat16, float64), got " .. dt) end
   end
