@@ -20,11 +20,11 @@ local function options(o, op)
   return o or {}
 end
 
-local REDUCTIONS = { none = 0, mean = 1, sum = 2, batchmean = 3 }
+local REDUCTIONS = lib.enum("netcl_reduction", "NETCL_REDUCTION_")
 local function reduction(o, op, allow_batchmean)
   local r = o.reduction or "mean"
   local code = REDUCTIONS[r]
-  if not code or (code == 3 and not allow_batchmean) then
+  if not code or (code == REDUCTIONS.batchmean and not allow_batchmean) then
     throw(("%s: reduction must be 'none', 'mean' or 'sum'%s, got %s"):format(op, allow_batchmean and " or 'batchmean'" or "",
       tostring(r)))
   end
@@ -88,6 +88,7 @@ end
 -- interpolate(x, {size = n | {h, w}, scale_factor = f | {fh, fw},
 --   mode = "nearest" | "linear" | "bilinear", align_corners = false})
 local interp_size, interp_scale = ffi.new("int64_t[2]"), ffi.new("double[2]")
+local NEAREST, LINEAR = C.NETCL_INTERP_NEAREST, C.NETCL_INTERP_LINEAR
 function M.interpolate(x, o)
   o = options(o, "interpolate")
   local nsp = x:dim() - 2
@@ -110,7 +111,7 @@ function M.interpolate(x, o)
       interp_scale[i - 1], interp_size[i - 1] = 0, s
     end
   end
-  return call1(C.netcl_interpolate, H(x), interp_size, interp_scale, mode == "nearest" and 0 or 1, o.align_corners and 1 or 0)
+  return call1(C.netcl_interpolate, H(x), interp_size, interp_scale, mode == "nearest" and NEAREST or LINEAR, o.align_corners and 1 or 0)
 end
 
 -- embedding(idx, weight, padding_idx): rows of weight [num, dim] at the

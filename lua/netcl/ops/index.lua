@@ -19,7 +19,7 @@ local outp2 = ffi.new("netcl_tensor *[1]")
 local pads_buf = ffi.new("int64_t[16]")
 local dims_buf = ffi.new("int[8]")
 local no_dims = ffi.new("int64_t[1]")   -- the sizes of a 0-dim tensor (never NULL)
-local PAD_MODES = { constant = 0, reflect = 1, replicate = 2, circular = 3 }
+local PAD_MODES = lib.enum("netcl_pad_mode", "NETCL_PAD_")
 
 local function integer(v, what)
   if type(v) ~= "number" or v ~= floor(v) then throw(what .. " must be an integer, got " .. tostring(v)) end
