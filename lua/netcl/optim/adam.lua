@@ -7,6 +7,7 @@
 local base = require("netcl.optim.optimizer")
 local lib = require("netcl.lib")
 local throw = lib.throw
+local KIND, FLAG = base.KIND, base.FLAG
 
 local M = {}
 
@@ -36,10 +37,10 @@ function Adam:update(g, b, step)
     vmax = "max_exp_avg_sq"
     base.live_state(b, vmax)
   end
-  local flags = (g.amsgrad and 2 or 0) + (g.maximize and 8 or 0)
+  local flags = (g.amsgrad and FLAG.amsgrad or 0) + (g.maximize and FLAG.maximize or 0)
   local wd, scale = g.weight_decay, 1
   if self.decoupled then wd, scale = 0, 1 - g.lr * g.weight_decay end
-  base.launch(1, flags, b, g.lr / (1 - b1 ^ step), wd, b1, b2, g.eps, math.sqrt(1 - b2 ^ step), scale,
+  base.launch(KIND.adam, flags, b, g.lr / (1 - b1 ^ step), wd, b1, b2, g.eps, math.sqrt(1 - b2 ^ step), scale,
               "exp_avg", "exp_avg_sq", vmax)
 end
 

@@ -306,13 +306,22 @@ function M.live_state(b, name, fill)
   return t
 end
 
+-- the kernel's kinds and flags by name (netcl_optim_kind, netcl_optim_flag:
+-- kinds sgd, adam, rmsprop, adagrad; flags nesterov, amsgrad, centered,
+-- maximize, first_step, added together)
+M.KIND = lib.enum("netcl_optim_kind", "NETCL_OPTIM_", { "kind_end" })
+M.FLAG = lib.enum("netcl_optim_flag", "NETCL_OPTIM_")
+
 -- Calls the fused kernel: states s1..s3 by name (nil when absent).
-local hyper = ffi.new("double[8]")
+local NHYPER = C.NETCL_OPTIM_NHYPER
+local LR, WD, BETA1, BETA2 = C.NETCL_OPTIM_LR, C.NETCL_OPTIM_WEIGHT_DECAY, C.NETCL_OPTIM_BETA1, C.NETCL_OPTIM_BETA2
+local EPS, BC2, SCALE = C.NETCL_OPTIM_EPS, C.NETCL_OPTIM_BC2_SQRT, C.NETCL_OPTIM_PARAM_SCALE
+local hyper = ffi.new("double[?]", NHYPER)
 function M.launch(kind, flags, b, lr, wd, beta1, beta2, eps, bc2, scale, s1, s2, s3)
-  hyper[0], hyper[1], hyper[2], hyper[3], hyper[4], hyper[5], hyper[6] = lr, wd, beta1, beta2, eps, bc2, scale
+  hyper[LR], hyper[WD], hyper[BETA1], hyper[BETA2], hyper[EPS], hyper[BC2], hyper[SCALE] = lr, wd, beta1, beta2, eps, bc2, scale
   local sh = b.state_h
   check(C.netcl_optim_step(kind, flags, b.flat_h, b.grad_h, s1 and sh[s1] or nil, s2 and sh[s2] or nil,
-                           s3 and sh[s3] or nil, hyper, 8))
+                           s3 and sh[s3] or nil, hyper, NHYPER))
 end
 
 -- ---- state ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 local base = require("netcl.optim.optimizer")
 local lib = require("netcl.lib")
 local throw = lib.throw
+local KIND, FLAG = base.KIND, base.FLAG
 
 local M = {}
 
@@ -28,8 +29,8 @@ function RMSprop:update(g, b)
   local buf, avg
   if g.momentum ~= 0 then buf = "momentum_buffer"; base.live_state(b, buf) end
   if g.centered then avg = "grad_avg"; base.live_state(b, avg) end
-  local flags = (g.centered and 4 or 0) + (g.maximize and 8 or 0)
-  base.launch(2, flags, b, g.lr, g.weight_decay, g.momentum, g.alpha, g.eps, 1, 1, "square_avg", buf, avg)
+  local flags = (g.centered and FLAG.centered or 0) + (g.maximize and FLAG.maximize or 0)
+  base.launch(KIND.rmsprop, flags, b, g.lr, g.weight_decay, g.momentum, g.alpha, g.eps, 1, 1, "square_avg", buf, avg)
 end
 
 local Adagrad = base.Optimizer:extend("Adagrad")
@@ -42,7 +43,7 @@ function Adagrad:validate(g) nonneg(self.__name, g, { "lr", "lr_decay", "weight_
 function Adagrad:update(g, b, step)
   base.live_state(b, "sum", g.initial_accumulator_value)
   local clr = g.lr / (1 + (step - 1) * g.lr_decay)
-  base.launch(3, g.maximize and 8 or 0, b, clr, g.weight_decay, 0, 0, g.eps, 1, 1, "sum")
+  base.launch(KIND.adagrad, g.maximize and FLAG.maximize or 0, b, clr, g.weight_decay, 0, 0, g.eps, 1, 1, "sum")
 end
 
 M.RMSProp = RMSprop

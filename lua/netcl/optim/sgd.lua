@@ -6,6 +6,7 @@
 local base = require("netcl.optim.optimizer")
 local lib = require("netcl.lib")
 local throw = lib.throw
+local KIND, FLAG = base.KIND, base.FLAG
 
 local M = {}
 
@@ -26,17 +27,17 @@ function SGD:validate(g)
 end
 
 function SGD:update(g, b)
-  local flags = (g.nesterov and 1 or 0) + (g.maximize and 8 or 0)
+  local flags = (g.nesterov and FLAG.nesterov or 0) + (g.maximize and FLAG.maximize or 0)
   local buf
   if g.momentum ~= 0 then
     buf = "momentum_buffer"
     if not b.live[buf] then
       base.state_buffer(b, buf)
       b.live[buf] = true
-      flags = flags + 16   -- the kernel starts the buffer as the gradient
+      flags = flags + FLAG.first_step   -- the kernel starts the buffer as the gradient
     end
   end
-  base.launch(0, flags, b, g.lr, g.weight_decay, g.momentum, g.dampening, 0, 1, 1, buf)
+  base.launch(KIND.sgd, flags, b, g.lr, g.weight_decay, g.momentum, g.dampening, 0, 1, 1, buf)
 end
 
 local Momentum = SGD:extend("Momentum")
