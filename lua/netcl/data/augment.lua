@@ -12,7 +12,7 @@ local util = require("netcl.data.util")
 local C, throw = lib.C, lib.throw
 
 local M = {}
-local KIND = { flip = 0, jitter = 1, erase = 2 }
+local KIND = lib.enum("netcl_augment_kind", "NETCL_AUGMENT_")
 local size2 = ffi.new("int64_t[2]")
 
 local function image_batch(x, who)
@@ -26,7 +26,7 @@ local function params(n, k, fill)
   local buf = ffi.new("float[?]", math.max(n * k, 1))
   fill(buf)
   size2[0], size2[1] = n, k
-  return tensor.call1(C.netcl_tensor_from_host, util.cpu_handle(), 0, 2, size2, buf)
+  return tensor.call1(C.netcl_tensor_from_host, util.cpu_handle(), tensor.DTYPE.float32, 2, size2, buf)
 end
 M.params = params
 

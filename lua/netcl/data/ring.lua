@@ -32,7 +32,7 @@ local Ring = {}
 Ring.__index = Ring
 Ring.__len = function(r) return r.nslots end
 Ring.__gc = function(r) r:close() end
-Ring.STATES = { [0] = "free", "assigned", "writing", "ready", "reading" }
+Ring.STATES = select(2, lib.enum("netcl_ring_state", "NETCL_RING_"))   -- free, assigned, ... by netcl_ring_state
 
 -- SharedBatchRingBuffer(nslots, slot_bytes): the seed's name for the ring.
 function M.SharedBatchRingBuffer(nslots, slot_bytes)

@@ -6,6 +6,7 @@ local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
 local C, throw = lib.C, lib.throw
+local DTYPE = tensor.DTYPE
 
 local M = {}
 
@@ -156,7 +157,7 @@ local function collate_field(samples, st, f, who)
     doubles[s - 1] = v
   end
   size1[0] = n
-  local dtype = kind == "boolean" and 7 or (integral and 5 or 0)
+  local dtype = kind == "boolean" and DTYPE.bool or (integral and DTYPE.int64 or DTYPE.float32)
   return tensor.call1(C.netcl_tensor_from_doubles, M.cpu_handle(), dtype, 1, size1, doubles)
 end
 

@@ -18,7 +18,8 @@ local M = {}
 local Pool = {}
 Pool.__index = Pool
 
-local TASK, BATCH, ERROR, STOP, EOF, NONE = 1, 2, 3, 4, 5, 0
+local TASK, BATCH, ERROR, STOP, EOF, NONE = C.NETCL_WIRE_TASK, C.NETCL_WIRE_BATCH, C.NETCL_WIRE_ERROR, C.NETCL_WIRE_STOP,
+                                            C.NETCL_WIRE_EOF, C.NETCL_WIRE_NONE
 local WNOHANG, SIGKILL = 1, 9
 local kind_b, batch_b, a_b, b_b = ffi.new("netcl_wire_kind[1]"), ffi.new("int64_t[1]"), ffi.new("int64_t[1]"), ffi.new("int64_t[1]")
 local status_b = ffi.new("int[1]")
