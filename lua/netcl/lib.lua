@@ -41,8 +41,13 @@ M.path = path
 -- so no C constant is typed again in Lua. `sentinels` lists the members
 -- that are bounds, not values (e.g. { "count" }); they are left out (read
 -- them as C.NETCL_...). A name missing from the cdef is an error here, at load.
+local enum_bodies   -- enum name -> the text between its braces, from one pass over the cdef
 function M.enum(ctype, prefix, sentinels)
-  local body = CDEF:match("typedef%s+enum%s+" .. ctype .. "%s*{(.-)}%s*" .. ctype .. "%s*;")
+  if not enum_bodies then
+    enum_bodies = {}
+    for name, body in CDEF:gmatch("typedef%s+enum%s+([%w_]+)%s*{(.-)}%s*%1%s*;") do enum_bodies[name] = body end
+  end
+  local body = enum_bodies[ctype]
   if not body then error("netcl.lib: the cdef has no enum " .. ctype, 2) end
   local skip = {}
   for _, s in ipairs(sentinels or {}) do skip[s] = true end
