@@ -33,3 +33,21 @@ function TestCdef:test_abi_version()
   lu.assertEquals(netcl.C.netcl_abi_version(), netcl.ABI_VERSION)
   lu.assertIsString(netcl.version)
 end
+
+-- Lua's enum tables are read from the cdef (lib.enum), never typed again:
+-- their names are the engine's own names for the same codes.
+function TestCdef:test_lua_enums_from_the_cdef()
+  local ffi = require("ffi")
+  local tensor = require("netcl.tensor")
+  local C = H.netcl.C
+  local n = 0
+  for code, name in pairs(tensor.DTYPES) do
+    lu.assertEquals(ffi.string(C.netcl_dtype_name(code)), name)
+    n = n + 1
+  end
+  lu.assertEquals(n, C.NETCL_DTYPE_COUNT)
+  for name, code in pairs(tensor.OP) do lu.assertEquals(ffi.string(C.netcl_op_name(code)), name) end
+  lu.assertEquals(tensor.OP.add, C.NETCL_OP_ADD)
+  lu.assertNil(tensor.OP.unary_end, "bounds are not ops")
+  lu.assertError(require("netcl.lib").enum, "netcl_no_such_enum", "NETCL_")
+end
