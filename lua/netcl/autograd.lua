@@ -1,8 +1,8 @@
 -- netcl/autograd.lua — the explicit autograd forms on top of the C engine:
 -- Tape (record a function, then backward) and gradcheck (finite
 -- differences against backward, for tests and for users' own ops).
-local lib = require("netcl.lib")
-local C = lib.C
+local tensor = require("netcl.tensor")
+local netcl = require("netcl.core")
 
 local M = {}
 
@@ -11,14 +11,7 @@ Tape.__index = Tape
 
 -- Runs fn(...) with grad mode set to `enabled`, restoring it afterwards,
 -- also when fn raises.
-function M.with_grad_mode(enabled, fn, ...)
-  local prev = C.netcl_grad_enabled()
-  C.netcl_set_grad_enabled(enabled and 1 or 0)
-  local res = { pcall(fn, ...) }
-  C.netcl_set_grad_enabled(prev)
-  if not res[1] then error(res[2], 0) end
-  return unpack(res, 2, table.maxn(res))
-end
+M.with_grad_mode = tensor.with_grad_mode
 
 -- A tape records with grad mode on, whatever the surrounding mode is.
 function M.Tape() return setmetatable({}, Tape) end
@@ -47,7 +40,6 @@ end
 function M.gradcheck(fn, inputs, opts)
   opts = opts or {}
   local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
-  local netcl = require("netcl")
   local out = fn(unpack(inputs))
   local w = netcl.rand_like(out, { requires_grad = false }) + 0.5
   local function objective()

@@ -569,6 +569,17 @@ end
 
 -- ---- autograd ------------------------------------------------------------------------------
 
+-- Runs fn(...) with grad mode set to `enabled`, restoring it afterwards,
+-- also when fn raises (netcl.no_grad, netcl.autograd.with_grad_mode).
+function M.with_grad_mode(enabled, fn, ...)
+  local prev = C.netcl_grad_enabled()
+  C.netcl_set_grad_enabled(enabled and 1 or 0)
+  local res = { pcall(fn, ...) }
+  C.netcl_set_grad_enabled(prev)
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, table.maxn(res))
+end
+
 function methods.requires_grad_(t, flag)
   check(C.netcl_tensor_set_requires_grad(H(t), flag == false and 0 or 1))
   return t
