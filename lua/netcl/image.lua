@@ -3,6 +3,7 @@
 local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
+local core = require("netcl.core")
 local C, throw = lib.C, lib.throw
 
 local M = {}
@@ -36,7 +37,6 @@ end
 function M.save_grid(batch, path, opts)
   opts = opts or {}
   if not tensor.is_tensor(batch) or batch:dim() ~= 4 then throw("save_grid: batch must be a [N,C,H,W] tensor") end
-  local netcl = require("netcl")
   local n, c, h, w = unpack(batch:size())
   local nrow, pad = opts.nrow or 8, opts.padding or 2
   local x = batch:to("cpu")
@@ -50,7 +50,7 @@ function M.save_grid(batch, path, opts)
   end
   local cols = math.min(nrow, n)
   local rows = math.ceil(n / cols)
-  local grid = netcl.full({ c, rows * (h + pad) + pad, cols * (w + pad) + pad }, opts.pad_value or 0,
+  local grid = core.full({ c, rows * (h + pad) + pad, cols * (w + pad) + pad }, opts.pad_value or 0,
                           { dtype = "uint8", device = "cpu" })
   for i = 0, n - 1 do
     local r, k = math.floor(i / cols), i % cols

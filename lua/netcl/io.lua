@@ -13,10 +13,8 @@ local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
 local json = require("netcl.json")
 local module = require("netcl.nn.module")
+local core = require("netcl.core")
 local C, throw, check, is_tensor, H = lib.C, lib.throw, lib.check, tensor.is_tensor, tensor.handle
-
-local netcl_
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 for _, decl in ipairs({
   "typedef struct FILE FILE;", "FILE *fopen(const char *, const char *);", "int fclose(FILE *);",
@@ -348,7 +346,7 @@ local function make_tensor(e, ptr, device)
     for i = 0, n - 1 do to[i] = from[i] end
     src = to
   end
-  return netcl().from_pointer(src, dt, e.shape, { device = device })
+  return core.from_pointer(src, dt, e.shape, { device = device })
 end
 
 -- Loads a checkpoint: the saved structure with its tensors on opts.device
@@ -357,7 +355,7 @@ end
 function M.load(path, opts)
   if type(path) ~= "string" or path == "" then throw("netcl.load(path, opts): path must be a non-empty string") end
   if opts ~= nil and type(opts) ~= "table" then throw("netcl.load: options must be a table {device =}, got " .. type(opts)) end
-  local device = netcl().device((opts and opts.device) or "cpu").name
+  local device = core.device((opts and opts.device) or "cpu").name
   local entries, meta, f, data_at, data_len = read_header(path)
   local ok, data = pcall(read_at, f, data_at, data_len, path)
   libc.fclose(f)

@@ -9,6 +9,7 @@ local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
 local util = require("netcl.data.util")
+local core = require("netcl.core")
 local C, throw = lib.C, lib.throw
 
 local M = {}
@@ -32,8 +33,7 @@ M.params = params
 
 -- n*k uniform draws in [0,1) from the global generator, as a double buffer
 local function uniforms(n, k)
-  local netcl = require("netcl")
-  return (tensor.to_doubles(netcl.rand(math.max(n * k, 1), { device = "cpu" })))
+  return (tensor.to_doubles(core.rand(math.max(n * k, 1), { device = "cpu" })))
 end
 
 -- per-sample values: a Lua list, a number (every sample) or a cpu/device tensor of n values

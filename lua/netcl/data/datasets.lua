@@ -7,6 +7,7 @@ local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
 local util = require("netcl.data.util")
+local core = require("netcl.core")
 local C, throw = lib.C, lib.throw
 
 local M = {}
@@ -123,7 +124,7 @@ function M.random_split(dataset, lengths, opts)
   opts = opts or {}
   local n = util.dataset_len(dataset, "random_split")
   if type(lengths) ~= "table" or #lengths == 0 then throw("random_split: lengths must be a non-empty list") end
-  local seed = opts.seed or require("netcl").randint(0, 2 ^ 52, { 1 }, { device = "cpu" }):item()
+  local seed = opts.seed or core.randint(0, 2 ^ 52, { 1 }, { device = "cpu" }):item()
   local parts = {}
   for i = 1, #lengths do parts[i] = {} end
   if opts.stratify == nil then
@@ -181,9 +182,8 @@ local function idx_dataset(root, opts, default_root)
   opts = opts or {}
   root = root or default_root
   local kind = opts.train == false and "t10k" or "train"
-  local netcl = require("netcl")
-  local images = netcl.read_idx(first_existing(root, kind .. "-images-idx3-ubyte"))
-  local labels = netcl.read_idx(first_existing(root, kind .. "-labels-idx1-ubyte"))
+  local images = core.read_idx(first_existing(root, kind .. "-images-idx3-ubyte"))
+  local labels = core.read_idx(first_existing(root, kind .. "-labels-idx1-ubyte"))
   if images:dim() ~= 3 or labels:dim() ~= 1 or images:size(1) ~= labels:size(1) then
     throw(("dataset %s: images %s and labels %s do not match"):format(root, table.concat(images:size(), "x"),
       table.concat(labels:size(), "x")))
@@ -204,9 +204,8 @@ local function cifar(files, label_bytes, pick)
     imgs[#imgs + 1], labs[#labs + 1] = tensor.wrap(ib[0]), tensor.wrap(lb[0])
     n = n + imgs[#imgs]:size(1)
   end
-  local netcl = require("netcl")
-  local images = netcl.empty(n, 3, 32, 32, { dtype = "uint8", device = "cpu" })
-  local labels = netcl.empty(n, { dtype = "int64", device = "cpu" })
+  local images = core.empty(n, 3, 32, 32, { dtype = "uint8", device = "cpu" })
+  local labels = core.empty(n, { dtype = "int64", device = "cpu" })
   local pos = 1
   for k = 1, #imgs do
     local m = imgs[k]:size(1)

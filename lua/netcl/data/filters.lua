@@ -6,6 +6,7 @@
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
 local augment = require("netcl.data.augment")
+local core = require("netcl.core")
 local throw = lib.throw
 
 local M = {}
@@ -57,10 +58,10 @@ function M.normalize(mean, std)
     local key = x.device .. ":" .. c .. ":" .. x.dtype
     local k = cache[key]
     if not k then
-      local netcl, m, r = require("netcl"), {}, {}
+      local m, r = {}, {}
       for i = 1, c do m[i], r[i] = mean[#mean == 1 and 1 or i], 1 / std[#std == 1 and 1 or i] end
       local o = { device = x.device, dtype = x.dtype }
-      k = { netcl.tensor(m, o):view(1, c, 1, 1), netcl.tensor(r, o):view(1, c, 1, 1) }
+      k = { core.tensor(m, o):view(1, c, 1, 1), core.tensor(r, o):view(1, c, 1, 1) }
       cache[key] = k
     end
     return (x - k[1]) * k[2], ...
@@ -73,7 +74,7 @@ function M.horizontal_flip(p)
   return function(x, ...)
     check_x(x, "horizontal_flip")
     local n = x:size(1)
-    local u = tensor.to_doubles(require("netcl").rand(n, { device = "cpu" }))
+    local u = tensor.to_doubles(core.rand(n, { device = "cpu" }))
     local mask = {}
     for i = 1, n do mask[i] = u[i - 1] < p end
     return augment.flip_horizontal(x, mask), ...
@@ -97,7 +98,7 @@ function M.random_crop(padding, crop_size, pad_mode, fill)
     if ry < 1 or rx < 1 then
       throw(("random_crop: crop %dx%d does not fit %dx%d images padded by %d"):format(ch, cw, h, w, padding))
     end
-    local u = tensor.to_doubles(require("netcl").rand(2 * n, { device = "cpu" }))
+    local u = tensor.to_doubles(core.rand(2 * n, { device = "cpu" }))
     local off = {}
     for i = 0, n - 1 do off[i + 1] = { 1 + math.floor(u[2 * i] * ry), 1 + math.floor(u[2 * i + 1] * rx) } end
     return augment.crop(x, off, padding, ch, cw, pad_mode, fill), ...

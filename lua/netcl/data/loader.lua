@@ -10,6 +10,7 @@ local lib = require("netcl.lib")
 local util = require("netcl.data.util")
 local workers = require("netcl.data.workers")
 local ring_mod = require("netcl.data.ring")
+local core = require("netcl.core")
 local C, throw = lib.C, lib.throw
 
 local M = {}
@@ -49,12 +50,11 @@ function M.DataLoader(dataset, opts)
   if self.transforms ~= nil and type(self.transforms) ~= "function" and type(self.transforms) ~= "table" then
     throw("DataLoader: transforms must be a function or a list of functions, got " .. type(self.transforms))
   end
-  local netcl = require("netcl")
-  if opts.device ~= nil then self.device = netcl.device(opts.device).name end
+  if opts.device ~= nil then self.device = core.device(opts.device).name end
   if self.device == "cpu" then self.device = nil end
   -- no seed: one draw from the global generator (netcl.manual_seed fixes it)
   if opts.seed ~= nil then count(opts.seed, "seed", 0) end
-  self.seed = opts.seed or netcl.randint(0, 2 ^ 52, { 1 }, { device = "cpu" }):item()
+  self.seed = opts.seed or core.randint(0, 2 ^ 52, { 1 }, { device = "cpu" }):item()
   return (util.object(Loader, self))
 end
 
@@ -202,7 +202,7 @@ local function upload(self, fields)
     local f = fields[i]
     local s = stage[i]
     if not s or not same_shape(s, f) then
-      s = require("netcl").empty_pinned(f:size(), { device = device, dtype = f.dtype })
+      s = core.empty_pinned(f:size(), { device = device, dtype = f.dtype })
       stage[i] = s
     end
     s:copy_(f)                 -- waits (on the host) only if this set's last upload were still running

@@ -5,11 +5,10 @@
 local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
+local core = require("netcl.core")
 local C, throw = lib.C, lib.throw
 local H, call1, is_tensor = tensor.handle, tensor.call1, tensor.is_tensor
 local M = {}
-
-local function netcl() return require("netcl") end
 
 local function opt(h)
   return h and H(h) or nil
@@ -34,7 +33,7 @@ end
 -- ---- layers -------------------------------------------------------------------------
 
 -- x [..., in] @ w[out, in]^T + b[out]
-function M.linear(x, w, b) return netcl().linear(x, w, b) end
+function M.linear(x, w, b) return core.linear(x, w, b) end
 function M.bilinear(x1, x2, w, b)
   -- y[n, o] = x1[n, i] w[o, i, j] x2[n, j] + b[o]
   local o, i, j = w:size(1), w:size(2), w:size(3)
@@ -46,7 +45,7 @@ end
 
 for _, name in ipairs({ "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
                         "unfold", "fold" }) do
-  M[name] = function(...) return netcl()[name](...) end
+  M[name] = function(...) return core[name](...) end
 end
 
 for _, name in ipairs({ "relu", "relu6", "sigmoid", "tanh", "silu", "elu", "leaky_relu", "hardtanh", "gelu",
@@ -122,9 +121,9 @@ function M.embedding(idx, weight, padding_idx)
   if not is_tensor(idx) or not INT[idx.dtype] then
     throw("embedding: the indices must be an integer tensor, got " .. (is_tensor(idx) and idx.dtype or type(idx)))
   end
-  local out = netcl().embedding(idx, weight)
-  if padding_idx and weight.requires_grad and netcl().is_grad_enabled() then
-    out = netcl().where(idx:ne(padding_idx):unsqueeze(-1), out, out:detach())
+  local out = core.embedding(idx, weight)
+  if padding_idx and weight.requires_grad and core.is_grad_enabled() then
+    out = core.where(idx:ne(padding_idx):unsqueeze(-1), out, out:detach())
   end
   return out
 end
@@ -135,7 +134,7 @@ function M.pad(x, pads, o) return x:pad(pads, o) end
 M.upsample = function(x, o) return M.interpolate(x, o) end
 
 -- labels (1-based integers) -> 0/1 one-hot of num_classes (float32 unless dtype), range-checked
-function M.one_hot(labels, num_classes, dtype) return netcl().one_hot(labels, num_classes, dtype or "float32") end
+function M.one_hot(labels, num_classes, dtype) return core.one_hot(labels, num_classes, dtype or "float32") end
 
 -- ---- losses ------------------------------------------------------------------------
 

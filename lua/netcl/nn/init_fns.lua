@@ -8,10 +8,8 @@
 local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
+local core = require("netcl.core")
 local throw, is_tensor = lib.throw, tensor.is_tensor
-
-local netcl_ -- loaded on first use (netcl requires this file)
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 local M = {}
 
@@ -26,12 +24,12 @@ end
 -- draws in the tensor's own dtype where the rng has it, else float32
 local function draw(kind, t)
   local dt = (t.dtype == "float64") and "float64" or "float32"
-  local f = kind == "normal" and netcl().randn or netcl().rand
+  local f = kind == "normal" and core.randn or core.rand
   return f(t:size(), { device = t.device, dtype = dt })
 end
 
 local function write(t, v)
-  netcl().no_grad(function() t:copy_(v) end)
+  core.no_grad(function() t:copy_(v) end)
   return t
 end
 
@@ -50,7 +48,7 @@ end
 function M.constant_(t, value)
   check("constant_", t)
   if type(value) ~= "number" then throw("nn.init.constant_: value must be a number, got " .. type(value)) end
-  netcl().no_grad(function() t:fill_(value) end)
+  core.no_grad(function() t:fill_(value) end)
   return t
 end
 function M.zeros_(t) return M.constant_(t, 0) end
@@ -60,7 +58,7 @@ function M.ones_(t) return M.constant_(t, 1) end
 function M.eye_(t)
   check("eye_", t)
   if t:dim() ~= 2 then throw("nn.init.eye_: expected a 2-D tensor, got " .. t:dim() .. " dims") end
-  return write(t, netcl().eye(t:size(1), t:size(2), { device = t.device, dtype = t.dtype }))
+  return write(t, core.eye(t:size(1), t:size(2), { device = t.device, dtype = t.dtype }))
 end
 
 -- fan_in, fan_out of a weight: [out, in, k...] (Linear, Conv)
@@ -179,13 +177,13 @@ function M.orthogonal_(t, gain)
   local rows = t:size(1)
   local cols = t:numel() / rows
   if rows * cols == 0 then return t end
-  local flat = netcl().randn(rows, cols, { device = "cpu", dtype = "float64" })
+  local flat = core.randn(rows, cols, { device = "cpu", dtype = "float64" })
   local m, n = rows, cols
   if rows < cols then flat, m, n = flat:t():contiguous(), cols, rows end
   local a = ffi.new("double[?]", m * n)
   lib.check(lib.C.netcl_tensor_to_doubles(tensor.handle(flat), a, m * n))
   local q = householder_q(a, m, n)
-  local qt = netcl().from_pointer(q, "float64", { m, n }, { device = "cpu" })
+  local qt = core.from_pointer(q, "float64", { m, n }, { device = "cpu" })
   if rows < cols then qt = qt:t() end
   return write(t, (qt * (gain or 1)):reshape(t:size()):to(t.device))
 end

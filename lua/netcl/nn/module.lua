@@ -8,10 +8,8 @@
 local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
+local core = require("netcl.core")
 local throw, is_tensor, C = lib.throw, tensor.is_tensor, lib.C
-
-local netcl_ -- the netcl module, loaded on first use (it requires this file)
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 local M = {}
 
@@ -296,7 +294,7 @@ function Module:zero_grad(set_to_none)
     if set_to_none then p.grad = nil
     else
       local g = p.grad
-      if g then netcl().no_grad(g.zero_, g) end
+      if g then core.no_grad(g.zero_, g) end
     end
   end
   return self
@@ -313,7 +311,7 @@ local function parse_target(a, b)
   elseif type(a) == "string" and C.netcl_dtype_from_name(a) ~= C.NETCL_DTYPE_COUNT then dt = a
   elseif a ~= nil then dev = a end
   if type(b) == "string" then dt = b end
-  if dev ~= nil then dev = netcl().device(dev).name end
+  if dev ~= nil then dev = core.device(dev).name end
   if dt ~= nil then
     local code = C.netcl_dtype_from_name(tostring(dt))
     if code == C.NETCL_DTYPE_COUNT then throw("Module:to: unknown dtype '" .. tostring(dt) .. "'") end
@@ -354,7 +352,7 @@ end
 function Module:to(a, b)
   local dev, dt = parse_target(a, b)
   local cache = {}
-  netcl().no_grad(function()
+  core.no_grad(function()
     for _, m in ipairs(self:modules()) do
       move(m, "_parameters", dev, dt, cache)
       move(m, "_buffers", dev, dt, cache)
@@ -428,7 +426,7 @@ function Module:load_state_dict(sd, strict)
     if #mismatched == 0 then lines[#lines + 1] = "  (load_state_dict(sd, false) loads the matching entries and returns this report)" end
     throw(table.concat(lines, "\n"))
   end
-  netcl().no_grad(function()
+  core.no_grad(function()
     for name, t in pairs(own) do
       local v = sd[name]
       if v ~= nil then t:copy_(v) end

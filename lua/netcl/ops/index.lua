@@ -30,15 +30,6 @@ local function ndim(t) return C.netcl_tensor_ndim(H(t)) end
 local function plus1(t) return binary(t, 1, OP.add) end
 local function describe(t) local b = ffi.new("char[256]"); C.netcl_tensor_describe(H(t), b, 256); return ffi.string(b) end
 
--- an index argument: an integer tensor, or a Lua table / number of 1-based
--- indices (made an int64 tensor on t's device)
-local function as_index(t, idx, op)
-  if is_tensor(idx) then return idx end
-  if type(idx) == "number" then idx = { idx } end
-  if type(idx) ~= "table" then throw(op .. ": the index must be a tensor or a table of integers, got " .. type(idx)) end
-  return require("netcl").tensor(idx, { dtype = "int64", device = t.device })
-end
-
 -- dim of t (1-based, negative from the end; default `default`) -> 0-based
 local function dim_of(t, d, default, op)
   local nd = ndim(t)
@@ -73,7 +64,17 @@ local function cat_ref(list)
   return list[1]
 end
 
+-- Installs the family into the core module `netcl` (lua/netcl/core.lua) and the Tensor methods.
 return function(netcl, methods)
+  -- an index argument: an integer tensor, or a Lua table / number of 1-based
+  -- indices (made an int64 tensor on t's device)
+  local function as_index(t, idx, op)
+    if is_tensor(idx) then return idx end
+    if type(idx) == "number" then idx = { idx } end
+    if type(idx) ~= "table" then throw(op .. ": the index must be a tensor or a table of integers, got " .. type(idx)) end
+    return netcl.tensor(idx, { dtype = "int64", device = t.device })
+  end
+
   -- ---- joining and splitting ----------------------------------------------------------
 
   -- cat({a, b, ...}, dim = 1) or cat(a, b, ..., dim)

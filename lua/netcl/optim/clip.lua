@@ -6,10 +6,8 @@
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
 local module = require("netcl.nn.module")
+local core = require("netcl.core")
 local throw, is_tensor = lib.throw, tensor.is_tensor
-
-local netcl_
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 local M = {}
 
@@ -58,8 +56,8 @@ local function clip(who, params, max_norm, norm_type, before_scaling)
   if type(max_norm) ~= "number" or max_norm < 0 then throw(who .. ": max_norm must be a non-negative number, got " .. tostring(max_norm)) end
   local p = check_norm_type(who, norm_type)
   local grads = grads_of(who, params)
-  if #grads == 0 then return netcl().zeros({}) end
-  return netcl().no_grad(function()
+  if #grads == 0 then return core.zeros({}) end
+  return core.no_grad(function()
     local norm = total_norm(grads, p)
     if before_scaling then before_scaling(norm) end
     local coef = ((norm + 1e-6):reciprocal() * max_norm):clamp(nil, 1)
@@ -91,7 +89,7 @@ end
 -- Clamps every gradient element into [-clip_value, clip_value] in place.
 function M.clip_grad_value(params, clip_value)
   if type(clip_value) ~= "number" or clip_value < 0 then throw("clip_grad_value: clip_value must be a non-negative number, got " .. tostring(clip_value)) end
-  netcl().no_grad(function()
+  core.no_grad(function()
     for _, g in ipairs(grads_of("clip_grad_value", params)) do g:clamp_(-clip_value, clip_value) end
   end)
 end

@@ -13,10 +13,9 @@ local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
 local module = require("netcl.nn.module")
+local core = require("netcl.core")
+local autograd = require("netcl.autograd")
 local C, throw, check, is_tensor, H = lib.C, lib.throw, lib.check, tensor.is_tensor, tensor.handle
-
-local netcl_
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 local M = {}
 local ALIGN = 16   -- elements: each slice starts 64-byte aligned for float32
@@ -56,10 +55,10 @@ local function flatten(b)
   end
   local opts = { device = b.device, dtype = b.dtype }
   b.n = off
-  b.flat, b.grad = netcl().zeros(off, opts), netcl().zeros(off, opts)
+  b.flat, b.grad = core.zeros(off, opts), core.zeros(off, opts)
   b.flat_h, b.grad_h = H(b.flat), H(b.grad)
   b.state, b.state_h, b.live = {}, {}, {}
-  netcl().no_grad(function()
+  core.no_grad(function()
     for i, p in ipairs(b.params) do
       local ps, gs = slot(b, b.flat, i), slot(b, b.grad, i)
       ps:copy_(p)
@@ -95,7 +94,7 @@ end
 -- or zeroing the slice when there is none, if copy_foreign).
 local function reattach(b, i, copy_foreign)
   local p = b.params[i]
-  netcl().no_grad(function()
+  core.no_grad(function()
     local gs, cur = slot(b, b.grad, i), p.grad
     if copy_foreign then
       if cur then gs:copy_(cur) else gs:zero_() end
@@ -216,7 +215,7 @@ end
 local function state_buffer(b, name, fill)
   local t = b.state[name]
   if not t then
-    t = netcl().full({ b.n }, fill or 0, { device = b.device, dtype = b.dtype })
+    t = core.full({ b.n }, fill or 0, { device = b.device, dtype = b.dtype })
     b.state[name], b.state_h[name] = t, H(t)
   end
   return t
@@ -227,7 +226,7 @@ M.state_buffer = state_buffer
 local function import_group(self, gi, states, step)
   local gs = self._groups[gi]
   gs.step = step
-  netcl().no_grad(function()
+  core.no_grad(function()
     for _, b in ipairs(gs.buckets) do
       for i, pos in ipairs(b.index) do
         for name, t in pairs(states[pos] or {}) do
@@ -259,7 +258,7 @@ end
 -- Runs closure (with grad mode on) first when given; returns its result.
 function Optimizer:step(closure)
   local loss
-  if closure ~= nil then loss = require("netcl.autograd").with_grad_mode(true, closure) end
+  if closure ~= nil then loss = autograd.with_grad_mode(true, closure) end
   for gi, group in ipairs(self.param_groups) do
     sync(self, gi, true)
     local gs = self._groups[gi]

@@ -7,10 +7,8 @@
 local lib = require("netcl.lib")
 local module = require("netcl.nn.module")
 local F = require("netcl.nn.functional")
+local core = require("netcl.core")
 local Module, Parameter, throw = module.Module, module.Parameter, lib.throw
-
-local netcl_
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 local M = {}
 
@@ -90,7 +88,7 @@ function PReLU:__init(num_parameters, init, opts)
   end
   self.num_parameters = num_parameters
   self.init = number("PReLU", "init", init, 0.25)
-  self.weight = Parameter(netcl().full({ num_parameters }, self.init, { device = opts.device, dtype = opts.dtype }))
+  self.weight = Parameter(core.full({ num_parameters }, self.init, { device = opts.device, dtype = opts.dtype }))
 end
 
 function PReLU:forward(x)

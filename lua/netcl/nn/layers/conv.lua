@@ -11,10 +11,8 @@ local lib = require("netcl.lib")
 local module = require("netcl.nn.module")
 local init = require("netcl.nn.init_fns")
 local F = require("netcl.nn.functional")
+local core = require("netcl.core")
 local Module, Parameter, throw = module.Module, module.Parameter, lib.throw
-
-local netcl_
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 local M = {}
 
@@ -105,8 +103,8 @@ function ConvNd:_setup(who, nsp, transposed, in_channels, out_channels, kernel_s
   local f = { device = opts.device, dtype = opts.dtype or "float32" }
   local wshape = transposed and { in_channels, out_channels / self.groups } or { out_channels, in_channels / self.groups }
   for i = 1, nsp do wshape[#wshape + 1] = self.kernel_size[i] end
-  self.weight = Parameter(netcl().empty(wshape, f))
-  if opts.bias ~= false then self.bias = Parameter(netcl().empty(out_channels, f)) end
+  self.weight = Parameter(core.empty(wshape, f))
+  if opts.bias ~= false then self.bias = Parameter(core.empty(out_channels, f)) end
   self:reset_parameters()
 end
 

@@ -8,10 +8,8 @@ local module = require("netcl.nn.module")
 local init = require("netcl.nn.init_fns")
 local tensor = require("netcl.tensor")
 local F = require("netcl.nn.functional")
+local core = require("netcl.core")
 local Module, Parameter, throw = module.Module, module.Parameter, lib.throw
-
-local netcl_
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 local M = {}
 
@@ -50,7 +48,7 @@ function Embedding:__init(num_embeddings, embedding_dim, opts)
     end
     self.weight = Parameter(w)
   else
-    self.weight = Parameter(netcl().empty(num_embeddings, embedding_dim, { device = opts.device, dtype = opts.dtype or "float32" }))
+    self.weight = Parameter(core.empty(num_embeddings, embedding_dim, { device = opts.device, dtype = opts.dtype or "float32" }))
     self:reset_parameters()
   end
 end
@@ -58,7 +56,7 @@ end
 function Embedding:reset_parameters()
   init.normal_(self.weight)
   if self.padding_idx then
-    netcl().no_grad(function() self.weight:select(1, self.padding_idx):zero_() end)
+    core.no_grad(function() self.weight:select(1, self.padding_idx):zero_() end)
   end
 end
 

@@ -5,10 +5,8 @@ local lib = require("netcl.lib")
 local module = require("netcl.nn.module")
 local init = require("netcl.nn.init_fns")
 local F = require("netcl.nn.functional")
+local core = require("netcl.core")
 local Module, Parameter, throw = module.Module, module.Parameter, lib.throw
-
-local netcl_
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 local M = {}
 
@@ -39,8 +37,8 @@ function Linear:__init(in_features, out_features, opts)
   self.in_features = positive_int("Linear", "in_features", in_features)
   self.out_features = positive_int("Linear", "out_features", out_features)
   local f = factory(opts)
-  self.weight = Parameter(netcl().empty(out_features, in_features, f))
-  if opts.bias ~= false then self.bias = Parameter(netcl().empty(out_features, f)) end
+  self.weight = Parameter(core.empty(out_features, in_features, f))
+  if opts.bias ~= false then self.bias = Parameter(core.empty(out_features, f)) end
   self:reset_parameters()
 end
 
@@ -73,8 +71,8 @@ function Bilinear:__init(in1_features, in2_features, out_features, opts)
   self.in2_features = positive_int("Bilinear", "in2_features", in2_features)
   self.out_features = positive_int("Bilinear", "out_features", out_features)
   local f = factory(opts)
-  self.weight = Parameter(netcl().empty(out_features, in1_features, in2_features, f))
-  if opts.bias ~= false then self.bias = Parameter(netcl().empty(out_features, f)) end
+  self.weight = Parameter(core.empty(out_features, in1_features, in2_features, f))
+  if opts.bias ~= false then self.bias = Parameter(core.empty(out_features, f)) end
   self:reset_parameters()
 end
 

@@ -10,10 +10,8 @@ local lib = require("netcl.lib")
 local module = require("netcl.nn.module")
 local init = require("netcl.nn.init_fns")
 local F = require("netcl.nn.functional")
+local core = require("netcl.core")
 local Module, Parameter, throw = module.Module, module.Parameter, lib.throw
-
-local netcl_
-local function netcl() netcl_ = netcl_ or require("netcl"); return netcl_ end
 
 local M = {}
 
@@ -56,20 +54,20 @@ function BatchNorm:_setup(who, num_features, opts)
   self.track_running_stats = opts.track_running_stats ~= false
   local f = { device = opts.device, dtype = opts.dtype or "float32" }
   if self.affine then
-    self.weight = Parameter(netcl().ones(num_features, f))
-    self.bias = Parameter(netcl().zeros(num_features, f))
+    self.weight = Parameter(core.ones(num_features, f))
+    self.bias = Parameter(core.zeros(num_features, f))
   end
   if self.track_running_stats then
-    self:register_buffer("running_mean", netcl().zeros(num_features, f))
-    self:register_buffer("running_var", netcl().ones(num_features, f))
-    self:register_buffer("num_batches_tracked", netcl().zeros({}, { device = opts.device, dtype = "int64" }))
+    self:register_buffer("running_mean", core.zeros(num_features, f))
+    self:register_buffer("running_var", core.ones(num_features, f))
+    self:register_buffer("num_batches_tracked", core.zeros({}, { device = opts.device, dtype = "int64" }))
   end
 end
 
 -- running_mean = 0, running_var = 1, num_batches_tracked = 0
 function BatchNorm:reset_running_stats()
   if not self.track_running_stats then return end
-  netcl().no_grad(function()
+  core.no_grad(function()
     self.running_mean:zero_(); self.running_var:fill_(1); self.num_batches_tracked:zero_()
   end)
 end
@@ -96,7 +94,7 @@ function BatchNorm:forward(x)
   if self.training and self.track_running_stats then
     rm, rv = self.running_mean, self.running_var
     local nbt = self.num_batches_tracked
-    netcl().no_grad(nbt.add_, nbt, 1)
+    core.no_grad(nbt.add_, nbt, 1)
   elseif not self.training and self.track_running_stats then
     rm, rv = self.running_mean, self.running_var
   end
@@ -139,8 +137,8 @@ function LayerNorm:__init(normalized_shape, opts)
   self.elementwise_affine = opts.elementwise_affine ~= false
   local f = { device = opts.device, dtype = opts.dtype or "float32" }
   if self.elementwise_affine then
-    self.weight = Parameter(netcl().ones(shape, f))
-    if opts.bias ~= false then self.bias = Parameter(netcl().zeros(shape, f)) end
+    self.weight = Parameter(core.ones(shape, f))
+    if opts.bias ~= false then self.bias = Parameter(core.zeros(shape, f)) end
   end
 end
 
@@ -185,8 +183,8 @@ function GroupNorm:__init(num_groups, num_channels, opts)
   self.affine = opts.affine ~= false
   local f = { device = opts.device, dtype = opts.dtype or "float32" }
   if self.affine then
-    self.weight = Parameter(netcl().ones(num_channels, f))
-    self.bias = Parameter(netcl().zeros(num_channels, f))
+    self.weight = Parameter(core.ones(num_channels, f))
+    self.bias = Parameter(core.zeros(num_channels, f))
   end
 end
 
