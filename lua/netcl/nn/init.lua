@@ -10,10 +10,11 @@ nn.Parameter = module.Parameter
 nn.is_parameter = module.is_parameter
 nn.is_module = module.is_module
 
-for _, file in ipairs({ "netcl.nn.containers", "netcl.nn.layers.linear", "netcl.nn.layers.activation",
-                        "netcl.nn.layers.dropout", "netcl.nn.layers.loss", "netcl.nn.layers.conv",
-                        "netcl.nn.layers.norm", "netcl.nn.layers.pool", "netcl.nn.layers.embedding" }) do
-  for name, v in pairs(require(file)) do
+for _, classes in ipairs({ require("netcl.nn.containers"), require("netcl.nn.layers.linear"),
+                           require("netcl.nn.layers.activation"), require("netcl.nn.layers.dropout"),
+                           require("netcl.nn.layers.loss"), require("netcl.nn.layers.conv"), require("netcl.nn.layers.norm"),
+                           require("netcl.nn.layers.pool"), require("netcl.nn.layers.embedding") }) do
+  for name, v in pairs(classes) do
     if type(v) == "table" and v.__is_module and name:sub(1, 1) ~= "_" then nn[name] = v end
   end
 end

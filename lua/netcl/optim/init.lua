@@ -4,8 +4,8 @@
 local M = {}
 
 M.Optimizer = require("netcl.optim.optimizer").Optimizer
-for _, file in ipairs({ "netcl.optim.sgd", "netcl.optim.adam", "netcl.optim.rmsprop" }) do
-  for name, cls in pairs(require(file)) do M[name] = cls end
+for _, classes in ipairs({ require("netcl.optim.sgd"), require("netcl.optim.adam"), require("netcl.optim.rmsprop") }) do
+  for name, cls in pairs(classes) do M[name] = cls end
 end
 
 local clip = require("netcl.optim.clip")
