@@ -4,7 +4,7 @@
  * the output with what its rule (rules_index.c) needs. In-place scatter_
  * follows the protocol of inplace.c. */
 #include "autograd/autograd.h"
-#include "ops/index.h"
+#include "ops/ops.h"
 
 #define FORWARD(st, call) do { int prev_ = nc_grad_push_disabled(); st = (call); nc_grad_pop(prev_); } while (0)
 

@@ -7,7 +7,7 @@
  * (expand + reshape), topk (sort + narrow), bernoulli (rand < p). Arguments
  * are checked up front so messages name the op the caller used. */
 #include "autograd/expr.h"
-#include "ops/index.h"
+#include "ops/ops.h"
 #include <stdlib.h>
 #include <string.h>
 

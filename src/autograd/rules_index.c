@@ -4,7 +4,7 @@
  * where each value came from) and the scans (cumsum: reverse cumsum;
  * cumprod: exact also when the input holds zeros). Grad mode is off here. */
 #include "autograd/expr.h"
-#include "ops/index.h"
+#include "ops/ops.h"
 #include <string.h>
 
 #define R(x) netcl_tensor_release(x)

@@ -1,219 +1,747 @@
-/* conv.c — the forward op layer for unfold (im2col), fold (col2im) and 2-D
- * pooling: argument checks with clear messages, output sizes, contiguous
- * operands for the kernels. The windows take (h, w) pairs. */
+/* conv.c — 2-D convolution passes (forward, backward-data,
+ * backward-weight) with several strategies and the planner that picks one:
+ *   direct     the reference kernels (any geometry)
+ *   depthwise  groups = C (any channel multiplier), windows up to 81 taps:
+ *              kernels of their own (the window compiled in)
+ *   im2col     unfold + one GEMM per group for the whole batch (+ fold)
+ *   gemm1x1    1x1 stride-1 unpadded: the GEMM on the input as it is
+ *   winograd2  F(2x2, 3x3) and winograd4 F(4x4, 3x3): 3x3, stride 1,
+ *              dilation 1, groups 1 (all three passes; backward-weight
+ *              through the transforms' adjoints)
+ *   implicit_gemm  the GEMM with the input gathered tile by tile, never
+ *              unfolded (any geometry, all three passes)
+ *   tiled      direct convolution through local-memory tiles of input and
+ *              weights (forward; backward-data at stride 1, groups 1;
+ *              backward-weight of small weights, image by image)
+ * netcl_set_conv_algo or NETCL_CONV_ALGO=<name> forces one wherever it
+ * applies (the planner's choice elsewhere). Every pass returns a new contiguous tensor. Forward
+ * and backward-data passes take an epilogue (bias, activation), fused into
+ * the kernels by implicit_gemm, tiled, im2col and gemm1x1 (one group) and
+ * applied after the others. */
 #include "ops/ops.h"
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static netcl_status check_window(const char *op, const netcl_tensor *x, const int64_t *k, const int64_t *s,
-                                 const int64_t *p, const int64_t *d)
+static const char *const algo_names[NC_CONV_ALGO_COUNT] = {
+    [NC_CONV_AUTO] = "auto", [NC_CONV_DIRECT] = "direct", [NC_CONV_DEPTHWISE] = "depthwise",
+    [NC_CONV_IM2COL] = "im2col", [NC_CONV_GEMM1X1] = "gemm1x1", [NC_CONV_WINOGRAD2] = "winograd2",
+    [NC_CONV_WINOGRAD4] = "winograd4", [NC_CONV_IGEMM] = "implicit_gemm", [NC_CONV_TILED] = "tiled",
+};
+
+const char *nc_conv_algo_name(nc_conv_algo a) { return (unsigned)a < NC_CONV_ALGO_COUNT ? algo_names[a] : "?"; }
+
+nc_conv_algo nc_conv_algo_from_name(const char *name)
 {
-    for (int i = 0; i < 2; i++)
-        if (k[i] <= 0 || s[i] <= 0 || p[i] < 0 || d[i] <= 0)
-            return nc_fail(NETCL_ERR_ARGUMENT, "%s: kernel (%lld, %lld), stride (%lld, %lld), dilation (%lld, %lld) must be "
-                           "positive and padding (%lld, %lld) non-negative (input %s)", op, (long long)k[0], (long long)k[1],
-                           (long long)s[0], (long long)s[1], (long long)d[0], (long long)d[1], (long long)p[0],
-                           (long long)p[1], nc_describe(x));
-    return NETCL_OK;
+    for (int i = 0; i < NC_CONV_ALGO_COUNT; i++)
+        if (name && strcmp(name, algo_names[i]) == 0) return (nc_conv_algo)i;
+    return NC_CONV_ALGO_COUNT;
 }
 
-static netcl_status float_input(const char *op, const netcl_tensor *x, int ndim)
+/* The tiled kernels compile the taps in and stage a tile's whole input
+ * patch: small kernels, strides and dilations; its grid's third dim holds
+ * images x groups x blocks of 8 channels. Backward-data runs as the
+ * forward convolution of dy with the flipped weights (stride 1, groups 1,
+ * padding d (k - 1) - p >= 0). */
+static int tiled_applicable(const nc_conv_args *g, nc_conv_pass pass)
 {
-    if (x->ndim != ndim)
-        return nc_fail(NETCL_ERR_ARGUMENT, "%s: expects a %d-dim input, got %s", op, ndim, nc_describe(x));
-    if (!nc_dtype_is_float(x->dtype))
-        return nc_fail(NETCL_ERR_ARGUMENT, "%s: needs a floating tensor, got %s", op, nc_describe(x));
-    return NETCL_OK;
+    if (g->KH > 11 || g->KW > 11 || g->SH > 4 || g->SW > 4 || g->DH * (g->KH - 1) > 20 || g->DW * (g->KW - 1) > 20)
+        return 0;
+    if (pass == NC_CONV_PASS_FWD) return g->N * g->G * ((g->O / g->G + 7) / 8) <= 65535;
+    if (pass == NC_CONV_PASS_DATA)
+        return g->SH == 1 && g->SW == 1 && g->G == 1 && g->DH * (g->KH - 1) >= g->PH && g->DW * (g->KW - 1) >= g->PW &&
+               g->N * ((g->C + 7) / 8) <= 65535;
+    return nc_tw_fits(g);
 }
 
-/* positions of a window along one dim (floor, or ceil_mode's rule) */
-int64_t nc_window_positions(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode)
-{
-    if (s <= 0 || k <= 0 || d <= 0) return 0;   /* invalid windows are refused by the callers' checks */
-    int64_t span = in + 2 * p - d * (k - 1) - 1;
-    if (span < 0) return 0;
-    int64_t n = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-    if (ceil_mode && (n - 1) * s >= in + p) n--;   /* the last window must start inside the input or left padding */
-    return n;
-}
+/* the depthwise kernels keep a sum per tap in registers (backward-weight) */
+#define DW_TAPS 81
 
-/* fills g for input sizes n, c, h, w; an error when no window fits */
-static netcl_status conv_geom(const char *op, const netcl_tensor *x, int64_t n, int64_t c, int64_t h, int64_t w,
-                              const int64_t *k, const int64_t *d, const int64_t *p, const int64_t *s, nc_conv_geom *g)
+int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
 {
-    *g = (nc_conv_geom){n, c, h, w, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], 0, 0};
-    g->oh = nc_window_positions(h, k[0], s[0], p[0], d[0], 0);
-    g->ow = nc_window_positions(w, k[1], s[1], p[1], d[1], 0);
-    if (g->oh <= 0 || g->ow <= 0)
-        return nc_fail(NETCL_ERR_ARGUMENT, "%s: a (%lld, %lld) window with dilation (%lld, %lld) does not fit into a "
-                       "%lld x %lld input padded by (%lld, %lld) (input %s)", op, (long long)k[0], (long long)k[1],
-                       (long long)d[0], (long long)d[1], (long long)h, (long long)w, (long long)p[0], (long long)p[1],
-                       nc_describe(x));
-    return NETCL_OK;
-}
-
-/* the cols operand as the kernels take it: any strides for (n, k) but
- * unit stride along l (a transposed [K, N, L] product reads in place) */
-static int cols_in_place(const netcl_tensor *c)
-{
-    return c->ndim == 3 && (c->sizes[2] == 1 || c->strides[2] == 1) && c->strides[0] >= 0 && c->strides[1] >= 0;
-}
-
-/* im2col of x (copied if not contiguous) into the cols view *cv;
- * col2im of cols (copied unless cols_in_place) into the new image *out */
-static netcl_status run_im2col(netcl_tensor *cv, netcl_tensor *x, const nc_conv_geom *g)
-{
-    netcl_tensor *c = NULL;
-    NC_TRY(nc_fwd_tensor_contiguous(&c, x));
-    nc_desc o, xd;
-    nc_desc_of(&o, cv);
-    nc_desc_of(&xd, c);
-    netcl_status st = netcl_tensor_numel(c) == 0 ? nc_dev(x)->backend->elementwise.fill(nc_dev(x), &o, 0)
-                                                 : nc_dev(x)->backend->conv.im2col(nc_dev(x), &o, &xd, g);
-    netcl_tensor_release(c);
-    return st;
-}
-
-static netcl_status run_col2im(netcl_tensor **out, netcl_tensor *cols, const int64_t *sizes, const nc_conv_geom *g)
-{
-    netcl_tensor *c = NULL;
-    if (cols_in_place(cols)) netcl_tensor_retain(c = cols);
-    else NC_TRY(nc_fwd_tensor_contiguous(&c, cols));
-    netcl_status st = nc_tensor_new(out, nc_dev(cols), cols->dtype, 4, sizes);
-    if (st == NETCL_OK && netcl_tensor_numel(*out) > 0) {
-        nc_desc o, cd;
-        nc_desc_of(&o, *out);
-        nc_desc_of(&cd, c);
-        st = netcl_tensor_numel(c) == 0 ? nc_dev(cols)->backend->elementwise.fill(nc_dev(cols), &o, 0)
-                                        : nc_dev(cols)->backend->conv.col2im(nc_dev(cols), &o, &cd, g);
+    switch (a) {
+    case NC_CONV_DIRECT: case NC_CONV_IM2COL: case NC_CONV_IGEMM: return 1;
+    case NC_CONV_TILED: return tiled_applicable(g, pass);
+    case NC_CONV_DEPTHWISE: return g->G == g->C && g->G > 1 && g->KH * g->KW <= DW_TAPS;
+    case NC_CONV_GEMM1X1:
+        return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PH == 0 && g->PW == 0 && g->G == 1;
+    case NC_CONV_WINOGRAD2: case NC_CONV_WINOGRAD4:
+        return g->KH == 3 && g->KW == 3 && g->SH == 1 && g->SW == 1 && g->DH == 1 && g->DW == 1 && g->G == 1 &&
+               (pass != NC_CONV_PASS_DATA || (g->PH <= 2 && g->PW <= 2));
+    default: return 0;
     }
-    netcl_tensor_release(c);
-    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
+}
+
+/* the convolution convtiled.cl runs for a pass: the forward itself, or for
+ * backward-data at stride 1 the forward convolution of dy with the
+ * flipped, transposed weights and padding d (k - 1) - p */
+static nc_conv_args tiled_kernel_args(const nc_conv_args *g, nc_conv_pass pass)
+{
+    if (pass != NC_CONV_PASS_DATA) return *g;
+    return (nc_conv_args){g->N, g->O, g->OH, g->OW, g->C, 1, g->KH, g->KW, 1, 1, g->DH * (g->KH - 1) - g->PH,
+                          g->DW * (g->KW - 1) - g->PW, g->DH, g->DW, g->H, g->W};
+}
+
+/* Tiled wins where the reduction per output is short and the channel
+ * blocks are few (LeNet's 5x5 layers: on an H100 0.036 against im2col's
+ * 0.074 ms forward at 1 -> 6 channels, 0.060 against 0.101 at 6 -> 16;
+ * ResNet's 64-channel 3x3 layers lose 3x to Winograd), and a stem's
+ * forward pass on the wide tile (nc_conv_tile_for: ResNet's 3 -> 64 at
+ * batch 128 read 0.042 ms against the implicit GEMM's 0.058 on an H200,
+ * cuDNN 0.040; stride 1 only, as measured). Backward-data runs
+ * the flipped convolution, whose reduction is over the output channels. */
+static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
+{
+    if (!tiled_applicable(g, pass)) return 0;
+    /* backward-weight: LeNet's layers where im2col unfolds, copies and
+     * splits K to produce a few thousand weights */
+    if (pass == NC_CONV_PASS_WEIGHT) return dev->type == NETCL_DEVICE_OPENCL_GPU;
+    /* on the 2-core development machine the cpu's tiled rows ran LeNet's
+     * first layer in 4.8-16 ms against im2col's steady 5.6-7.2: not planned there */
+    if (dev->type != NETCL_DEVICE_OPENCL_GPU) return 0;
+    nc_conv_args k = tiled_kernel_args(g, pass);
+    nc_conv_tile t = nc_conv_tile_for(&k, dt, dev->local_mem);
+    return t.cb >= 1 && (int64_t)t.tx * t.ty <= dev->max_work_group && k.C / k.G * k.KH * k.KW <= 512 &&
+           (k.O / k.G <= 32 || (t.ob == 32 && k.KH * k.KW > 1 && k.SH == 1 && k.SW == 1));
+}
+
+/* Forced strategies, checked before NETCL_CONV_ALGO: this thread's (the
+ * tuner's measurements) and the process's (netcl_set_conv_algo); -1 none.
+ * Neither touches the environment, which other threads may be reading. */
+static _Thread_local int thread_algo = -1;
+static atomic_int process_algo = -1;
+void nc_conv_force_thread(int algo) { thread_algo = algo; }
+
+netcl_status netcl_set_conv_algo(const char *name)
+{
+    if (!name || !*name) { atomic_store(&process_algo, -1); return NETCL_OK; }
+    nc_conv_algo a = nc_conv_algo_from_name(name);
+    if (a == NC_CONV_ALGO_COUNT)
+        return nc_fail(NETCL_ERR_ARGUMENT, "set_conv_algo: unknown strategy '%s' (auto, direct, depthwise, im2col, gemm1x1, "
+                       "winograd2, winograd4, implicit_gemm, tiled)", name);
+    atomic_store(&process_algo, a == NC_CONV_AUTO ? -1 : (int)a);
+    return NETCL_OK;
+}
+
+static nc_conv_algo forced_algo(void)
+{
+    if (thread_algo >= 0) return (nc_conv_algo)thread_algo;
+    int p = atomic_load(&process_algo);
+    if (p >= 0) return (nc_conv_algo)p;
+    const char *env = getenv("NETCL_CONV_ALGO");
+    return env ? nc_conv_algo_from_name(env) : NC_CONV_ALGO_COUNT;
+}
+
+/* The planner: a forced choice (netcl_set_conv_algo, NETCL_CONV_ALGO) where it applies, else the
+ * tuner's measured winner once it has one, else a rule: depthwise, gemm1x1,
+ * tiled for thin layers, implicit GEMM where im2col's unfolded matrix would
+ * be large, direct for small convolutions on GPUs, Winograd for 3x3
+ * stride-1 ones on GPUs, im2col otherwise. */
+nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
+{
+    nc_conv_algo forced = forced_algo();
+    if (forced < NC_CONV_ALGO_COUNT && forced != NC_CONV_AUTO && nc_conv_applicable(forced, g, pass)) return forced;
+    nc_conv_algo tuned = nc_conv_tuned(dev, g, pass, dt);
+    if (tuned != NC_CONV_AUTO) return tuned;
+    if (nc_conv_applicable(NC_CONV_DEPTHWISE, g, pass)) return NC_CONV_DEPTHWISE;
+    /* larger depthwise windows: one direct kernel beats unfolding a GEMM
+     * of one row per channel */
+    if (g->G == g->C && g->G > 1 && dev->type == NETCL_DEVICE_OPENCL_GPU) return NC_CONV_DIRECT;
+    if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass)) return NC_CONV_GEMM1X1;
+    if (tiled_suits(dev, g, pass, dt)) return NC_CONV_TILED;
+    /* Winograd and the others below unfold nothing as large as im2col's
+     * [N, C*KH*KW, OH*OW] (in the data pass, its adjoint): past an eighth of
+     * the device's memory (a large image batch), gather instead. 16-bit
+     * layers take the tensor-core GEMMs: Winograd runs them in float32. */
+    int winograd_ok = dev->type == NETCL_DEVICE_OPENCL_GPU && g->C >= 16 && g->O >= 16 &&
+                      (dt == NETCL_DTYPE_FLOAT32 || dt == NETCL_DTYPE_FLOAT64) &&
+                      nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass);
+    double cols = (double)g->N * (double)(g->C * g->KH * g->KW) * (double)(g->OH * g->OW) * netcl_dtype_size(dt);
+    if (!winograd_ok && dev->global_mem > 0 && cols > (double)dev->global_mem / 8) return NC_CONV_IGEMM;
+    /* on a GPU a small convolution is launch-bound: one direct kernel beats
+     * im2col's unfold, copies and GEMM (about 16M multiply-adds or fewer) */
+    double macs = (double)g->N * (double)g->O * (double)g->OH * (double)g->OW * (double)(g->C / g->G) * (double)g->KH *
+                  (double)g->KW;
+    if (dev->type == NETCL_DEVICE_OPENCL_GPU && macs <= 16e6) return NC_CONV_DIRECT;
+    /* an implicit GEMM at a product's speed (the FFMA kernel's gathers on
+     * NVIDIA) saves the unfold: ResNet's stride-2 3x3 forward at batch 128
+     * 0.170 -> 0.154 ms on an H200, its 1x1 stride-2 one the same */
+    if (!winograd_ok && dev->backend->conv.implicit_gemm_fast && dev->backend->conv.implicit_gemm_fast(dev, g, pass, dt) > 0)
+        return NC_CONV_IGEMM;
+    /* on a GPU, Winograd does 3x3 stride-1 passes in 2.25x (F(2x2)) or 4x
+     * (F(4x4)) fewer multiplies; F(4x4) wins from 8x8 outputs up
+     * (examples/bench/layers.lua on an H100: 64x32x32 at batch 128,
+     * forward 0.36 ms against im2col's 0.93); few channels leave its
+     * batched GEMMs too thin to pay for the transforms */
+    if (winograd_ok) return g->OH >= 8 && g->OW >= 8 ? NC_CONV_WINOGRAD4 : NC_CONV_WINOGRAD2;
+    return NC_CONV_IM2COL;
+}
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+#define R(t) netcl_tensor_release(t)
+
+/* A scratch list: every temporary of a strategy, released at the end. */
+typedef struct { netcl_tensor *t[24]; int n; netcl_status st; } scratch;
+
+static netcl_tensor *keep(scratch *s, netcl_status st, netcl_tensor *t)
+{
+    if (s->st != NETCL_OK) { R(t); return NULL; }
+    if (st != NETCL_OK || s->n == 24) { s->st = st != NETCL_OK ? st : nc_fail(NETCL_ERR_BACKEND, "conv2d: scratch full"); R(t); return NULL; }
+    s->t[s->n++] = t;
+    return t;
+}
+
+static netcl_status finish(scratch *s, netcl_tensor **out, netcl_tensor *res)
+{
+    if (s->st == NETCL_OK && res) { netcl_tensor_retain(res); *out = res; }
+    for (int i = 0; i < s->n; i++) R(s->t[i]);
+    return s->st;
+}
+
+static netcl_tensor *view(scratch *s, netcl_tensor *t, int nd, const int64_t *sizes)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_tensor_reshape(&o, t, nd, sizes);
+    return keep(s, r, o);
+}
+static netcl_tensor *transpose(scratch *s, netcl_tensor *t, int a, int b)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_tensor_transpose(&o, t, a, b);
+    return keep(s, r, o);
+}
+static netcl_tensor *contig(scratch *s, netcl_tensor *t)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_tensor_contiguous(&o, t);
+    return keep(s, r, o);
+}
+static netcl_tensor *mm(scratch *s, netcl_tensor *a, netcl_tensor *b)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_matmul(&o, a, b);
+    return keep(s, r, o);
+}
+static netcl_tensor *unfold(scratch *s, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p, const int64_t *st)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_unfold(&o, x, k, d, p, st);
+    return keep(s, r, o);
+}
+/* unfold into [K, N, L] storage (one GEMM's [K, N*L] operand, no copy) */
+static netcl_tensor *unfold_kn(scratch *s, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
+                               const int64_t *st)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_unfold_kn(&o, x, k, d, p, st);
+    return keep(s, r, o);
+}
+static netcl_tensor *fold(scratch *s, netcl_tensor *c, const int64_t *size, const int64_t *k, const int64_t *d,
+                          const int64_t *p, const int64_t *st)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_fold(&o, c, size, k, d, p, st);
+    return keep(s, r, o);
+}
+static netcl_tensor *sum_dim(scratch *s, netcl_tensor *t, int dim)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_reduce(&o, NETCL_OP_SUM, t, dim, 0);
+    return keep(s, r, o);
+}
+static netcl_tensor *sum0(scratch *s, netcl_tensor *t) { return sum_dim(s, t, 0); }
+static netcl_tensor *sum1(scratch *s, netcl_tensor *t) { return sum_dim(s, t, 1); }
+static netcl_tensor *empty_dt(scratch *s, netcl_tensor *like, netcl_dtype dt, int nd, const int64_t *sizes)
+{
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_tensor_new(&o, nc_dev(like), dt, nd, sizes);
+    return keep(s, r, o);
+}
+static netcl_tensor *empty(scratch *s, netcl_tensor *like, int nd, const int64_t *sizes)
+{
+    return s->st != NETCL_OK ? NULL : empty_dt(s, like, like->dtype, nd, sizes);
+}
+static void kernel(scratch *s, nc_conv_kernel k, const nc_conv_args *g, netcl_tensor *out, netcl_tensor *a,
+                   netcl_tensor *b, int64_t p0, int64_t p1)
+{
+    if (s->st != NETCL_OK || netcl_tensor_numel(out) == 0) return;
+    nc_desc o, x, y;
+    nc_desc_of(&o, out);
+    nc_desc_of(&x, a);
+    if (b) nc_desc_of(&y, b);
+    s->st = nc_dev(out)->backend->conv.kernel(nc_dev(out), k, g, &o, &x, b ? &y : NULL, p0, p1);
+}
+
+/* a @ b with the epilogue f along a's rows (the output channels), or plain */
+static netcl_tensor *mm_fused(scratch *s, netcl_tensor *a, netcl_tensor *b, const nc_conv_fuse *f)
+{
+    if (!f) return mm(s, a, b);
+    netcl_tensor *o = NULL;
+    if (s->st != NETCL_OK) return NULL;
+    netcl_status r = nc_fwd_gemm_rowbias(&o, a, b, f->bias, f->act, f->act_p);
+    return keep(s, r, o);
+}
+
+/* the backend's form of an epilogue (NULL for none); bd holds the bias */
+static const nc_conv_epi *backend_epi(const nc_conv_fuse *f, nc_desc *bd, nc_conv_epi *e)
+{
+    if (!f) return NULL;
+    if (f->bias) nc_desc_of(bd, f->bias);
+    *e = (nc_conv_epi){f->bias ? bd : NULL, f->act, f->act_p};
+    return e;
+}
+
+static void run_conv_gemm(scratch *s, nc_conv_pass pass, const nc_conv_args *g, netcl_tensor *out, netcl_tensor *a,
+                          netcl_tensor *b, const nc_conv_fuse *f, int slices)
+{
+    if (s->st != NETCL_OK || netcl_tensor_numel(out) == 0) return;
+    nc_desc o, x, y, bd;
+    nc_conv_epi e;
+    nc_desc_of(&o, out);
+    nc_desc_of(&x, a);
+    nc_desc_of(&y, b);
+    s->st = nc_dev(out)->backend->conv.implicit_gemm(nc_dev(out), pass, g, &o, &x, &y, backend_epi(f, &bd, &e), slices);
+}
+
+static void run_conv_tiled(scratch *s, const nc_conv_args *g, netcl_tensor *out, netcl_tensor *x, netcl_tensor *w,
+                           const nc_conv_fuse *f, int flip)
+{
+    if (s->st != NETCL_OK || netcl_tensor_numel(out) == 0) return;
+    nc_desc o, xd, wd, bd;
+    nc_conv_epi e;
+    nc_desc_of(&o, out);
+    nc_desc_of(&xd, x);
+    nc_desc_of(&wd, w);
+    s->st = nc_dev(out)->backend->conv.tiled(nc_dev(out), g, &o, &xd, &wd, backend_epi(f, &bd, &e), flip);
+}
+
+/* [N, O, OH, OW] -> [G, O/G, N*L] (a copy when N > 1) */
+static netcl_tensor *by_group(scratch *s, netcl_tensor *t, int64_t G)
+{
+    int64_t N = t->sizes[0], C = t->sizes[1], L = t->sizes[2] * t->sizes[3], shape[3] = {G, C / G, N * L};
+    return view(s, N > 1 ? transpose(s, t, 0, 1) : t, 3, shape);
+}
+
+/* [G, O/G, N*L] -> contiguous [N, O, OH, OW] */
+static netcl_tensor *to_nchw(scratch *s, netcl_tensor *y, int64_t N, int64_t O, int64_t OH, int64_t OW)
+{
+    int64_t shape[4] = {O, N, OH, OW};
+    netcl_tensor *v = view(s, y, 4, shape);
+    return N > 1 ? contig(s, transpose(s, v, 0, 1)) : view(s, v, 4, (int64_t[]){N, O, OH, OW});
+}
+
+/* ---- strategies ------------------------------------------------------------------- */
+
+/* im2col for one group and large images (L = OH*OW >= 256): one GEMM per
+ * sample as a strided batch with the weight broadcast, so neither cols nor
+ * dy is transposed or copied (the flat form below transposes dy and the
+ * output, N*O*L elements each; its columns are built in [K, N, L] storage);
+ * backward-weight sums per-sample [O, K] products, unless those would
+ * outgrow 32M elements, where the flat form's split-K serves. */
+static int per_sample(const nc_conv_args *g, nc_conv_pass pass)
+{
+    if (g->G != 1 || g->OH * g->OW < 256) return 0;
+    return pass != NC_CONV_PASS_WEIGHT || g->N * g->O * g->C * g->KH * g->KW <= ((int64_t)32 << 20);
+}
+
+static netcl_tensor *im2col_per_sample(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                       const nc_conv_fuse *f)
+{
+    int64_t k[2] = {g->KH, g->KW}, d[2] = {g->DH, g->DW}, p[2] = {g->PH, g->PW}, st[2] = {g->SH, g->SW};
+    int64_t K = g->C * g->KH * g->KW, L = g->OH * g->OW, N = g->N, O = g->O;
+    if (pass == NC_CONV_PASS_DATA) {   /* a dy, b w: cols[n] = w^T dy[n], then fold */
+        /* w^T copied (O*K elements): a column-major operand broadcast over
+         * the batch ran 3.5x slower than a row-major one (H100) */
+        netcl_tensor *wt = contig(s, transpose(s, view(s, b, 3, (int64_t[]){1, O, K}), 1, 2));
+        netcl_tensor *dc = mm(s, wt, view(s, a, 3, (int64_t[]){N, O, L}));          /* [N, K, L] */
+        return fold(s, dc, (int64_t[]){g->H, g->W}, k, d, p, st);
+    }
+    netcl_tensor *cols = unfold(s, a, k, d, p, st);                                   /* [N, K, L] */
+    if (pass == NC_CONV_PASS_WEIGHT) { /* dw = sum over n of dy[n] cols[n]^T */
+        netcl_tensor *per = mm(s, view(s, b, 3, (int64_t[]){N, O, L}), transpose(s, cols, 1, 2));
+        return view(s, sum0(s, per), 4, (int64_t[]){O, g->C, g->KH, g->KW});
+    }
+    netcl_tensor *y = mm_fused(s, view(s, b, 3, (int64_t[]){1, O, K}), cols, f);    /* [N, O, L] */
+    return view(s, y, 4, (int64_t[]){N, O, g->OH, g->OW});
+}
+
+/* f: the forward epilogue, fused into the product for one group (NULL:
+ * none or left to the caller) */
+static netcl_tensor *im2col_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                 const nc_conv_fuse *f)
+{
+    int64_t k[2] = {g->KH, g->KW}, d[2] = {g->DH, g->DW}, p[2] = {g->PH, g->PW}, st[2] = {g->SH, g->SW};
+    int64_t G = g->G, K = g->C * g->KH * g->KW, L = g->OH * g->OW, N = g->N;
+    if (per_sample(g, pass)) return im2col_per_sample(s, g, pass, a, b, f);
+    /* the columns in [K, N, L] storage: the GEMM's operand as it is, and
+     * fold reads the product's [N, K, L] view in place */
+    if (pass == NC_CONV_PASS_DATA) {   /* a dy, b w: cols = w^T dy, then fold */
+        netcl_tensor *wt = transpose(s, view(s, b, 3, (int64_t[]){G, g->O / G, K / G}), 1, 2);
+        netcl_tensor *dc = mm(s, wt, by_group(s, a, G));                              /* [G, K/G, N*L] */
+        netcl_tensor *dn = view(s, dc, 3, (int64_t[]){K, N, L});
+        return fold(s, transpose(s, dn, 0, 1), (int64_t[]){g->H, g->W}, k, d, p, st);
+    }
+    netcl_tensor *c2 = view(s, unfold_kn(s, a, k, d, p, st), 3, (int64_t[]){G, K / G, N * L});
+    if (pass == NC_CONV_PASS_WEIGHT) { /* dw = dy cols^T */
+        netcl_tensor *dw = mm(s, by_group(s, b, G), transpose(s, c2, 1, 2));          /* [G, O/G, K/G] */
+        return view(s, dw, 4, (int64_t[]){g->O, g->C / G, g->KH, g->KW});
+    }
+    netcl_tensor *y = mm_fused(s, view(s, b, 3, (int64_t[]){G, g->O / G, K / G}), c2, f);   /* [G, O/G, N*L] */
+    return to_nchw(s, y, N, g->O, g->OH, g->OW);
+}
+
+static netcl_tensor *gemm1x1_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                  const nc_conv_fuse *f)
+{
+    int64_t N = g->N, HW = g->H * g->W;
+    if (pass == NC_CONV_PASS_WEIGHT) {  /* sum over n of dy[n] x[n]^T */
+        netcl_tensor *x3 = view(s, a, 3, (int64_t[]){N, g->C, HW}), *dy3 = view(s, b, 3, (int64_t[]){N, g->O, HW});
+        netcl_tensor *per = mm(s, dy3, transpose(s, x3, 1, 2));                       /* [N, O, C] */
+        return view(s, sum0(s, per), 4, (int64_t[]){g->O, g->C, 1, 1});
+    }
+    netcl_tensor *w2 = view(s, b, 2, (int64_t[]){g->O, g->C});
+    if (pass == NC_CONV_PASS_DATA) {
+        netcl_tensor *dx = mm(s, transpose(s, w2, 0, 1), view(s, a, 3, (int64_t[]){N, g->O, HW}));
+        return view(s, dx, 4, (int64_t[]){N, g->C, g->H, g->W});
+    }
+    netcl_tensor *y = mm_fused(s, w2, view(s, a, 3, (int64_t[]){N, g->C, HW}), f);
+    return view(s, y, 4, (int64_t[]){N, g->O, g->OH, g->OW});
+}
+
+/* The transforms' and products' dtype: float32 for 16-bit operands. F(4x4)'s
+ * transforms scale by up to 8 and 1/24 and cancel large terms; kept in
+ * float16 they were off by 1.1% of the output's largest value (bfloat16:
+ * 6%) on a 3-channel 8x8 layer, where rounding the output alone costs
+ * 0.03% (0.35%); in float32 they match the direct kernels. */
+static netcl_dtype wino_dtype(const netcl_tensor *x)
+{
+    return x->dtype == NETCL_DTYPE_FLOAT16 || x->dtype == NETCL_DTYPE_BFLOAT16 ? NETCL_DTYPE_FLOAT32 : x->dtype;
+}
+
+/* forward on (x, w) with geometry g; flip: w is the original [C, O] weight */
+static netcl_tensor *winograd_fwd(scratch *s, const nc_conv_args *g, int64_t m, netcl_tensor *x, netcl_tensor *w, int flip)
+{
+    int64_t th = (g->OH + m - 1) / m, tw = (g->OW + m - 1) / m, P = g->N * th * tw, T = (m + 2) * (m + 2);
+    netcl_dtype wd = wino_dtype(x);
+    netcl_tensor *V = empty_dt(s, x, wd, 3, (int64_t[]){T, g->C, P}), *U = empty_dt(s, x, wd, 3, (int64_t[]){T, g->O, g->C});
+    kernel(s, NC_WINO_INPUT, g, V, x, NULL, m, 0);
+    kernel(s, NC_WINO_WEIGHT, g, U, w, NULL, m, flip);
+    netcl_tensor *M = mm(s, U, V);
+    netcl_tensor *y = empty(s, x, 4, (int64_t[]){g->N, g->O, g->OH, g->OW});
+    kernel(s, NC_WINO_OUTPUT, g, y, M, NULL, m, 0);
+    return y;
+}
+
+/* Tiles per block of the backward-weight layouts: the [T, O, C] products'
+ * K (the P tiles) is cut into blocks so that the batched GEMM has about two
+ * output tiles per compute unit (as linalg.c's split-K), blocks of at
+ * least 1024 tiles and at most 4096, a multiple of 8 (aligned operands for
+ * the tensor-core path). */
+static int64_t wino_block(const netcl_device *dev, const nc_conv_args *g, int64_t T, int64_t P)
+{
+    int64_t tiles = T * ((g->O + 127) / 128) * ((g->C + 127) / 128), S = (P + 4095) / 4096;
+    if (dev->type != NETCL_DEVICE_CPU) {
+        int64_t want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16), s2 = (want + tiles - 1) / tiles;
+        if (s2 > P / 1024) s2 = P / 1024;
+        if (s2 > S) S = s2;
+    }
+    return ((P + S - 1) / S + 7) / 8 * 8;
+}
+
+/* backward-weight: dU[t] = dM[t] V[t]^T with dM the output transform's
+ * adjoint applied to dy and V the input transform of x, summed over the
+ * blocks of tiles; dw = the weight transform's adjoint of dU */
+static netcl_tensor *winograd_weight(scratch *s, const nc_conv_args *g, int64_t m, netcl_tensor *x, netcl_tensor *dy)
+{
+    int64_t th = (g->OH + m - 1) / m, tw = (g->OW + m - 1) / m, P = g->N * th * tw, T = (m + 2) * (m + 2);
+    int64_t ps = wino_block(nc_dev(x), g, T, P), S = (P + ps - 1) / ps, O = g->O, C = g->C;
+    netcl_dtype wd = wino_dtype(x);
+    netcl_tensor *V = empty_dt(s, x, wd, 3, (int64_t[]){T * S, C, ps}), *D = empty_dt(s, x, wd, 3, (int64_t[]){T * S, O, ps});
+    kernel(s, NC_WINO_INPUT, g, V, x, NULL, m, ps);
+    kernel(s, NC_WINO_OUTPUT_GRAD, g, D, dy, NULL, m, ps);
+    netcl_tensor *dU = mm(s, D, transpose(s, V, 1, 2));                               /* [T*S, O, C] */
+    if (S > 1) dU = sum1(s, view(s, dU, 3, (int64_t[]){T, S, O * C}));
+    netcl_tensor *dw = empty(s, x, 4, (int64_t[]){O, C, 3, 3});
+    kernel(s, NC_WINO_WEIGHT_GRAD, g, dw, dU, NULL, m, 0);
+    return dw;
+}
+
+static netcl_tensor *winograd_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, int64_t m, netcl_tensor *a,
+                                   netcl_tensor *b)
+{
+    if (pass == NC_CONV_PASS_FWD) return winograd_fwd(s, g, m, a, b, 0);
+    if (pass == NC_CONV_PASS_WEIGHT) return winograd_weight(s, g, m, a, b);
+    /* backward-data of a stride-1 3x3 conv: a forward conv of dy with the
+     * flipped, transposed weights and padding 2 - p */
+    nc_conv_args t = {g->N, g->O, g->OH, g->OW, g->C, 1, 3, 3, 1, 1, 2 - g->PH, 2 - g->PW, 1, 1, g->H, g->W};
+    return winograd_fwd(s, &t, m, a, b, 1);
+}
+
+/* K slices of the implicit backward-weight GEMM: its output [O, C/G*K']
+ * has few tiles and its K (images x pixels) is long, so on a GPU the K
+ * range is cut until about two tiles per compute unit run (as linalg.c's
+ * split-K), slices of at least 1024; a backend kernel that wants its own
+ * count says so (conv_gemm_fast) */
+static int weight_slices(netcl_device *dev, const nc_conv_args *g, netcl_dtype dt)
+{
+    if (dev->type == NETCL_DEVICE_CPU) return 1;
+    int64_t fast = dev->backend->conv.implicit_gemm_fast ? dev->backend->conv.implicit_gemm_fast(dev, g, NC_CONV_PASS_WEIGHT, dt) : 0;
+    if (fast > 0) return fast < INT32_MAX ? (int)fast : 1;
+    int64_t og = g->O / g->G, n = g->C / g->G * g->KH * g->KW, K = g->N * g->OH * g->OW;
+    int64_t tiles = g->G * ((og + 63) / 64) * ((n + 63) / 64), want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16);
+    if (tiles >= want || K < 2048) return 1;
+    int64_t sl = (want + tiles - 1) / tiles;
+    if (sl > K / 1024) sl = K / 1024;
+    return sl < 2 ? 1 : (int)sl;
+}
+
+static netcl_tensor *igemm_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                const nc_conv_fuse *f)
+{
+    if (pass == NC_CONV_PASS_WEIGHT) {
+        int sl = weight_slices(nc_dev(a), g, a->dtype);
+        int64_t n = g->C / g->G * g->KH * g->KW;
+        netcl_tensor *part = empty(s, a, 3, (int64_t[]){sl, g->O, n});
+        run_conv_gemm(s, pass, g, part, a, b, NULL, sl);
+        return view(s, sl > 1 ? sum0(s, part) : part, 4, (int64_t[]){g->O, g->C / g->G, g->KH, g->KW});
+    }
+    int64_t shape[2][4] = {{g->N, g->O, g->OH, g->OW}, {g->N, g->C, g->H, g->W}};
+    netcl_tensor *out = empty(s, a, 4, shape[pass]);
+    run_conv_gemm(s, pass, g, out, a, b, f, 1);
+    return out;
+}
+
+/* Backward-weight passes that sum parts of images: parts of *per images
+ * each, about four work-groups (the pass's `blocks` a part times the
+ * parts) a compute unit; returns the number of parts (the batch is never
+ * empty here: nc_fwd_conv2d_fused answers that itself). */
+static int64_t image_parts(const netcl_device *dev, int64_t N, int64_t blocks, int64_t *per)
+{
+    int64_t cu = dev->compute_units > 0 ? dev->compute_units : 1, S = (4 * cu + blocks - 1) / blocks;
+    *per = N > S ? (N + S - 1) / S : 1;
+    return (N + *per - 1) / *per;
+}
+
+/* backward-weight: a x, b dy, in parts of images (blocks: channel blocks x
+ * groups), summed */
+static netcl_tensor *tiled_weight(scratch *s, const nc_conv_args *g, netcl_tensor *a, netcl_tensor *b)
+{
+    netcl_device *dev = nc_dev(a);
+    int64_t per, S = image_parts(dev, g->N, nc_tw_blocks(g), &per);
+    int64_t wshape[4] = {g->O, g->C / g->G, g->KH, g->KW};
+    netcl_tensor *parts = empty(s, a, 5, (int64_t[]){S, g->O, g->C / g->G, g->KH, g->KW});
+    if (s->st == NETCL_OK && netcl_tensor_numel(parts) > 0) {
+        nc_desc p, x, y;
+        nc_desc_of(&p, parts);
+        nc_desc_of(&x, a);
+        nc_desc_of(&y, b);
+        s->st = dev->backend->conv.tiled_weight(dev, g, &p, &x, &y, per);
+    }
+    return view(s, S > 1 ? sum0(s, parts) : parts, 4, wshape);
+}
+
+static netcl_tensor *tiled_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b,
+                                const nc_conv_fuse *f)
+{
+    if (pass == NC_CONV_PASS_WEIGHT) return tiled_weight(s, g, a, b);
+    if (pass == NC_CONV_PASS_FWD) {
+        netcl_tensor *y = empty(s, a, 4, (int64_t[]){g->N, g->O, g->OH, g->OW});
+        run_conv_tiled(s, g, y, a, b, f, 0);
+        return y;
+    }
+    nc_conv_args t = tiled_kernel_args(g, pass);
+    netcl_tensor *dx = empty(s, a, 4, (int64_t[]){g->N, g->C, g->H, g->W});
+    run_conv_tiled(s, &t, dx, a, b, f, 1);
+    return dx;
+}
+
+/* depthwise: the backend's NC_DW_* kernels; backward-weight in slices of
+ * images (a work-group per output channel a slice), summed */
+static netcl_tensor *depthwise_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+{
+    if (pass == NC_CONV_PASS_FWD) {
+        netcl_tensor *y = empty(s, a, 4, (int64_t[]){g->N, g->O, g->OH, g->OW});
+        kernel(s, NC_DW_FWD, g, y, a, b, 0, 0);
+        return y;
+    }
+    if (pass == NC_CONV_PASS_DATA) {
+        netcl_tensor *dx = empty(s, a, 4, (int64_t[]){g->N, g->C, g->H, g->W});
+        kernel(s, NC_DW_DATA, g, dx, a, b, 0, 0);
+        return dx;
+    }
+    int64_t per, S = image_parts(nc_dev(a), g->N, g->O, &per);
+    netcl_tensor *parts = empty(s, a, 5, (int64_t[]){S, g->O, 1, g->KH, g->KW});
+    kernel(s, NC_DW_WEIGHT, g, parts, a, b, per, 0);
+    return view(s, S > 1 ? sum0(s, parts) : parts, 4, (int64_t[]){g->O, 1, g->KH, g->KW});
+}
+
+static netcl_tensor *direct_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
+{
+    static const nc_conv_kernel kinds[3] = {NC_CONV_FWD, NC_CONV_BWD_DATA, NC_CONV_BWD_WEIGHT};
+    int64_t shapes[3][4] = {{g->N, g->O, g->OH, g->OW}, {g->N, g->C, g->H, g->W}, {g->O, g->C / g->G, g->KH, g->KW}};
+    netcl_tensor *out = empty(s, a, 4, shapes[pass]);
+    kernel(s, kinds[pass], g, out, a, b, 0, 0);
+    return out;
+}
+
+/* the epilogue applied after a strategy that did not fuse it: y += bias
+ * along the channels (dim 1), then the activation, in place on the fresh y */
+static void apply_epilogue(scratch *s, netcl_tensor *y, const nc_conv_fuse *f)
+{
+    if (s->st != NETCL_OK || !y || !f) return;
+    if (f->bias) {
+        netcl_tensor *bv = view(s, f->bias, 4, (int64_t[]){1, f->bias->sizes[0], 1, 1});
+        if (s->st == NETCL_OK) s->st = nc_fwd_binary_into(y, NETCL_OP_ADD, y, bv);
+    }
+    if (s->st == NETCL_OK && f->act >= 0) s->st = nc_fwd_unary_into(y, (netcl_op)f->act, y, f->act_p, 0);
+}
+
+netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a,
+                                 netcl_tensor *b, const nc_conv_fuse *f)
+{
+    *out = NULL;
+    if (f && (pass == NC_CONV_PASS_WEIGHT || (!f->bias && f->act < 0))) f = NULL;
+    if (f && !nc_gemm_act_ok(f->act))
+        return nc_fail(NETCL_ERR_ARGUMENT, "conv2d: activation %d cannot be fused (relu, sigmoid, tanh, silu, gelu, "
+                       "gelu_tanh, relu6, leaky_relu or none)", f->act);
+    scratch s = {{0}, 0, NETCL_OK};
+    netcl_tensor *ac = contig(&s, a), *bc = contig(&s, b), *r = NULL;
+    nc_conv_fuse fc;
+    if (f) { fc = *f; if (fc.bias) fc.bias = contig(&s, fc.bias); f = &fc; }
+    /* an empty batch: an empty result, or a weight gradient of zeros (not
+     * planned, so never tuned) */
+    if (g->N == 0 && s.st == NETCL_OK) {
+        int64_t shapes[3][4] = {{0, g->O, g->OH, g->OW}, {0, g->C, g->H, g->W}, {g->O, g->C / g->G, g->KH, g->KW}};
+        netcl_tensor *z = NULL;
+        netcl_status zs = netcl_tensor_full(&z, nc_dev(a), a->dtype, 4, shapes[pass], 0.0);
+        r = keep(&s, zs, z);
+        return finish(&s, out, r);
+    }
+    nc_conv_algo algo = nc_conv_plan(nc_dev(a), g, pass, a->dtype);
+    /* strategies that fuse the epilogue take it; the others leave it to apply_epilogue */
+    int fuses = algo == NC_CONV_IGEMM || algo == NC_CONV_TILED || ((algo == NC_CONV_IM2COL || algo == NC_CONV_GEMM1X1) &&
+                                                                  pass == NC_CONV_PASS_FWD && g->G == 1);
+    const nc_conv_fuse *ff = fuses ? f : NULL;
+    if (s.st == NETCL_OK) {
+        switch (algo) {
+        case NC_CONV_IM2COL: r = im2col_pass(&s, g, pass, ac, bc, ff); break;
+        case NC_CONV_GEMM1X1: r = gemm1x1_pass(&s, g, pass, ac, bc, ff); break;
+        case NC_CONV_WINOGRAD2: r = winograd_pass(&s, g, pass, 2, ac, bc); break;
+        case NC_CONV_WINOGRAD4: r = winograd_pass(&s, g, pass, 4, ac, bc); break;
+        case NC_CONV_IGEMM: r = igemm_pass(&s, g, pass, ac, bc, ff); break;
+        case NC_CONV_TILED: r = tiled_pass(&s, g, pass, ac, bc, ff); break;
+        case NC_CONV_DEPTHWISE: r = depthwise_pass(&s, g, pass, ac, bc); break;
+        default: r = direct_pass(&s, g, pass, ac, bc); break;
+        }
+    }
+    if (s.st == NETCL_OK && r && !netcl_tensor_is_contiguous(r)) r = contig(&s, r);
+    if (!fuses) apply_epilogue(&s, r, f);
+    netcl_status st = finish(&s, out, r);
+    if (st != NETCL_OK) {
+        static const char *const pass_names[3] = {"forward", "backward-data", "backward-weight"};
+        char da[192];
+        snprintf(da, sizeof da, "%s", nc_describe(a));   /* nc_describe's buffer is reused by the next call */
+        nc_error_prefix("conv2d (%s) %s of %s and %s: ", nc_conv_algo_name(algo), pass_names[pass], da, nc_describe(b));
+    }
     return st;
 }
 
-/* unfold into new storage, [N, K, L] or (kn) [K, N, L]; the kernel
- * writes through the [N, K, L] view of either */
-static netcl_status unfold_into(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d,
-                                const int64_t *p, const int64_t *s, int kn)
+netcl_status nc_fwd_conv2d_pass(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a, netcl_tensor *b)
 {
-    *out = NULL;
-    NC_TRY(float_input("unfold", x, 4));
-    NC_TRY(check_window("unfold", x, k, s, p, d));
-    nc_conv_geom g;
-    NC_TRY(conv_geom("unfold", x, x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], k, d, p, s, &g));
-    int64_t K = g.C * g.kh * g.kw, L = g.oh * g.ow;
-    int64_t nkl[3] = {g.N, K, L}, knl[3] = {K, g.N, L}, view_strides[3] = {L, g.N * L, 1};
-    NC_TRY(nc_tensor_new(out, nc_dev(x), x->dtype, 3, kn ? knl : nkl));
-    if (netcl_tensor_numel(*out) == 0) return NETCL_OK;
-    netcl_tensor *v = NULL;
-    netcl_status st = kn ? nc_tensor_view_of(&v, *out, 3, nkl, view_strides, (*out)->offset) : NETCL_OK;
-    if (st == NETCL_OK) st = run_im2col(kn ? v : *out, x, &g);
-    netcl_tensor_release(v);
-    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; }
-    return st;
+    return nc_fwd_conv2d_fused(out, g, pass, a, b, NULL);
 }
 
-netcl_status nc_fwd_unfold(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
-                           const int64_t *s)
+/* ---- the planner as the user sees it ------------------------------------------------ */
+
+netcl_status netcl_conv2d_strategy(netcl_device *dev, netcl_dtype dtype, const int64_t *x_sizes, const int64_t *w_sizes,
+                                   const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                                   int pass, char *buf, int64_t len)
 {
-    return unfold_into(out, x, k, d, p, s, 0);
+    if (!dev || !x_sizes || !w_sizes || !stride || !padding || !dilation || !buf || len <= 0)
+        return nc_fail(NETCL_ERR_ARGUMENT, "conv2d_strategy: missing device, sizes or buffer");
+    if (pass < NC_CONV_PASS_FWD || pass > NC_CONV_PASS_WEIGHT || !nc_dtype_is_float(dtype))
+        return nc_fail(NETCL_ERR_ARGUMENT, "conv2d_strategy: pass %d (0 forward, 1 data, 2 weight) or dtype %s invalid", pass,
+                       netcl_dtype_name(dtype));
+    int64_t G = groups;
+    if (G < 1 || x_sizes[1] != w_sizes[1] * G || w_sizes[0] % G)
+        return nc_fail(NETCL_ERR_ARGUMENT, "conv2d_strategy: input channels %lld do not match weight [%lld, %lld, ...] with "
+                       "groups = %lld", (long long)x_sizes[1], (long long)w_sizes[0], (long long)w_sizes[1], (long long)G);
+    nc_conv_args g = {x_sizes[0], x_sizes[1], x_sizes[2], x_sizes[3], w_sizes[0], G, w_sizes[2], w_sizes[3], stride[0],
+                      stride[1], padding[0], padding[1], dilation[0], dilation[1], 0, 0};
+    g.OH = nc_window_positions(g.H, g.KH, g.SH, g.PH, g.DH, 0);
+    g.OW = nc_window_positions(g.W, g.KW, g.SW, g.PW, g.DW, 0);
+    if (g.OH <= 0 || g.OW <= 0 || g.SH <= 0 || g.SW <= 0 || g.DH <= 0 || g.DW <= 0 || g.PH < 0 || g.PW < 0)
+        return nc_fail(NETCL_ERR_ARGUMENT, "conv2d_strategy: the window does not fit the input (or a stride, padding or "
+                       "dilation is invalid)");
+    snprintf(buf, (size_t)len, "%s", nc_conv_algo_name(nc_conv_plan(dev, &g, (nc_conv_pass)pass, dtype)));
+    return NETCL_OK;
 }
 
-netcl_status nc_fwd_unfold_kn(netcl_tensor **out, netcl_tensor *x, const int64_t *k, const int64_t *d, const int64_t *p,
-                              const int64_t *s)
-{
-    return unfold_into(out, x, k, d, p, s, 1);
-}
+/* ---- argument checks: the geometry of conv2d / conv_transpose2d ------------------ */
 
-netcl_status nc_fwd_fold(netcl_tensor **out, netcl_tensor *cols, const int64_t *size, const int64_t *k, const int64_t *d,
-                         const int64_t *p, const int64_t *s)
+/* x [N, C, H, W] and w [O, C/G, KH, KW] (transposed: x [N, Cin, H, W], w
+ * [Cin, Cout/G, KH, KW], and g describes the forward conv whose
+ * backward-data pass the transposed conv is: g's "x" is the output). */
+netcl_status nc_conv2d_setup(const char *op, const netcl_tensor *x, const netcl_tensor *w, const netcl_tensor *b,
+                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                             const int64_t *output_padding, nc_conv_args *g)
 {
-    *out = NULL;
-    NC_TRY(float_input("fold", cols, 3));
-    NC_TRY(check_window("fold", cols, k, s, p, d));
-    if (cols->sizes[1] % (k[0] * k[1]) != 0)
-        return nc_fail(NETCL_ERR_ARGUMENT, "fold: dim 2 of %s must be a multiple of the kernel size %lld x %lld",
-                       nc_describe(cols), (long long)k[0], (long long)k[1]);
-    nc_conv_geom g;
-    NC_TRY(conv_geom("fold", cols, cols->sizes[0], cols->sizes[1] / (k[0] * k[1]), size[0], size[1], k, d, p, s, &g));
-    if (g.oh * g.ow != cols->sizes[2])
-        return nc_fail(NETCL_ERR_ARGUMENT, "fold: %s has %lld blocks, an output of %lld x %lld with this window has %lld",
-                       nc_describe(cols), (long long)cols->sizes[2], (long long)size[0], (long long)size[1],
-                       (long long)(g.oh * g.ow));
-    int64_t sizes[4] = {g.N, g.C, g.H, g.W};
-    return run_col2im(out, cols, sizes, &g);
-}
-
-/* ---- pooling ------------------------------------------------------------------------ */
-
-netcl_status nc_pool_setup(const char *op, const netcl_tensor *x, int mode, const int64_t *k, const int64_t *s,
-                           const int64_t *p, const int64_t *d, int ceil_mode, int count_pad, int64_t divisor,
-                           const int64_t *out_size, nc_pool_geom *g)
-{
-    NC_TRY(float_input(op, x, 4));
-    memset(g, 0, sizeof *g);
-    g->N = x->sizes[0]; g->C = x->sizes[1]; g->H = x->sizes[2]; g->W = x->sizes[3];
-    g->mode = mode;
-    if (mode == 2) {
-        if (out_size[0] <= 0 || out_size[1] <= 0)
-            return nc_fail(NETCL_ERR_ARGUMENT, "%s: output size (%lld, %lld) must be positive (input %s)", op,
-                           (long long)out_size[0], (long long)out_size[1], nc_describe(x));
-        g->oh = out_size[0]; g->ow = out_size[1];
+    if (x->ndim != 4 || w->ndim != 4)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: input %s and weight %s must be 4-dimensional", op, nc_describe(x), nc_describe(w));
+    NC_TRY(nc_same_device(op, x, w));
+    if (b) NC_TRY(nc_same_device(op, x, b));
+    if (!nc_dtype_is_float(x->dtype) || w->dtype != x->dtype || (b && b->dtype != x->dtype))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: input %s, weight %s%s%s must share one floating dtype", op, nc_describe(x),
+                       nc_describe(w), b ? " and bias " : "", b ? nc_describe(b) : "");
+    for (int i = 0; i < 2; i++)
+        if (stride[i] <= 0 || dilation[i] <= 0 || padding[i] < 0)
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: stride (%lld, %lld) and dilation (%lld, %lld) must be positive and "
+                           "padding (%lld, %lld) non-negative", op, (long long)stride[0], (long long)stride[1],
+                           (long long)dilation[0], (long long)dilation[1], (long long)padding[0], (long long)padding[1]);
+    int64_t G = groups, Cx = x->sizes[1];
+    int transposed = output_padding != NULL;
+    int64_t O = transposed ? w->sizes[1] * G : w->sizes[0];
+    if (G < 1 || (transposed ? (w->sizes[0] != Cx || Cx % G) : (O % G || Cx != w->sizes[1] * G)))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: input %s does not match weight %s with groups = %lld (%s)", op,
+                       nc_describe(x), nc_describe(w), (long long)G,
+                       transposed ? "weight dim 1 must equal the input channels, divisible by groups"
+                                  : "input channels must be weight dim 2 x groups, output channels divisible by groups");
+    if (b && (b->ndim != 1 || b->sizes[0] != O))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: bias %s must have %lld elements (one per output channel)", op,
+                       nc_describe(b), (long long)O);
+    int64_t KH = w->sizes[2], KW = w->sizes[3];
+    if (!transposed) {
+        *g = (nc_conv_args){x->sizes[0], Cx, x->sizes[2], x->sizes[3], O, G, KH, KW, stride[0], stride[1], padding[0],
+                            padding[1], dilation[0], dilation[1], 0, 0};
+        g->OH = nc_window_positions(g->H, KH, g->SH, g->PH, g->DH, 0);
+        g->OW = nc_window_positions(g->W, KW, g->SW, g->PW, g->DW, 0);
+        if (g->OH <= 0 || g->OW <= 0)
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: a %lld x %lld kernel (dilation %lld, %lld) does not fit into %s padded by "
+                           "(%lld, %lld)", op, (long long)KH, (long long)KW, (long long)g->DH, (long long)g->DW,
+                           nc_describe(x), (long long)g->PH, (long long)g->PW);
         return NETCL_OK;
     }
-    NC_TRY(check_window(op, x, k, s, p, d));
-    if (2 * p[0] > k[0] || 2 * p[1] > k[1])
-        return nc_fail(NETCL_ERR_ARGUMENT, "%s: padding (%lld, %lld) must be at most half the kernel (%lld, %lld)", op,
-                       (long long)p[0], (long long)p[1], (long long)k[0], (long long)k[1]);
-    g->kh = k[0]; g->kw = k[1]; g->sh = s[0]; g->sw = s[1]; g->ph = p[0]; g->pw = p[1]; g->dh = d[0]; g->dw = d[1];
-    g->count_pad = count_pad; g->divisor = divisor;
-    g->oh = nc_window_positions(g->H, k[0], s[0], p[0], d[0], ceil_mode);
-    g->ow = nc_window_positions(g->W, k[1], s[1], p[1], d[1], ceil_mode);
-    if (g->oh <= 0 || g->ow <= 0)
-        return nc_fail(NETCL_ERR_ARGUMENT, "%s: a (%lld, %lld) window does not fit into %s padded by (%lld, %lld)", op,
-                       (long long)k[0], (long long)k[1], nc_describe(x), (long long)p[0], (long long)p[1]);
+    int64_t size[2];
+    for (int i = 0; i < 2; i++) {
+        if (output_padding[i] < 0 || (output_padding[i] >= stride[i] && output_padding[i] >= dilation[i]))
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: output_padding (%lld, %lld) must be smaller than the stride or the dilation",
+                           op, (long long)output_padding[0], (long long)output_padding[1]);
+        size[i] = (x->sizes[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * ((i ? KW : KH) - 1) + output_padding[i] + 1;
+    }
+    if (size[0] <= 0 || size[1] <= 0)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: the output of %s with this kernel and padding would be empty", op, nc_describe(x));
+    *g = (nc_conv_args){x->sizes[0], O, size[0], size[1], Cx, G, KH, KW, stride[0], stride[1], padding[0], padding[1],
+                        dilation[0], dilation[1], x->sizes[2], x->sizes[3]};
     return NETCL_OK;
-}
-
-netcl_status nc_fwd_pool(netcl_tensor **out, netcl_tensor **idx, netcl_tensor *x, const nc_pool_geom *g)
-{
-    *out = NULL;
-    if (idx) *idx = NULL;
-    int64_t sizes[4] = {g->N, g->C, g->oh, g->ow};
-    netcl_tensor *c = NULL;
-    NC_TRY(nc_fwd_tensor_contiguous(&c, x));
-    netcl_status st = nc_tensor_new(out, nc_dev(x), x->dtype, 4, sizes);
-    if (st == NETCL_OK && g->mode == 0) st = nc_tensor_new(idx, nc_dev(x), NETCL_DTYPE_INT64, 4, sizes);
-    if (st == NETCL_OK && netcl_tensor_numel(*out) > 0) {
-        nc_desc o, i, xd;
-        nc_desc_of(&o, *out);
-        nc_desc_of(&xd, c);
-        if (g->mode == 0) nc_desc_of(&i, *idx);
-        st = nc_dev(x)->backend->pool.forward(nc_dev(x), &o, g->mode == 0 ? &i : NULL, &xd, g);
-    }
-    netcl_tensor_release(c);
-    if (st != NETCL_OK) {
-        netcl_tensor_release(*out); *out = NULL;
-        if (idx) { netcl_tensor_release(*idx); *idx = NULL; }
-    }
-    return st;
-}
-
-netcl_status nc_fwd_pool_backward(netcl_tensor **gin, netcl_tensor *gout, netcl_tensor *idx, const nc_pool_geom *g)
-{
-    *gin = NULL;
-    int64_t sizes[4] = {g->N, g->C, g->H, g->W};
-    netcl_tensor *c = NULL;
-    NC_TRY(nc_fwd_tensor_contiguous(&c, gout));
-    netcl_status st = nc_tensor_new(gin, nc_dev(gout), gout->dtype, 4, sizes);
-    if (st == NETCL_OK && netcl_tensor_numel(*gin) > 0) {
-        nc_desc o, i, gd;
-        nc_desc_of(&o, *gin);
-        nc_desc_of(&gd, c);
-        if (idx) nc_desc_of(&i, idx);
-        st = nc_dev(gout)->backend->pool.backward(nc_dev(gout), &o, &gd, idx ? &i : NULL, g);
-    }
-    netcl_tensor_release(c);
-    if (st != NETCL_OK) { netcl_tensor_release(*gin); *gin = NULL; }
-    return st;
 }

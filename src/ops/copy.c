@@ -1,5 +1,6 @@
-/* transfer.c — moving elements: between host and devices, between dtypes,
- * into contiguous layout, and strided copy/fill into existing tensors.
+/* copy.c — moving elements: between host and devices, between dtypes,
+ * into contiguous layout, strided copy/fill/set_item into existing tensors,
+ * and padding (a copy into the interior of a filled result).
  * Cross-device moves go through contiguous buffers; a cpu tensor is its own
  * staging area, kept alive by the backend until an async write completes. */
 #include "ops/ops.h"
@@ -210,5 +211,59 @@ netcl_status nc_fwd_tensor_set_item(netcl_tensor *t, const int64_t *index, doubl
     nc_storage_settle(t->storage);
     netcl_status st = nc_dev(t)->backend->mem.write(nc_dev(t), t->storage->buf, off, &raw, (size_t)netcl_dtype_size(t->dtype), NULL, NULL);
     if (st != NETCL_OK) nc_error_prefix("set_item %s: ", nc_describe(t));
+    return st;
+}
+
+/* ---- padding --------------------------------------------------------------- */
+
+/* Interior region of a padded tensor: the view of `big` where the input
+ * lands (dims with negative pads crop the input instead; see nc_fwd_pad). */
+static netcl_status pad_region(netcl_tensor **out, netcl_tensor *big, int npad, const int64_t *pads, int64_t *src_start)
+{
+    netcl_tensor *cur = big, *next;
+    netcl_tensor_retain(big);
+    for (int k = 0; k < npad / 2; k++) {
+        int d = big->ndim - 1 - k;
+        int64_t before = pads[2 * k], after = pads[2 * k + 1];
+        int64_t start = before > 0 ? before : 0, stop = big->sizes[d] - (after > 0 ? after : 0);
+        src_start[k] = before < 0 ? -before : 0;
+        netcl_status st = nc_fwd_tensor_slice(&next, cur, d, start, stop, 1);
+        netcl_tensor_release(cur);
+        if (st != NETCL_OK) return st;
+        cur = next;
+    }
+    *out = cur;
+    return NETCL_OK;
+}
+
+netcl_status nc_fwd_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int64_t *pads, double value)
+{
+    *out = NULL;
+    if (npad < 0 || npad % 2 || npad / 2 > a->ndim)
+        return nc_fail(NETCL_ERR_ARGUMENT, "pad: %d pad values for %s (need pairs for at most %d dims)", npad, nc_describe(a), a->ndim);
+    int64_t sizes[NC_MAX_DIMS], src_start[NC_MAX_DIMS];
+    memcpy(sizes, a->sizes, sizeof sizes);
+    for (int k = 0; k < npad / 2; k++) {
+        int d = a->ndim - 1 - k;
+        sizes[d] += pads[2 * k] + pads[2 * k + 1];
+        if (sizes[d] < 0)
+            return nc_fail(NETCL_ERR_ARGUMENT, "pad: padding (%lld, %lld) leaves a negative size in dim %d of %s",
+                           (long long)pads[2 * k], (long long)pads[2 * k + 1], d, nc_describe(a));
+    }
+    netcl_tensor *region = NULL, *src = a, *crop = NULL;
+    NC_TRY(netcl_tensor_full(out, nc_dev(a), a->dtype, a->ndim, sizes, value));
+    netcl_status st = pad_region(&region, *out, npad, pads, src_start);
+    /* negative pads: crop the source to the region's extent */
+    netcl_tensor_retain(a);
+    for (int k = 0; st == NETCL_OK && k < npad / 2; k++) {
+        int d = a->ndim - 1 - k;
+        st = nc_fwd_tensor_slice(&crop, src, d, src_start[k], src_start[k] + region->sizes[d], 1);
+        netcl_tensor_release(src);
+        src = crop;
+    }
+    if (st == NETCL_OK) st = nc_fwd_tensor_copy_(region, src);
+    netcl_tensor_release(src);
+    netcl_tensor_release(region);
+    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; nc_error_prefix("pad: "); }
     return st;
 }

@@ -1,5 +1,5 @@
-/* create.c — tensor factories: empty/full/arange/linspace/eye, from host
- * memory or doubles, and seeded random draws from the global Philox stream. */
+/* create.c — tensor factories: empty/full/arange/linspace/eye, and from
+ * host memory or doubles (random tensors: random.c). */
 #include "ops/ops.h"
 #include <math.h>
 #include <stdlib.h>
@@ -103,29 +103,5 @@ netcl_status netcl_tensor_from_doubles(netcl_tensor **out, netcl_device *dev, ne
     if (dev == cpu) { *out = host; return NETCL_OK; }
     st = nc_fwd_tensor_to_device(out, host, dev);
     netcl_tensor_release(host);
-    return st;
-}
-
-netcl_status netcl_tensor_rand(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes,
-                               netcl_rng_kind kind, double p1, double p2)
-{
-    static const char *const names[] = {"rand", "randn", "randint"};
-    *out = NULL;
-    if ((unsigned)kind > NETCL_RNG_RANDINT) return nc_fail(NETCL_ERR_ARGUMENT, "rand: invalid kind %d", (int)kind);
-    const char *op = names[kind];
-    if (kind != NETCL_RNG_RANDINT && !nc_dtype_is_float(dtype))
-        return nc_fail(NETCL_ERR_ARGUMENT, "%s: dtype %s is not a floating type", op, netcl_dtype_name(dtype));
-    if (kind == NETCL_RNG_RANDINT && (p2 <= p1 || p1 != floor(p1) || p2 != floor(p2)))
-        return nc_fail(NETCL_ERR_ARGUMENT, "randint: invalid range [%g, %g)", p1, p2);
-    if (kind == NETCL_RNG_NORMAL && p2 < 0)
-        return nc_fail(NETCL_ERR_ARGUMENT, "randn: negative std %g", p2);
-    netcl_status st = nc_tensor_new(out, dev, dtype, ndim, sizes);
-    if (st != NETCL_OK) { nc_error_prefix("%s: ", op); return st; }
-    int64_t n = netcl_tensor_numel(*out);
-    if (n == 0) return NETCL_OK;
-    nc_desc d;
-    nc_desc_of(&d, *out);
-    st = dev->backend->random.draw(dev, &d, kind, netcl_rng_get_seed(), nc_rng_take((uint64_t)n), p1, p2);
-    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; nc_error_prefix("%s: ", op); }
     return st;
 }

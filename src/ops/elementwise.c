@@ -1,6 +1,8 @@
-/* ops.c — the forward op layer: argument checks with clear messages,
- * broadcasting, dtype promotion, then one backend call. Elementwise,
- * reductions and matmul for the first op set. */
+/* elementwise.c — the forward op layer of the elementwise family (unary,
+ * binary and scalar ops, where): argument checks with clear messages,
+ * broadcasting, dtype promotion, then one backend call; and the helpers the
+ * other op files share (devices, broadcasting, casts). In-place forms:
+ * elementwise_inplace.c. */
 #include "ops/ops.h"
 #include <math.h>
 #include <string.h>
@@ -14,7 +16,7 @@ netcl_status nc_same_device(const char *op, const netcl_tensor *a, const netcl_t
 }
 
 /* Replaces *t by a cast copy when its dtype differs from dt. */
-static netcl_status cast_in_place(netcl_tensor **t, netcl_dtype dt, netcl_tensor **owned)
+netcl_status nc_cast_in_place(netcl_tensor **t, netcl_dtype dt, netcl_tensor **owned)
 {
     if ((*t)->dtype == dt) return NETCL_OK;
     NC_TRY(nc_fwd_tensor_cast(owned, *t, dt));
@@ -73,7 +75,7 @@ netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, doub
     nc_unary_params(op, &p1, &p2);
     if (!nc_op_is_unary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "unary: %s (%d) is not a unary op", netcl_op_name(op), (int)op);
     netcl_tensor *cast = NULL;
-    netcl_status st = cast_in_place(&a, nc_compute_dtype(op, a->dtype), &cast);
+    netcl_status st = nc_cast_in_place(&a, nc_compute_dtype(op, a->dtype), &cast);
     if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), a->dtype, a->ndim, a->sizes);
     if (st == NETCL_OK && netcl_tensor_numel(a) > 0) {
         nc_desc o, x;
@@ -101,8 +103,8 @@ netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, net
     NC_TRY(nc_broadcast_shape(name, a, b, &ndim, sizes));
     netcl_dtype dt = nc_compute_dtype(op, nc_dtype_promote(a->dtype, b->dtype));
     netcl_tensor *ca = NULL, *cb = NULL;
-    netcl_status st = cast_in_place(&a, dt, &ca);
-    if (st == NETCL_OK) st = cast_in_place(&b, dt, &cb);
+    netcl_status st = nc_cast_in_place(&a, dt, &ca);
+    if (st == NETCL_OK) st = nc_cast_in_place(&b, dt, &cb);
     if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), nc_op_is_predicate(op) ? NETCL_DTYPE_BOOL : dt, ndim, sizes);
     if (st == NETCL_OK && nc_numel(ndim, sizes) > 0) {
         nc_desc o, x, y;
@@ -130,7 +132,7 @@ netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor 
     if (!nc_dtype_is_float(dt) && s != floor(s)) dt = NETCL_DTYPE_FLOAT32;
     dt = nc_compute_dtype(op, dt);
     netcl_tensor *ca = NULL;
-    netcl_status st = cast_in_place(&a, dt, &ca);
+    netcl_status st = nc_cast_in_place(&a, dt, &ca);
     if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(a), nc_op_is_predicate(op) ? NETCL_DTYPE_BOOL : dt, a->ndim, a->sizes);
     if (st == NETCL_OK && netcl_tensor_numel(a) > 0) {
         nc_desc o, x;
@@ -147,93 +149,72 @@ netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor 
     return st;
 }
 
-/* ---- reductions ----------------------------------------------------------- */
+/* ---- where ------------------------------------------------------------------ */
 
-static netcl_dtype reduce_dtype(netcl_op op, netcl_dtype dt)
+/* Broadcast shape of up to three tensors (NULL entries skipped). */
+static netcl_status broadcast3(const char *op, netcl_tensor *const *ts, int *ndim, int64_t *sizes)
 {
-    if (op == NETCL_OP_MEAN && !nc_dtype_is_float(dt)) return NETCL_DTYPE_FLOAT32;
-    if ((op == NETCL_OP_SUM || op == NETCL_OP_PROD) && !nc_dtype_is_float(dt)) return NETCL_DTYPE_INT64;
-    return dt;
-}
-
-/* The reduction as the backend sees it: `src` with the reduced dim last,
- * and the output shape without it. */
-static netcl_status reduce_layout(const char *op, netcl_tensor *a, int dim, netcl_tensor **src, int *ondim, int64_t *osizes)
-{
-    if (dim < 0) { /* all elements: one row */
-        int64_t n = netcl_tensor_numel(a);
-        *ondim = 0;
-        return nc_fwd_tensor_reshape(src, a, 1, &n);
+    *ndim = 0;
+    for (int k = 0; k < 3; k++) if (ts[k] && ts[k]->ndim > *ndim) *ndim = ts[k]->ndim;
+    for (int i = 0; i < *ndim; i++) sizes[i] = 1;
+    for (int k = 0; k < 3; k++) {
+        const netcl_tensor *t = ts[k];
+        if (!t) continue;
+        for (int i = 0; i < t->ndim; i++) {
+            int o = i + *ndim - t->ndim;
+            if (t->sizes[i] == sizes[o] || t->sizes[i] == 1) continue;
+            if (sizes[o] != 1)
+                return nc_fail(NETCL_ERR_ARGUMENT, "%s: shapes do not broadcast: %s has size %lld in dim %d where "
+                               "another input has %lld", op, nc_describe(t), (long long)t->sizes[i], i, (long long)sizes[o]);
+            sizes[o] = t->sizes[i];
+        }
     }
-    if (dim >= a->ndim)
-        return nc_fail(NETCL_ERR_ARGUMENT, "%s: dim %d out of range for %s (valid 0..%d, 0-based in C)",
-                       op, dim, nc_describe(a), a->ndim - 1);
-    int perm[NC_MAX_DIMS], n = 0;
-    for (int i = 0; i < a->ndim; i++)
-        if (i != dim) { perm[n] = i; osizes[n] = a->sizes[i]; n++; }
-    perm[n] = dim;
-    *ondim = n;
-    return nc_fwd_tensor_permute(src, a, a->ndim, perm);
-}
-
-static netcl_status reduce_impl(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim)
-{
-    const char *name = netcl_op_name(op);
-    netcl_tensor *src = NULL, *cast = NULL, *v = NULL, *ix = NULL;
-    int ondim = 0;
-    int64_t osizes[NC_MAX_DIMS];
-    netcl_status st = cast_in_place(&a, reduce_dtype(op, a->dtype), &cast);
-    if (st == NETCL_OK) st = reduce_layout(name, a, dim, &src, &ondim, osizes);
-    if (st != NETCL_OK) goto fail;
-    int64_t rlen = src->sizes[src->ndim - 1];
-    if (rlen == 0 && op != NETCL_OP_SUM && op != NETCL_OP_PROD) {
-        st = nc_fail(NETCL_ERR_ARGUMENT, "%s: cannot reduce over an empty dimension of %s", name, nc_describe(a));
-        goto fail;
-    }
-    bool arg = op == NETCL_OP_ARGMAX || op == NETCL_OP_ARGMIN;
-    if ((st = nc_tensor_new(&v, nc_dev(a), arg ? NETCL_DTYPE_INT64 : a->dtype, ondim, osizes)) != NETCL_OK) goto fail;
-    if (indices && (st = nc_tensor_new(&ix, nc_dev(a), NETCL_DTYPE_INT64, ondim, osizes)) != NETCL_OK) goto fail;
-    if (netcl_tensor_numel(v) > 0) {
-        nc_desc o, i, x;
-        nc_desc_of(&o, v);
-        nc_desc_of(&x, src);
-        if (ix) nc_desc_of(&i, ix);
-        st = nc_dev(a)->backend->reduce.run(nc_dev(a), op, &o, ix ? &i : NULL, &x);
-        if (st != NETCL_OK) goto fail;
-    }
-    if (keepdim && dim >= 0) {
-        netcl_tensor *kv, *ki = NULL;
-        if ((st = nc_fwd_tensor_unsqueeze(&kv, v, dim)) != NETCL_OK) goto fail;
-        if (ix && (st = nc_fwd_tensor_unsqueeze(&ki, ix, dim)) != NETCL_OK) { netcl_tensor_release(kv); goto fail; }
-        netcl_tensor_release(v); v = kv;
-        netcl_tensor_release(ix); ix = ki;
-    }
-    netcl_tensor_release(src);
-    netcl_tensor_release(cast);
-    *values = v;
-    if (indices) *indices = ix;
     return NETCL_OK;
-fail:
-    netcl_tensor_release(src);
-    netcl_tensor_release(cast);
-    netcl_tensor_release(v);
-    netcl_tensor_release(ix);
-    nc_error_prefix("%s: ", name);
-    return st;
 }
 
-netcl_status nc_fwd_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim)
+/* dtype of where's result: the tensors' promotion; a lone tensor meets a
+ * fractional scalar in float32; two scalars give float32. */
+static netcl_dtype where_dtype(const netcl_tensor *a, const netcl_tensor *b, double sa, double sb)
+{
+    if (a && b) return nc_dtype_promote(a->dtype, b->dtype);
+    if (!a && !b) return NETCL_DTYPE_FLOAT32;
+    const netcl_tensor *t = a ? a : b;
+    double s = a ? sb : sa;
+    if (nc_dtype_is_float(t->dtype)) return t->dtype;
+    if (s != floor(s)) return NETCL_DTYPE_FLOAT32;
+    if (t->dtype == NETCL_DTYPE_BOOL && s != 0 && s != 1) return NETCL_DTYPE_INT64;
+    return t->dtype;
+}
+
+netcl_status nc_fwd_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb)
 {
     *out = NULL;
-    if (!nc_op_is_reduce(op)) return nc_fail(NETCL_ERR_ARGUMENT, "reduce: %s (%d) is not a reduction", netcl_op_name(op), (int)op);
-    return reduce_impl(out, NULL, op, a, dim, keepdim);
-}
-
-netcl_status nc_fwd_reduce_with_index(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim)
-{
-    *values = *indices = NULL;
-    if (op != NETCL_OP_MAX && op != NETCL_OP_MIN)
-        return nc_fail(NETCL_ERR_ARGUMENT, "reduce_with_index: %s is not max or min", netcl_op_name(op));
-    if (dim < 0) return nc_fail(NETCL_ERR_ARGUMENT, "%s: a dim is needed for values with indices", netcl_op_name(op));
-    return reduce_impl(values, indices, op, a, dim, keepdim);
+    if (a) NC_TRY(nc_same_device("where", cond, a));
+    if (b) NC_TRY(nc_same_device("where", cond, b));
+    netcl_tensor *ts[3] = {cond, a, b}, *tmp[3] = {NULL, NULL, NULL};
+    int ndim;
+    int64_t sizes[NC_MAX_DIMS];
+    NC_TRY(broadcast3("where", ts, &ndim, sizes));
+    netcl_dtype dt = where_dtype(a, b, sa, sb);
+    netcl_status st = NETCL_OK;
+    for (int k = 0; k < 3 && st == NETCL_OK; k++) {
+        netcl_dtype want = k == 0 ? NETCL_DTYPE_BOOL : dt;
+        if (ts[k] && ts[k]->dtype != want && (st = nc_fwd_tensor_cast(&tmp[k], ts[k], want)) == NETCL_OK) ts[k] = tmp[k];
+    }
+    if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(cond), dt, ndim, sizes);
+    if (st == NETCL_OK && nc_numel(ndim, sizes) > 0) {
+        nc_desc o, c, x, y;
+        nc_desc_of(&o, *out);
+        nc_broadcast_desc(&c, ts[0], ndim, sizes);
+        if (a) nc_broadcast_desc(&x, ts[1], ndim, sizes);
+        if (b) nc_broadcast_desc(&y, ts[2], ndim, sizes);
+        st = nc_dev(cond)->backend->elementwise.where(nc_dev(cond), &o, &c, a ? &x : NULL, b ? &y : NULL, sa, sb);
+    }
+    for (int k = 0; k < 3; k++) netcl_tensor_release(tmp[k]);
+    if (st != NETCL_OK) {
+        netcl_tensor_release(*out);
+        *out = NULL;
+        nc_error_prefix("where: ");
+    }
+    return st;
 }

@@ -3,7 +3,7 @@
  * along a dim (one backend call each), nonzero (on the host). Shapes, dtypes
  * and devices are checked here; index values are checked by the backends
  * while they run. */
-#include "ops/index.h"
+#include "ops/ops.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* bnorm.c — the forward op layer of fused batch normalisation: argument
+/* norm.c — the forward op layer of fused batch normalisation: argument
  * checks, contiguous operands, the statistics (training) or the running
  * ones (eval), and the backward passes. x is [N, C, ...] viewed [N, C, S]. */
 #include "ops/ops.h"

@@ -1,7 +1,8 @@
-/* optim.c — the fused optimizer update op (netcl_optim_step): checks the
- * flat buffers (one device, one float dtype, one element count, contiguous,
- * no overlap), marks the written ones in place, then makes one backend call.
- * Records nothing for autograd: an optimizer step is not differentiable. */
+/* optim.c — the fused optimizer update (netcl_optim_step, whose public
+ * entry in src/autograd/optim.c refuses tensors that require grad): checks
+ * the flat buffers (one device, one float dtype, one element count,
+ * contiguous, no overlap), bumps the written ones' versions, then makes one
+ * backend call (optim.step). */
 #include "ops/ops.h"
 #include <stdio.h>
 #include <string.h>

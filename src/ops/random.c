@@ -1,9 +1,11 @@
-/* sample.c — random permutations and multinomial draws, generated on the
- * host from the global Philox stream and uploaded, so every backend returns
- * the same numbers for the same seed. Draw k of a call uses counter
- * offset + k (nc_rng_take): randperm takes n counters, multinomial
+/* random.c — random tensors: rand/randn/randint drawn on the device from
+ * the global Philox stream (backend random.draw), and random permutations
+ * and multinomial draws generated on the host from the same stream and
+ * uploaded, so every backend returns the same numbers for the same seed.
+ * Draw k of a host call uses counter offset + k (nc_rng_take): randperm
+ * takes n counters, multinomial
  * B * n (with replacement) or B * C (without). */
-#include "ops/index.h"
+#include "ops/ops.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,5 +153,29 @@ netcl_status netcl_multinomial(netcl_tensor **out, netcl_tensor *probs, int64_t 
     free(p);
     free(res);
     free(scratch);
+    return st;
+}
+
+netcl_status netcl_tensor_rand(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes,
+                               netcl_rng_kind kind, double p1, double p2)
+{
+    static const char *const names[] = {"rand", "randn", "randint"};
+    *out = NULL;
+    if ((unsigned)kind > NETCL_RNG_RANDINT) return nc_fail(NETCL_ERR_ARGUMENT, "rand: invalid kind %d", (int)kind);
+    const char *op = names[kind];
+    if (kind != NETCL_RNG_RANDINT && !nc_dtype_is_float(dtype))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: dtype %s is not a floating type", op, netcl_dtype_name(dtype));
+    if (kind == NETCL_RNG_RANDINT && (p2 <= p1 || p1 != floor(p1) || p2 != floor(p2)))
+        return nc_fail(NETCL_ERR_ARGUMENT, "randint: invalid range [%g, %g)", p1, p2);
+    if (kind == NETCL_RNG_NORMAL && p2 < 0)
+        return nc_fail(NETCL_ERR_ARGUMENT, "randn: negative std %g", p2);
+    netcl_status st = nc_tensor_new(out, dev, dtype, ndim, sizes);
+    if (st != NETCL_OK) { nc_error_prefix("%s: ", op); return st; }
+    int64_t n = netcl_tensor_numel(*out);
+    if (n == 0) return NETCL_OK;
+    nc_desc d;
+    nc_desc_of(&d, *out);
+    st = dev->backend->random.draw(dev, &d, kind, netcl_rng_get_seed(), nc_rng_take((uint64_t)n), p1, p2);
+    if (st != NETCL_OK) { netcl_tensor_release(*out); *out = NULL; nc_error_prefix("%s: ", op); }
     return st;
 }

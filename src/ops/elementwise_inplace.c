@@ -1,4 +1,4 @@
-/* inplace.c — the forward half of in-place ops: an elementwise result
+/* elementwise_inplace.c — the forward half of in-place ops: an elementwise result
  * written into an existing tensor (any strides). One kernel when the
  * output has the compute dtype and no operand overlaps it in another
  * layout; otherwise the result is computed out of place and copied in, so

@@ -1,9 +1,9 @@
-/* sort.c — forward sort and prefix scans along a dim. The backend works on
+/* index_sort.c — forward sort and prefix scans along a dim. The backend works on
  * the LAST dim: the dim is moved last in the descriptors (no copy), and the
  * results are written through the same permutation of contiguous outputs,
  * so they come back in the input's layout. A reverse scan walks the row
  * with a negated stride. */
-#include "ops/index.h"
+#include "ops/ops.h"
 
 /* t's descriptor with dim moved last */
 static void dim_last(nc_desc *d, const netcl_tensor *t, int dim)

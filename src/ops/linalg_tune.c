@@ -1,4 +1,4 @@
-/* gemm_tune.c — GEMM tuning and inspection (netcl_tune_gemm,
+/* linalg_tune.c — GEMM tuning and inspection (netcl_tune_gemm,
  * netcl_gemm_config, forced configurations, the tuning cache): argument
  * checks, then the device's backend through its runtime entries. The
  * product a problem runs as (its K slices and operand copies) is worked out
