@@ -1,7 +1,8 @@
 /* autograd.h — the recorded graph: a node per differentiable op call with
  * edges to the nodes (or leaves) of its inputs, the tensors its backward
- * rule needs, and the rule itself. Rules live in rules.c, one per op kind,
- * next to nothing else; the engine (engine.c) only schedules them. */
+ * rule needs, and the rule itself. Each family's public entry points and
+ * rules live together in <family>*.c; optable.c maps node kinds to rules;
+ * the engine (engine.c) records nodes and schedules the rules. */
 #ifndef NETCL_AUTOGRAD_H
 #define NETCL_AUTOGRAD_H
 
@@ -27,15 +28,21 @@ void nc_node_release(struct nc_node *n);
  * mode is on, as its gradient would be wrong. */
 netcl_status nc_untracked_write_check(const netcl_tensor *t, const char *op);
 
-/* One entry per recorded op kind; rules.c has the table. */
+/* One entry per recorded node kind, grouped by family; optable.c has the
+ * table of rules. */
 typedef enum nc_rule {
-    NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_REDUCE, NC_RULE_REDUCE_INDEX,
-    NC_RULE_MATMUL, NC_RULE_RESHAPE, NC_RULE_TRANSPOSE, NC_RULE_PERMUTE, NC_RULE_EXPAND,
-    NC_RULE_SLICE, NC_RULE_SELECT, NC_RULE_CAST, NC_RULE_TO_DEVICE, NC_RULE_PAD,
-    /* selection and nn families (rules_nn.c) */
-    NC_RULE_WHERE, NC_RULE_SOFTMAX, NC_RULE_UNFOLD, NC_RULE_FOLD, NC_RULE_POOL, NC_RULE_CLASS_LOSS, NC_RULE_CONV2D, NC_RULE_BATCH_NORM,
-    /* indexing, sort, scan (rules_index.c) */
-    NC_RULE_CAT, NC_RULE_GATHER, NC_RULE_SCATTER, NC_RULE_SORT, NC_RULE_SCAN,
+    NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_WHERE,   /* elementwise*.c */
+    NC_RULE_REDUCE, NC_RULE_REDUCE_INDEX,                                  /* reduce.c */
+    NC_RULE_MATMUL,                                                        /* linalg.c */
+    NC_RULE_RESHAPE, NC_RULE_TRANSPOSE, NC_RULE_PERMUTE, NC_RULE_EXPAND,   /* views.c */
+    NC_RULE_SLICE, NC_RULE_SELECT,
+    NC_RULE_CAST, NC_RULE_TO_DEVICE, NC_RULE_PAD,                          /* copy.c */
+    NC_RULE_SOFTMAX,                                                       /* softmax.c */
+    NC_RULE_UNFOLD, NC_RULE_FOLD, NC_RULE_CONV2D,                          /* conv.c */
+    NC_RULE_POOL,                                                          /* pool.c */
+    NC_RULE_BATCH_NORM,                                                    /* norm.c */
+    NC_RULE_CLASS_LOSS,                                                    /* loss.c */
+    NC_RULE_CAT, NC_RULE_GATHER, NC_RULE_SCATTER, NC_RULE_SORT, NC_RULE_SCAN,   /* index.c */
     NC_RULE_COUNT
 } nc_rule;
 
@@ -77,9 +84,19 @@ typedef struct nc_node {
 /* Backward rule: given the output gradient g, set gin[i] (new references)
  * for each input that needs a gradient (nc_input_needs_grad); others stay NULL. */
 typedef netcl_status (*nc_backward_fn)(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-extern const nc_backward_fn nc_backward_rules[];
+/* The rule table: a row per node kind (optable.c). */
+typedef struct nc_op_rule {
+    const char *name;
+    nc_backward_fn backward;
+} nc_op_rule;
+extern const nc_op_rule nc_op_rules[NC_RULE_COUNT];
 
 int nc_input_needs_grad(const nc_node *n, int i);
+/* Ops with a gradient: not comparisons, logical ops or argmax/argmin. */
+static inline int nc_op_differentiable(netcl_op op)
+{
+    return !nc_op_is_predicate(op) && op != NETCL_OP_ARGMAX && op != NETCL_OP_ARGMIN;
+}
 /* Any input requires grad while grad mode is on. */
 int nc_should_record(int nin, netcl_tensor *const *ins);
 nc_node *nc_node_new(nc_rule rule, const char *name, int nin, netcl_tensor *const *ins);
@@ -93,35 +110,48 @@ void nc_node_attach(nc_node *n, netcl_tensor *out);
 /* Grad mode guard for forward calls inside recorded ops and backward. */
 int nc_grad_push_disabled(void);
 void nc_grad_pop(int previous);
+/* Runs `call` with grad mode off (so helper ops inside a recorded op
+ * record nothing); `st` receives its status. */
+#define NC_FORWARD(st, call) do { int prev_ = nc_grad_push_disabled(); st = (call); nc_grad_pop(prev_); } while (0)
+/* Recording helpers of the entry points (engine.c): a failure to record
+ * releases n and *out and reports running out of host memory; a node of
+ * `rule` with one input, no saved tensors and integer parameters ip. */
+netcl_status nc_record_fail(netcl_tensor **out, nc_node *n, const char *op);
+netcl_status nc_record_simple(netcl_tensor **out, nc_rule rule, const char *name, netcl_tensor *in, const int64_t *ip,
+                              int nip);
+/* The body of an entry point of a view-like op (one input t, result *out)
+ * whose backward is `rule` with parameters ip (views.c, copy.c). */
+#define NC_VIEW_OP(name, rule, call, ip, nip)                                                  \
+    do {                                                                                    \
+        netcl_status st_;                                                                   \
+        NC_FORWARD(st_, call);                                                              \
+        if (st_ != NETCL_OK || !nc_should_record(1, &t)) return st_;                        \
+        return nc_record_simple(out, rule, name, t, ip, nip);                               \
+    } while (0)
 
-/* Shared by the rule files: gin = cast(sum_to_shape(g)) (consumes g), and
- * a comparison as a 0/1 float mask (b NULL: against the scalar s). */
+/* Shared by the rule files (expr.c): gin = cast(sum_to_shape(g)) (consumes
+ * g), and a comparison as a 0/1 float mask (b NULL: against the scalar s). */
 netcl_status nc_rule_finish(nc_node *n, int i, netcl_tensor *g, netcl_tensor **gin);
 netcl_status nc_rule_mask(netcl_tensor **o, netcl_op cmp, netcl_tensor *a, netcl_tensor *b, double s, netcl_dtype dt);
 
-/* The rules (rules.c: elementwise; rules_shape.c: the rest). */
-netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_binary(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_binary_scalar(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-
-netcl_status nc_rule_where(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_softmax(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_unfold(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_fold(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_pool(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_class_loss(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_conv2d(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
+/* The rules, by family file. */
+#define NC_RULE_FN(name) netcl_status nc_rule_##name(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+NC_RULE_FN(unary); NC_RULE_FN(binary); NC_RULE_FN(binary_scalar); NC_RULE_FN(where);   /* elementwise*.c */
+NC_RULE_FN(reduce); NC_RULE_FN(reduce_index);                                         /* reduce.c */
+NC_RULE_FN(matmul);                                                                   /* linalg.c */
+NC_RULE_FN(reshape); NC_RULE_FN(transpose); NC_RULE_FN(permute); NC_RULE_FN(expand);  /* views.c */
+NC_RULE_FN(slice); NC_RULE_FN(select);
+NC_RULE_FN(cast); NC_RULE_FN(to_device); NC_RULE_FN(pad);                             /* copy.c */
+NC_RULE_FN(softmax);                                                                  /* softmax.c */
+NC_RULE_FN(unfold); NC_RULE_FN(fold); NC_RULE_FN(conv2d);                             /* conv.c */
+NC_RULE_FN(pool);                                                                     /* pool.c */
+NC_RULE_FN(batch_norm);                                                               /* norm.c */
+NC_RULE_FN(class_loss);                                                               /* loss.c */
+NC_RULE_FN(cat); NC_RULE_FN(gather); NC_RULE_FN(scatter); NC_RULE_FN(sort); NC_RULE_FN(scan);   /* index.c */
 
 /* Runs the hooks on *g (may replace it); hooks.c. */
 netcl_status nc_hooks_run(nc_hook *h, netcl_tensor **g, const char *what);
-/* rules_index.c */
-netcl_status nc_rule_cat(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_gather(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_scatter(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_sort(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-netcl_status nc_rule_scan(nc_node *n, netcl_tensor *g, netcl_tensor **gin);
-/* inplace.c: the in-place protocol for other families (api_index.c):
+/* inplace.c: the in-place protocol for other families (index.c):
  * refuse targets that cannot take a recorded write; a takes r's values
  * and history (consumes r). */
 netcl_status nc_inplace_check(const netcl_tensor *a, const char *op);

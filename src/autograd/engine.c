@@ -188,6 +188,32 @@ netcl_status nc_untracked_write_check(const netcl_tensor *t, const char *op)
     return NETCL_OK;
 }
 
+/* ---- recording helpers of the entry points ---------------------------------- */
+
+netcl_status nc_record_fail(netcl_tensor **out, nc_node *n, const char *op)
+{
+    nc_node_release(n);
+    netcl_tensor_release(*out);
+    *out = NULL;
+    return nc_fail(NETCL_ERR_OOM, "%s: out of host memory recording the graph", op);
+}
+
+/* One input, one output, no saved tensors: a node of `rule` with ip[]. */
+netcl_status nc_record_simple(netcl_tensor **out, nc_rule rule, const char *name, netcl_tensor *in, const int64_t *ip,
+                              int nip)
+{
+    nc_node *n = nc_node_new(rule, name, 1, &in);
+    if (!n) return nc_record_fail(out, n, name);
+    for (int i = 0; i < nip; i++) n->ip[i] = ip[i];
+    if ((*out)->storage == in->storage) { /* a view: remember what it views (engine.c checks at backward) */
+        n->view_storage = in->storage;
+        nc_storage_retain(in->storage);
+        n->view_version = atomic_load(&in->storage->version);
+    }
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
 /* ---- backward ------------------------------------------------------------------ */
 
 /* *acc += g (out of place; takes ownership of g). The first gradient is
@@ -327,7 +353,7 @@ static netcl_status run_node(nc_node *n, int retain_graph, node_list *ready)
             st = nc_fail(NETCL_ERR_ARGUMENT, "the graph through %s was already freed by an earlier backward; "
                          "pass retain_graph to run backward twice", n->name);
         else if ((st = check_view(n)) == NETCL_OK)
-            st = nc_backward_rules[n->rule](n, g, gin);
+            st = nc_op_rules[n->rule].backward(n, g, gin);
         if (st != NETCL_OK) nc_error_prefix("backward of %s: ", n->name);
     }
     for (int i = 0; i < n->nin; i++) {

@@ -1,5 +1,7 @@
 /* expr.c — the scope behind XC(): temporaries, the first failure, and
- * handing results out (see expr.h). */
+ * handing results out (see expr.h); and the helpers backward rules share:
+ * a gradient summed to an input's shape and cast to its dtype, and the
+ * float mask of a comparison. */
 #include "autograd/expr.h"
 #include <string.h>
 
@@ -78,4 +80,51 @@ netcl_tensor *x_cast(nc_x *x, netcl_tensor *a, netcl_dtype dt) { return XC(x, ne
 netcl_tensor *x_full(nc_x *x, const netcl_tensor *like, netcl_dtype dt, int ndim, const int64_t *sizes, double v)
 {
     return XC(x, netcl_tensor_full, nc_dev(like), dt, ndim, sizes, v);
+}
+
+/* ---- helpers the rules share ----------------------------------------------------- */
+
+netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes)
+{
+    netcl_tensor *cur = g, *next;
+    netcl_tensor_retain(g);
+    while (cur->ndim > ndim) {   /* leading broadcast dims */
+        netcl_status st = nc_fwd_reduce(&next, NETCL_OP_SUM, cur, 0, 0);
+        R(cur);
+        if (st != NETCL_OK) return st;
+        cur = next;
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] == 1 && cur->sizes[d] != 1) {
+            netcl_status st = nc_fwd_reduce(&next, NETCL_OP_SUM, cur, d, 1);
+            R(cur);
+            if (st != NETCL_OK) return st;
+            cur = next;
+        }
+    }
+    *out = cur;
+    return NETCL_OK;
+}
+
+/* gin = cast(sum_to_shape(g), input dtype); consumes g */
+netcl_status nc_rule_finish(nc_node *n, int i, netcl_tensor *g, netcl_tensor **gin)
+{
+    netcl_tensor *s;
+    netcl_status st = nc_sum_to_shape(&s, g, n->in[i].ndim, n->in[i].sizes);
+    R(g);
+    if (st != NETCL_OK) return st;
+    if (s->dtype == n->in[i].dtype) { *gin = s; return NETCL_OK; }
+    st = nc_fwd_tensor_cast(gin, s, n->in[i].dtype);
+    R(s);
+    return st;
+}
+
+/* float mask of a comparison */
+netcl_status nc_rule_mask(netcl_tensor **o, netcl_op cmp, netcl_tensor *a, netcl_tensor *b, double s, netcl_dtype dt)
+{
+    netcl_tensor *m;
+    NC_TRY(b ? nc_fwd_binary(&m, cmp, a, b) : nc_fwd_binary_scalar(&m, cmp, a, s, 0));
+    netcl_status st = nc_fwd_tensor_cast(o, m, dt);
+    R(m);
+    return st;
 }

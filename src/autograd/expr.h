@@ -65,5 +65,7 @@ netcl_tensor *x_cast(nc_x *x, netcl_tensor *a, netcl_dtype dt);
 #define x_sub(x, a, b) x_bin((x), NETCL_OP_SUB, (a), (b))
 #define x_mul(x, a, b) x_bin((x), NETCL_OP_MUL, (a), (b))
 #define x_div(x, a, b) x_bin((x), NETCL_OP_DIV, (a), (b))
+/* The rule files' shorthand for releasing a temporary. */
+#define R(t) netcl_tensor_release(t)
 
 #endif

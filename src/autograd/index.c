@@ -1,15 +1,245 @@
-/* index.c (composite) — the index family's ops built from recorded ops, so
- * autograd comes free: index_select / index_add (gather / scatter with the
- * 1-D index viewed along the dim and expanded over the others: stride 0, no
- * copy), masked_fill (where), masked_select (nonzero + index_select),
- * one_hot (scatter), embedding, flip and the reflect / replicate / circular
- * pads (index_select with indices computed on the host), repeat
- * (expand + reshape), topk (sort + narrow), bernoulli (rand < p). Arguments
- * are checked up front so messages name the op the caller used. */
+/* index.c — the index family with autograd: the public entry points of
+ * cat/stack, gather, scatter (and scatter_), sort, cumsum/cumprod and
+ * nonzero with their backward rules (forward: src/ops/index.c,
+ * index_sort.c; kernels: backend index, kernels/index*.cl), and the ops
+ * built from recorded ops (autograd comes free): index_select/index_add,
+ * masked_fill/masked_select, repeat, flip, the pad modes, one_hot,
+ * embedding, topk, split/chunk. */
 #include "autograd/expr.h"
-#include "ops/ops.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+static netcl_status cat_impl(netcl_tensor **out, int n, netcl_tensor *const *ts, int dim, int stack)
+{
+    const char *op = stack ? "stack" : "cat";
+    netcl_status st;
+    *out = NULL;
+    NC_FORWARD(st, nc_fwd_cat(out, n, ts, dim, stack));
+    if (st != NETCL_OK || !nc_should_record(n, ts)) return st;
+    nc_node *node = nc_node_new(NC_RULE_CAT, op, n, ts);
+    if (!node) return nc_record_fail(out, node, op);
+    node->ip[0] = dim;
+    node->ip[1] = stack;
+    nc_node_attach(node, *out);
+    return NETCL_OK;
+}
+
+netcl_status netcl_cat(netcl_tensor **out, int n, netcl_tensor *const *tensors, int dim)
+{
+    return cat_impl(out, n, tensors, dim, 0);
+}
+
+netcl_status netcl_stack(netcl_tensor **out, int n, netcl_tensor *const *tensors, int dim)
+{
+    return cat_impl(out, n, tensors, dim, 1);
+}
+
+netcl_status netcl_gather(netcl_tensor **out, netcl_tensor *a, int dim, netcl_tensor *index, int index_base)
+{
+    netcl_status st;
+    NC_FORWARD(st, nc_fwd_gather(out, a, dim, index, index_base));
+    if (st != NETCL_OK || !nc_should_record(1, &a)) return st;
+    nc_node *n = nc_node_new(NC_RULE_GATHER, "gather", 1, &a);
+    if (!n || nc_node_save(n, 0, index) != NETCL_OK) return nc_record_fail(out, n, "gather");
+    n->ip[0] = dim;
+    n->ip[1] = index_base;
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+netcl_status netcl_scatter(netcl_tensor **out, netcl_tensor *a, int dim, netcl_tensor *index, netcl_tensor *src,
+                           int accumulate, int index_base)
+{
+    const char *op = accumulate ? "scatter_add" : "scatter";
+    netcl_tensor *ins[2] = {a, src};
+    netcl_status st;
+    NC_FORWARD(st, nc_fwd_scatter(out, a, dim, index, src, accumulate, index_base));
+    if (st != NETCL_OK || !nc_should_record(2, ins)) return st;
+    nc_node *n = nc_node_new(NC_RULE_SCATTER, op, 2, ins);
+    if (!n || nc_node_save(n, 0, index) != NETCL_OK) return nc_record_fail(out, n, op);
+    n->ip[0] = dim;
+    n->ip[1] = index_base;
+    n->ip[2] = accumulate != 0;
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+netcl_status netcl_scatter_(netcl_tensor *a, int dim, netcl_tensor *index, netcl_tensor *src, int accumulate, int index_base)
+{
+    const char *op = accumulate ? "scatter_add" : "scatter";
+    netcl_tensor *ins[2] = {a, src};
+    if (!nc_should_record(2, ins)) return nc_fwd_scatter_into(a, dim, index, src, accumulate, index_base);
+    NC_TRY(nc_inplace_check(a, op));
+    netcl_tensor *old, *r;
+    NC_TRY(netcl_tensor_cast(&old, a, a->dtype));   /* a recorded copy of a's values */
+    netcl_status st = netcl_scatter(&r, old, dim, index, src == a ? old : src, accumulate, index_base);
+    netcl_tensor_release(old);
+    return st == NETCL_OK ? nc_inplace_adopt(a, r) : st;
+}
+
+netcl_status netcl_sort(netcl_tensor **values, netcl_tensor **indices, netcl_tensor *a, int dim, int descending)
+{
+    netcl_status st;
+    NC_FORWARD(st, nc_fwd_sort(values, indices, a, dim, descending));
+    if (st != NETCL_OK || !nc_should_record(1, &a)) return st;
+    nc_node *n = nc_node_new(NC_RULE_SORT, "sort", 1, &a);
+    if (!n || nc_node_save(n, 0, *indices) != NETCL_OK) {
+        netcl_tensor_release(*indices);
+        *indices = NULL;
+        return nc_record_fail(values, n, "sort");
+    }
+    n->ip[0] = dim;
+    nc_node_attach(n, *values);
+    return NETCL_OK;
+}
+
+static netcl_status scan(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim)
+{
+    const char *name = op == NETCL_OP_SUM ? "cumsum" : "cumprod";
+    netcl_status st;
+    NC_FORWARD(st, nc_fwd_scan(out, op, a, dim, 0));
+    if (st != NETCL_OK || !nc_should_record(1, &a)) return st;
+    nc_node *n = nc_node_new(NC_RULE_SCAN, name, 1, &a);
+    if (!n) return nc_record_fail(out, n, name);
+    n->ip[0] = op;
+    n->ip[1] = dim;
+    if (op == NETCL_OP_PROD && (nc_node_save(n, 0, a) != NETCL_OK || nc_node_save(n, 1, *out) != NETCL_OK))
+        return nc_record_fail(out, n, name);
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+netcl_status netcl_cumsum(netcl_tensor **out, netcl_tensor *a, int dim) { return scan(out, NETCL_OP_SUM, a, dim); }
+netcl_status netcl_cumprod(netcl_tensor **out, netcl_tensor *a, int dim) { return scan(out, NETCL_OP_PROD, a, dim); }
+
+netcl_status netcl_nonzero(netcl_tensor **out, netcl_tensor *a) { return nc_fwd_nonzero(out, a); }
+
+netcl_status nc_rule_cat(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    int dim = (int)n->ip[0], stack = (int)n->ip[1];
+    int64_t pos = 0;
+    for (int i = 0; i < n->nin; i++) {
+        const nc_edge *e = &n->in[i];
+        netcl_tensor *t = NULL;
+        netcl_status st = NETCL_OK;
+        if (!stack && e->ndim == 1 && e->sizes[0] == 0) { /* skipped by cat: an empty gradient */
+            if (nc_input_needs_grad(n, i)) st = netcl_tensor_full(&t, nc_dev(g), g->dtype, 1, e->sizes, 0);
+        } else {
+            int64_t len = stack ? 1 : e->sizes[dim];
+            if (nc_input_needs_grad(n, i))
+                st = stack ? nc_fwd_tensor_select(&t, g, dim, pos) : nc_fwd_tensor_narrow(&t, g, dim, pos, len);
+            pos += len;
+        }
+        if (st == NETCL_OK && t) st = nc_rule_finish(n, i, t, &gin[i]);
+        if (st != NETCL_OK) return st;
+    }
+    return NETCL_OK;
+}
+
+/* zeros of input i's shape in g's dtype, with g scattered (added) into it */
+static netcl_status scatter_into_zeros(nc_node *n, int i, netcl_tensor *g, int dim, netcl_tensor *idx, int acc,
+                                       int base, netcl_tensor **out)
+{
+    NC_TRY(netcl_tensor_full(out, nc_dev(g), g->dtype, n->in[i].ndim, n->in[i].sizes, 0));
+    netcl_status st = nc_fwd_scatter_into(*out, dim, idx, g, acc, base);
+    if (st != NETCL_OK) { R(*out); *out = NULL; }
+    return st;
+}
+
+netcl_status nc_rule_gather(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    netcl_tensor *idx, *t;
+    NC_TRY(nc_node_saved(n, 0, &idx));
+    NC_TRY(scatter_into_zeros(n, 0, g, (int)n->ip[0], idx, 1, (int)n->ip[1], &t));
+    return nc_rule_finish(n, 0, t, &gin[0]);
+}
+
+/* out = scatter(a, dim, idx, src): a's gradient is g where nothing was
+ * written (all of g when accumulating); src's is g gathered at idx, placed
+ * in the leading box of src's shape when src is larger than idx. */
+netcl_status nc_rule_scatter(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    int dim = (int)n->ip[0], base = (int)n->ip[1], acc = (int)n->ip[2];
+    netcl_tensor *idx;
+    NC_TRY(nc_node_saved(n, 0, &idx));
+    nc_x x = NC_X(NULL);
+    if (nc_input_needs_grad(n, 0)) {
+        netcl_tensor *ga = g;
+        if (!acc) {
+            int64_t no_dims = 0;   /* sizes of a 0-dim tensor (never read, never NULL) */
+            netcl_tensor *zero = XC(&x, netcl_tensor_full, nc_dev(g), g->dtype, 0, &no_dims, 0);
+            netcl_tensor *zeros = XC(&x, nc_fwd_tensor_expand, zero, idx->ndim, idx->sizes);
+            ga = XC(&x, netcl_tensor_cast, g, g->dtype);
+            if (x.st == NETCL_OK) nc_x_do(&x, nc_fwd_scatter_into(ga, dim, idx, zeros, 0, base));
+        }
+        nc_x_grad(&x, n, 0, ga, gin);
+    }
+    if (nc_input_needs_grad(n, 1)) {
+        netcl_tensor *gs = XC(&x, nc_fwd_gather, g, dim, idx, base);
+        const nc_edge *e = &n->in[1];
+        if (x.st == NETCL_OK && (e->ndim != gs->ndim || memcmp(e->sizes, gs->sizes, sizeof(int64_t) * (size_t)e->ndim))) {
+            netcl_tensor *full = XC(&x, netcl_tensor_full, nc_dev(g), g->dtype, e->ndim, e->sizes, 0), *box = full;
+            for (int d = 0; d < e->ndim && x.st == NETCL_OK; d++) box = XC(&x, nc_fwd_tensor_narrow, box, d, 0, idx->sizes[d]);
+            if (x.st == NETCL_OK) nc_x_do(&x, nc_fwd_copy_into(box, gs));
+            gs = full;
+        }
+        nc_x_grad(&x, n, 1, gs, gin);
+    }
+    return nc_x_end(&x);
+}
+
+netcl_status nc_rule_sort(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    netcl_tensor *idx, *t;
+    NC_TRY(nc_node_saved(n, 0, &idx));
+    if (g->ndim == 0) { netcl_tensor_retain(g); return nc_rule_finish(n, 0, g, &gin[0]); }
+    NC_TRY(scatter_into_zeros(n, 0, g, (int)n->ip[0], idx, 0, 0, &t));
+    return nc_rule_finish(n, 0, t, &gin[0]);
+}
+
+/* y = cumprod(x) along a row: dy_i/dx_j = prod_{k <= i, k != j} x_k for
+ * i >= j. Before the row's first zero, dx = revcumsum(g y) / x. At the first
+ * zero z, dx_z = revcumsum(g y')_z with y' the cumprod of x with x_z set to
+ * 1. After it every product holds x_z = 0: dx = 0. O(n) per row, no
+ * division by zero. */
+static netcl_tensor *x_scan(nc_x *x, netcl_op op, netcl_tensor *a, int dim, int reverse)
+{
+    return XC(x, nc_fwd_scan, op, a, dim, reverse);
+}
+
+static netcl_tensor *cumprod_grad(nc_x *x, netcl_tensor *g, netcl_tensor *a, netcl_tensor *y, int dim)
+{
+    netcl_tensor *zero = x_sc(x, NETCL_OP_EQ, a, 0);
+    netcl_tensor *count = x_scan(x, NETCL_OP_SUM, zero, dim, 0);   /* zeros up to here (int64) */
+    netcl_tensor *before = x_cast(x, x_sc(x, NETCL_OP_EQ, count, 0), a->dtype);
+    netcl_tensor *first = x_mul(x, x_cast(x, zero, a->dtype), x_cast(x, x_sc(x, NETCL_OP_EQ, count, 1), a->dtype));
+    /* x before the first zero, 1 elsewhere */
+    netcl_tensor *safe = x_add(x, x_mul(x, a, before), x_rsc(x, NETCL_OP_SUB, 1, before));
+    netcl_tensor *gy = x_scan(x, NETCL_OP_SUM, x_mul(x, g, y), dim, 1);
+    netcl_tensor *ya = x_scan(x, NETCL_OP_PROD, x_add(x, a, first), dim, 0);
+    netcl_tensor *gz = x_scan(x, NETCL_OP_SUM, x_mul(x, g, ya), dim, 1);
+    return x_add(x, x_mul(x, x_div(x, gy, safe), before), x_mul(x, gz, first));
+}
+
+netcl_status nc_rule_scan(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    netcl_op op = (netcl_op)n->ip[0];
+    int dim = (int)n->ip[1];
+    if (g->ndim == 0) { netcl_tensor_retain(g); return nc_rule_finish(n, 0, g, &gin[0]); }
+    nc_x x = NC_X(NULL);
+    netcl_tensor *r;
+    if (op == NETCL_OP_SUM) {
+        r = x_scan(&x, NETCL_OP_SUM, g, dim, 1);
+    } else {
+        netcl_tensor *a, *y;
+        NC_TRY(nc_node_saved(n, 0, &a));
+        NC_TRY(nc_node_saved(n, 1, &y));
+        r = cumprod_grad(&x, g, a, y, dim);
+    }
+    nc_x_grad(&x, n, 0, r, gin);
+    return nc_x_end(&x);
+}
 
 #define ARG(...) nc_fail(NETCL_ERR_ARGUMENT, __VA_ARGS__)
 

@@ -76,25 +76,6 @@ netcl_status netcl_unary_(netcl_op op, netcl_tensor *a, double p1, double p2)
     return st == NETCL_OK ? adopt(a, r) : st;
 }
 
-/* the same protocol for in-place ops of other families (api_index.c) */
+/* the same protocol for in-place ops of other families (index.c) */
 netcl_status nc_inplace_check(const netcl_tensor *a, const char *op) { return check_target(a, op); }
 netcl_status nc_inplace_adopt(netcl_tensor *a, netcl_tensor *r) { return adopt(a, r); }
-
-/* ---- writes autograd does not record ------------------------------------ */
-netcl_status netcl_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src)
-{
-    NC_TRY(nc_untracked_write_check(dst, "copy_"));
-    return nc_fwd_tensor_copy_(dst, src);
-}
-
-netcl_status netcl_tensor_fill_(netcl_tensor *dst, double value)
-{
-    NC_TRY(nc_untracked_write_check(dst, "fill_"));
-    return nc_fwd_tensor_fill_(dst, value);
-}
-
-netcl_status netcl_tensor_set_item(netcl_tensor *t, const int64_t *index, double value)
-{
-    NC_TRY(nc_untracked_write_check(t, "set_item"));
-    return nc_fwd_tensor_set_item(t, index, value);
-}

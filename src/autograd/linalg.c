@@ -1,15 +1,58 @@
-/* linalg.c — matrix products built on matmul (autograd comes free): mm and
- * bmm with strict shapes, addmm, linear, outer and dot; and the fused gemm
- * (alpha, beta * c, bias, activation in the product's kernel), which addmm
- * and linear use.
- *
- * Autograd and fusion: when no input requires grad (inference, no_grad),
- * gemm is one forward-only backend call; otherwise it is recorded as its
- * parts (matmul, scale, add, activation), whose rules already exist, so
- * gradients are exact and nothing needs a second backward rule. Training
- * therefore runs the unfused sequence, which also keeps the product and
- * pre-activation the backward rules need. */
+/* linalg.c — matrix products with autograd: matmul's public entry point
+ * and backward rule (forward: src/ops/linalg.c; kernels: backend linalg,
+ * kernels/gemm*.cl), and the products built on it (autograd comes free):
+ * mm and bmm with strict shapes, addmm, linear, outer and dot, and the
+ * fused gemm (alpha, beta * c, bias, activation in the product's kernel),
+ * which addmm and linear use. */
 #include "autograd/expr.h"
+#include <math.h>
+#include <string.h>
+
+netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
+{
+    netcl_status st;
+    netcl_tensor *ins[2] = {a, b};
+    NC_FORWARD(st, nc_fwd_matmul(out, a, b));
+    if (st != NETCL_OK || !nc_should_record(2, ins)) return st;
+    nc_node *n = nc_node_new(NC_RULE_MATMUL, "matmul", 2, ins);
+    if (!n || nc_node_save(n, 0, a) != NETCL_OK || nc_node_save(n, 1, b) != NETCL_OK) return nc_record_fail(out, n, "matmul");
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+/* views of a and b as batched matrices, g likewise: 1-D operands get the
+ * dim matmul added and dropped */
+netcl_status nc_rule_matmul(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    netcl_tensor *a, *b, *A = NULL, *B = NULL, *G = NULL, *T = NULL, *r = NULL, *s = NULL;
+    NC_TRY(nc_node_saved(n, 0, &a));
+    NC_TRY(nc_node_saved(n, 1, &b));
+    netcl_status st = NETCL_OK;
+    int a1 = a->ndim == 1, b1 = b->ndim == 1;
+    if (a1) st = nc_fwd_tensor_unsqueeze(&A, a, 0); else { netcl_tensor_retain(a); A = a; }
+    if (st == NETCL_OK) { if (b1) st = nc_fwd_tensor_unsqueeze(&B, b, 1); else { netcl_tensor_retain(b); B = b; } }
+    netcl_tensor_retain(g);
+    G = g;
+    if (st == NETCL_OK && a1) { netcl_tensor *u; st = nc_fwd_tensor_unsqueeze(&u, G, G->ndim - (b1 ? 0 : 1)); R(G); G = u; }
+    if (st == NETCL_OK && b1) { netcl_tensor *u; st = nc_fwd_tensor_unsqueeze(&u, G, G->ndim); R(G); G = u; }
+    for (int i = 0; i < 2 && st == NETCL_OK; i++) {
+        if (!nc_input_needs_grad(n, i)) continue;
+        netcl_tensor *M = i == 0 ? B : A;   /* dA = G @ B^T, dB = A^T @ G */
+        if ((st = nc_fwd_tensor_transpose(&T, M, M->ndim - 2, M->ndim - 1)) != NETCL_OK) break;
+        st = i == 0 ? nc_fwd_matmul(&r, G, T) : nc_fwd_matmul(&r, T, G);
+        R(T); T = NULL;
+        if (st != NETCL_OK) break;
+        netcl_tensor *full = i == 0 ? A : B;
+        if ((st = nc_sum_to_shape(&s, r, full->ndim, full->sizes)) != NETCL_OK) break;
+        R(r); r = NULL;
+        if ((st = nc_fwd_tensor_reshape(&r, s, n->in[i].ndim, n->in[i].sizes)) != NETCL_OK) break;
+        R(s); s = NULL;
+        st = nc_rule_finish(n, i, r, &gin[i]);
+        r = NULL;
+    }
+    R(A); R(B); R(G); R(r); R(s);
+    return st;
+}
 
 static void need_dims(nc_x *x, const char *op, const netcl_tensor *t, int nd, const char *what)
 {

@@ -1,10 +1,48 @@
-/* loss.c — the elementwise losses built from recorded ops (autograd comes
- * free): mse, l1, smooth_l1, huber, binary cross-entropy (on
- * probabilities and on logits) and KL divergence, each with PyTorch's
- * formula and reduction (none, mean, sum; kl_div also batchmean). */
+/* loss.c — losses with autograd: the class losses' public entry point and
+ * backward rule (forward: src/ops/loss.c; kernels: backend loss,
+ * kernels/loss.cl), and the losses built from recorded ops (autograd comes
+ * free): mse, l1, smooth_l1, huber, binary cross-entropy (on probabilities
+ * and on logits), KL divergence, cross-entropy and nll over the class
+ * losses, each with PyTorch's formula and reduction. */
 #include "autograd/expr.h"
 #include <math.h>
 #include <string.h>
+
+/* ---- class losses: the node saves x, the targets and the weights ---------- */
+
+netcl_status netcl_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_tensor *x, netcl_tensor *t, netcl_tensor *w,
+                              int logp, int64_t base, int64_t ignore, double eps)
+{
+    netcl_status st;
+    const char *name = logp ? "nll_loss" : "cross_entropy";
+    NC_FORWARD(st, nc_fwd_class_loss(loss, wsum, x, t, w, logp, base, ignore, eps));
+    if (st != NETCL_OK || !nc_should_record(1, &x)) return st;
+    nc_node *n = nc_node_new(NC_RULE_CLASS_LOSS, name, 1, &x);
+    if (!n || nc_node_save(n, 0, x) != NETCL_OK || nc_node_save(n, 1, t) != NETCL_OK ||
+        (w && nc_node_save(n, 2, w) != NETCL_OK)) {
+        netcl_tensor_release(*wsum);
+        *wsum = NULL;
+        return nc_record_fail(loss, n, name);
+    }
+    n->p[0] = eps;
+    n->ip[0] = logp;
+    n->ip[1] = base;
+    n->ip[2] = ignore;
+    nc_node_attach(n, *loss);
+    return NETCL_OK;
+}
+
+/* class losses: one backward kernel from the saved input, targets, weights */
+netcl_status nc_rule_class_loss(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    nc_x x = NC_X(NULL);
+    netcl_tensor *in = NULL, *t = NULL, *w = NULL;
+    nc_x_do(&x, nc_node_saved(n, 0, &in));
+    nc_x_do(&x, nc_node_saved(n, 1, &t));
+    if (n->saved[2]) nc_x_do(&x, nc_node_saved(n, 2, &w));
+    nc_x_grad(&x, n, 0, XC(&x, nc_fwd_class_loss_backward, g, in, t, w, (int)n->ip[0], n->ip[1], n->ip[2], n->p[0]), gin);
+    return nc_x_end(&x);
+}
 
 static netcl_tensor *reduce(nc_x *x, netcl_tensor *l, netcl_reduction r)
 {

@@ -1,8 +1,55 @@
-/* norm.c — normalisation and dropout built from recorded ops (autograd
- * comes free): layer_norm, group_norm, dropout and its channel-wise form.
- * Statistics use the biased variance, as PyTorch does. batch_norm is a
- * fused primitive (src/bnorm.c). */
+/* norm.c — normalisation with autograd: batch_norm's public entry point
+ * and backward rule (forward: src/ops/norm.c; kernels: backend norm,
+ * kernels/norm.cl), and layer_norm, group_norm and dropout built from
+ * recorded ops (autograd comes free). Statistics use the biased variance,
+ * as PyTorch does. */
 #include "autograd/expr.h"
+#include <math.h>
+#include <string.h>
+
+/* ---- batch_norm: fused; the node saves x, mean, invstd and the weight ---------- */
+
+netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
+                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
+{
+    netcl_status st;
+    netcl_tensor *mean = NULL, *invstd = NULL;
+    NC_FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum, eps));
+    netcl_tensor *ins[3] = {x, weight, bias};
+    if (st == NETCL_OK && nc_should_record(3, ins)) {
+        nc_node *n = nc_node_new(NC_RULE_BATCH_NORM, "batch_norm", 3, ins);
+        if (!n || nc_node_save(n, 0, x) != NETCL_OK || nc_node_save(n, 1, mean) != NETCL_OK ||
+            nc_node_save(n, 2, invstd) != NETCL_OK || (weight && nc_node_save(n, 3, weight) != NETCL_OK)) {
+            netcl_tensor_release(mean);
+            netcl_tensor_release(invstd);
+            return nc_record_fail(out, n, "batch_norm");
+        }
+        n->ip[0] = training;
+        nc_node_attach(n, *out);
+    }
+    netcl_tensor_release(mean);
+    netcl_tensor_release(invstd);
+    return st;
+}
+
+/* batch_norm: both backward kernels at once give dx, dw (sum g xhat) and db (sum g) */
+netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    nc_x x = NC_X(NULL);
+    netcl_tensor *in = NULL, *mean = NULL, *invstd = NULL, *w = NULL, *dx = NULL, *dw = NULL, *db = NULL;
+    nc_x_do(&x, nc_node_saved(n, 0, &in));
+    nc_x_do(&x, nc_node_saved(n, 1, &mean));
+    nc_x_do(&x, nc_node_saved(n, 2, &invstd));
+    if (n->saved[3]) nc_x_do(&x, nc_node_saved(n, 3, &w));
+    if (x.st == NETCL_OK) {
+        nc_x_do(&x, nc_fwd_batch_norm_backward(&dx, &dw, &db, g, in, mean, invstd, w, (int)n->ip[0]));
+        nc_x_own(&x, dx); nc_x_own(&x, dw); nc_x_own(&x, db);
+    }
+    nc_x_grad(&x, n, 0, dx, gin);
+    nc_x_grad(&x, n, 1, dw, gin);
+    nc_x_grad(&x, n, 2, db, gin);
+    return nc_x_end(&x);
+}
 
 /* t viewed so that it broadcasts along dim 1 of an ndim-dim tensor: [1, C, 1, ...] */
 static netcl_tensor *channel_view(nc_x *x, netcl_tensor *t, int ndim)

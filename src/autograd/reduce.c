@@ -1,10 +1,118 @@
-/* reduce.c — reductions built from recorded ops (autograd comes free):
- * over several dims, var/std, norm, logsumexp, any/all. Several dims are
- * moved last and merged into one, so one kernel does the reduction. dims
- * are 0-based; ndims == 0 means every dim. */
+/* reduce.c — reductions with autograd: the public entry points of the
+ * one-dim reductions (forward: src/ops/reduce.c; kernels: backend reduce)
+ * and their backward rules, and the composites built from recorded ops
+ * (autograd comes free): over several dims, var/std, norm, logsumexp,
+ * any/all. Several dims are moved last and merged into one, so one kernel
+ * does the reduction. dims are 0-based; ndims == 0 means every dim. */
 #include "autograd/expr.h"
 #include <math.h>
 #include <string.h>
+
+netcl_status netcl_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim)
+{
+    netcl_status st;
+    NC_FORWARD(st, nc_fwd_reduce(out, op, a, dim, keepdim));
+    if (st != NETCL_OK || !nc_should_record(1, &a) || !nc_op_differentiable(op)) return st;
+    nc_node *n = nc_node_new(NC_RULE_REDUCE, netcl_op_name(op), 1, &a);
+    if (!n) return nc_record_fail(out, n, netcl_op_name(op));
+    n->ip[0] = op;
+    n->ip[1] = dim;
+    n->ip[2] = keepdim;
+    if (op != NETCL_OP_SUM && op != NETCL_OP_MEAN &&
+        (nc_node_save(n, 0, a) != NETCL_OK || nc_node_save(n, 1, *out) != NETCL_OK))
+        return nc_record_fail(out, n, netcl_op_name(op));
+    nc_node_attach(n, *out);
+    return NETCL_OK;
+}
+
+netcl_status netcl_reduce_with_index(netcl_tensor **values, netcl_tensor **indices, netcl_op op, netcl_tensor *a, int dim, int keepdim)
+{
+    netcl_status st;
+    NC_FORWARD(st, nc_fwd_reduce_with_index(values, indices, op, a, dim, keepdim));
+    if (st != NETCL_OK || !nc_should_record(1, &a)) return st;
+    nc_node *n = nc_node_new(NC_RULE_REDUCE_INDEX, netcl_op_name(op), 1, &a);
+    if (!n || nc_node_save(n, 0, *indices) != NETCL_OK) {
+        netcl_tensor_release(*indices);
+        *indices = NULL;
+        return nc_record_fail(values, n, netcl_op_name(op));
+    }
+    n->ip[0] = op;
+    n->ip[1] = dim;
+    n->ip[2] = keepdim;
+    nc_node_attach(n, *values);
+    return NETCL_OK;
+}
+
+/* g (the reduced result) broadcast back over the input's shape */
+static netcl_status expand_back(nc_node *n, netcl_tensor *g, int dim, int keepdim, netcl_tensor **out)
+{
+    netcl_tensor *k = g;
+    if (dim >= 0 && !keepdim) NC_TRY(nc_fwd_tensor_unsqueeze(&k, g, dim));
+    else netcl_tensor_retain(g);
+    netcl_status st = nc_fwd_tensor_expand(out, k, n->in[0].ndim, n->in[0].sizes);
+    R(k);
+    return st;
+}
+
+netcl_status nc_rule_reduce(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    netcl_op op = (netcl_op)n->ip[0];
+    int dim = (int)n->ip[1], keepdim = (int)n->ip[2];
+    netcl_tensor *ge = NULL, *t = NULL, *x = NULL, *y = NULL, *ye = NULL, *m = NULL;
+    NC_TRY(expand_back(n, g, dim, keepdim, &ge));
+    netcl_status st = NETCL_OK;
+    int64_t in_numel = nc_numel(n->in[0].ndim, n->in[0].sizes), out_numel = netcl_tensor_numel(g);
+    if (op != NETCL_OP_SUM && op != NETCL_OP_MEAN) {
+        if ((st = nc_node_saved(n, 0, &x)) == NETCL_OK && (st = nc_node_saved(n, 1, &y)) == NETCL_OK)
+            st = expand_back(n, y, dim, keepdim, &ye);
+    }
+    if (st == NETCL_OK) switch (op) {
+    case NETCL_OP_SUM: netcl_tensor_retain(ge); t = ge; break;
+    case NETCL_OP_MEAN:
+        st = nc_fwd_binary_scalar(&t, NETCL_OP_MUL, ge, out_numel ? (double)out_numel / (double)in_numel : 0, 0);
+        break;
+    case NETCL_OP_PROD: { /* g * prod / x (inputs equal to zero give inf/nan: documented) */
+        netcl_tensor *u;
+        if ((st = nc_fwd_binary(&u, NETCL_OP_MUL, ge, ye)) == NETCL_OK) { st = nc_fwd_binary(&t, NETCL_OP_DIV, u, x); R(u); }
+        break;
+    }
+    case NETCL_OP_MAX: case NETCL_OP_MIN: { /* ties share g evenly within each reduced slice */
+        netcl_tensor *cnt, *u;
+        if ((st = nc_rule_mask(&m, NETCL_OP_EQ, x, ye, 0, g->dtype)) == NETCL_OK &&
+            (st = nc_fwd_reduce(&cnt, NETCL_OP_SUM, m, dim, dim >= 0)) == NETCL_OK) {
+            if ((st = nc_fwd_binary(&u, NETCL_OP_MUL, ge, m)) == NETCL_OK) { st = nc_fwd_binary(&t, NETCL_OP_DIV, u, cnt); R(u); }
+            R(cnt);
+        }
+        break;
+    }
+    default: st = nc_fail(NETCL_ERR_UNSUPPORTED, "%s is not differentiable", netcl_op_name(op));
+    }
+    R(ge); R(ye); R(m);
+    if (st != NETCL_OK) { R(t); return st; }
+    return nc_rule_finish(n, 0, t, &gin[0]);
+}
+
+/* max/min along a dim: g goes to the selected index only */
+netcl_status nc_rule_reduce_index(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    int dim = (int)n->ip[1], keepdim = (int)n->ip[2];
+    netcl_tensor *idx, *ik = NULL, *ar = NULL, *arv = NULL, *m = NULL, *gk = NULL, *t = NULL;
+    NC_TRY(nc_node_saved(n, 0, &idx));
+    int nd = n->in[0].ndim;
+    int64_t len = n->in[0].sizes[dim], shape[NC_MAX_DIMS];
+    for (int d = 0; d < nd; d++) shape[d] = d == dim ? len : 1;
+    netcl_status st = netcl_tensor_arange(&ar, nc_dev(g), NETCL_DTYPE_INT64, 0, (double)len, 1);
+    if (st == NETCL_OK) st = nc_fwd_tensor_view(&arv, ar, nd, shape);
+    if (st == NETCL_OK) {
+        if (keepdim) { netcl_tensor_retain(idx); ik = idx; netcl_tensor_retain(g); gk = g; }
+        else if ((st = nc_fwd_tensor_unsqueeze(&ik, idx, dim)) == NETCL_OK) st = nc_fwd_tensor_unsqueeze(&gk, g, dim);
+    }
+    if (st == NETCL_OK) st = nc_rule_mask(&m, NETCL_OP_EQ, arv, ik, 0, g->dtype);
+    if (st == NETCL_OK) st = nc_fwd_binary(&t, NETCL_OP_MUL, m, gk);
+    R(ik); R(ar); R(arv); R(m); R(gk);
+    if (st != NETCL_OK) { R(t); return st; }
+    return nc_rule_finish(n, 0, t, &gin[0]);
+}
 
 /* Normalises (ndims, dims) of t into a sorted set `keep` flags; checks range
  * and repeats. Returns the number of reduced dims. */

@@ -1,7 +1,8 @@
 /* augment.c — the op layer of the per-sample augmentations: argument checks
  * with clear messages, a contiguous copy of x when needed, a fresh output,
- * then one backend call (cpu reference in src/cpu/augment.c, OpenCL in
- * src/cl/augment.c). Not differentiable: data augmentation precedes the graph. */
+ * then one backend call (cpu reference in src/backend/cpu/augment.c,
+ * OpenCL in src/backend/cl/augment.c). Not differentiable: data
+ * augmentation precedes the graph. */
 #include "ops/ops.h"
 #include <string.h>
 

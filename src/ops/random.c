@@ -3,8 +3,8 @@
  * and multinomial draws generated on the host from the same stream and
  * uploaded, so every backend returns the same numbers for the same seed.
  * Draw k of a host call uses counter offset + k (nc_rng_take): randperm
- * takes n counters, multinomial
- * B * n (with replacement) or B * C (without). */
+ * takes n counters, multinomial B * n (with replacement) or B * C
+ * (without). */
 #include "ops/ops.h"
 #include <math.h>
 #include <stdlib.h>

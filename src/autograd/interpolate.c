@@ -1,4 +1,4 @@
-/* interp.c — interpolate (upsampling and resizing) built from
+/* interpolate.c — interpolate (upsampling and resizing) built from
  * index_select along each spatial dim (autograd comes free through
  * index_select's backward): nearest, and linear/bilinear as a weighted sum
  * of the two neighbours. Source coordinates follow PyTorch: with a scale

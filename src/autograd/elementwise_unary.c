@@ -1,10 +1,9 @@
-/* rules_unary.c — backward of the unary ops: gin = g * f'(x), with f'
+/* elementwise_unary.c — backward of the unary ops: gin = g * f'(x), with f'
  * written from forward ops on the saved input x and output y. Piecewise
  * ops take the derivative of the branch that produced y (relu at 0: 0). */
 #include "autograd/expr.h"
 #include <math.h>
 
-#define R(t) netcl_tensor_release(t)
 #define U(o, op, x) nc_fwd_unary(o, op, x, 0, 0)
 #define S(o, op, x, s) nc_fwd_binary_scalar(o, op, x, s, 0)
 #define B(o, op, x, y) nc_fwd_binary(o, op, x, y)
