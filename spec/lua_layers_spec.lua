@@ -8,21 +8,24 @@ local lu = require("luaunit")
 local H = require("helper")
 local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
 
--- The Lua layers, lowest first (docs/architecture.md describes them). A
--- module may require modules of its own layer and of the layers below.
--- "x.*" stands for every module under x (x itself not included).
-local LAYERS = {
-  { "netcl.cdef", "netcl.json" },         -- the FFI declarations generated from src/netcl.h; JSON in plain Lua
-  { "netcl.lib" },                        -- loads libnetcl through the FFI: ABI check, errors, enums
-  { "netcl.tensor", "netcl.printing" },   -- the Tensor type (metatype, methods, views) and its printing
-  { "netcl.ops.*", "netcl.tune" },        -- op families and tuning, installed into netcl.core
-  { "netcl.core" },                       -- devices, creation, module forms of the ops, RNG, grad mode
-  { "netcl.autograd" },                   -- Tape, gradcheck
-  { "netcl.nn", "netcl.nn.*", "netcl.optim", "netcl.optim.*", "netcl.data", "netcl.data.*", "netcl.io",
-    "netcl.image" },                      -- the packages on the core API
-  { "netcl" },                            -- init.lua: the public netcl table
-  { "netcl.cli", "netcl.repl" },          -- the launcher's command line and REPL
-}
+-- The Lua layers, lowest first: the ```lua-layers block of
+-- docs/architecture.md, one layer a line. A module may require modules of
+-- its own layer and of the layers below. "x.*" stands for every module
+-- under x (x itself not included).
+local function read_layers()
+  local f = assert(io.open(root .. "/docs/architecture.md", "rb"))
+  local block = f:read("*a"):match("```lua%-layers\n(.-)```")
+  f:close()
+  assert(block, "docs/architecture.md has no ```lua-layers block")
+  local layers = {}
+  for line in block:gmatch("[^\n]+") do
+    local layer = {}
+    for name in line:gmatch("%S+") do layer[#layer + 1] = name end
+    if #layer > 0 then layers[#layers + 1] = layer end
+  end
+  return layers
+end
+local LAYERS = read_layers()
 
 local function matches(pat, name)
   if pat:sub(-2) == ".*" then return name:sub(1, #pat - 1) == pat:sub(1, -2) end
