@@ -106,10 +106,8 @@ static inline int64_t nc_tw_staged(const nc_conv_args *g)
  * idle); wider ones 8 x 32. A stem (32 or more output channels from 32
  * taps or fewer, 17-32 columns) gets blocks of 32 channels, 4 columns x
  * 32 channels an item (up to 16 rows of 8 items a tile, 16 x 32 pixels at
- * ResNet's 32 x 32 outputs): ResNet's 3 -> 64 3x3 forward at batch 128
- * ran in 33.9 us against 52.7 with 2 x 8 an item (H200, NETCL_PROFILE),
- * each tap's weights and pixels read from local memory once for 128
- * multiply-adds rather than 16. cb shrinks until the staged values (in the
+ * ResNet's 32 x 32 outputs), each tap's weights and pixels read from
+ * local memory once for 128 multiply-adds rather than 16. cb shrinks until the staged values (in the
  * kernel's compute type: float64's 8 bytes, else 4) fit NC_TILE_LOCAL
  * bytes and the device's local memory; 0 where even one channel does not. */
 #define NC_TILE_LOCAL 32768

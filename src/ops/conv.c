@@ -84,21 +84,18 @@ static nc_conv_args tiled_kernel_args(const nc_conv_args *g, nc_conv_pass pass)
 }
 
 /* Tiled wins where the reduction per output is short and the channel
- * blocks are few (LeNet's 5x5 layers: on an H100 0.036 against im2col's
- * 0.074 ms forward at 1 -> 6 channels, 0.060 against 0.101 at 6 -> 16;
- * ResNet's 64-channel 3x3 layers lose 3x to Winograd), and a stem's
- * forward pass on the wide tile (nc_conv_tile_for: ResNet's 3 -> 64 at
- * batch 128 read 0.042 ms against the implicit GEMM's 0.058 on an H200,
- * cuDNN 0.040; stride 1 only, as measured). Backward-data runs
- * the flipped convolution, whose reduction is over the output channels. */
+ * blocks are few (LeNet's 5x5 layers; ResNet's 64-channel 3x3 layers go
+ * to Winograd), and a stem's forward pass on the wide tile
+ * (nc_conv_tile_for; stride 1 only, as measured: docs/notes/planner.md).
+ * Backward-data runs the flipped convolution, whose reduction is over the
+ * output channels. */
 static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
     if (!tiled_applicable(g, pass)) return 0;
     /* backward-weight: LeNet's layers where im2col unfolds, copies and
      * splits K to produce a few thousand weights */
     if (pass == NC_CONV_PASS_WEIGHT) return dev->type == NETCL_DEVICE_OPENCL_GPU;
-    /* on the 2-core development machine the cpu's tiled rows ran LeNet's
-     * first layer in 4.8-16 ms against im2col's steady 5.6-7.2: not planned there */
+    /* CPU OpenCL devices: im2col ran steadier than the tiled rows (docs/notes/planner.md) */
     if (dev->type != NETCL_DEVICE_OPENCL_GPU) return 0;
     nc_conv_args k = tiled_kernel_args(g, pass);
     nc_conv_tile t = nc_conv_tile_for(&k, dt, dev->local_mem);
@@ -165,15 +162,12 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
                   (double)g->KW;
     if (dev->type == NETCL_DEVICE_OPENCL_GPU && macs <= 16e6) return NC_CONV_DIRECT;
     /* an implicit GEMM at a product's speed (the FFMA kernel's gathers on
-     * NVIDIA) saves the unfold: ResNet's stride-2 3x3 forward at batch 128
-     * 0.170 -> 0.154 ms on an H200, its 1x1 stride-2 one the same */
+     * NVIDIA) saves the unfold */
     if (!winograd_ok && dev->backend->conv.implicit_gemm_fast && dev->backend->conv.implicit_gemm_fast(dev, g, pass, dt) > 0)
         return NC_CONV_IGEMM;
     /* on a GPU, Winograd does 3x3 stride-1 passes in 2.25x (F(2x2)) or 4x
-     * (F(4x4)) fewer multiplies; F(4x4) wins from 8x8 outputs up
-     * (examples/bench/layers.lua on an H100: 64x32x32 at batch 128,
-     * forward 0.36 ms against im2col's 0.93); few channels leave its
-     * batched GEMMs too thin to pay for the transforms */
+     * (F(4x4)) fewer multiplies; F(4x4) wins from 8x8 outputs up; few
+     * channels leave its batched GEMMs too thin to pay for the transforms */
     if (winograd_ok) return g->OH >= 8 && g->OW >= 8 ? NC_CONV_WINOGRAD4 : NC_CONV_WINOGRAD2;
     return NC_CONV_IM2COL;
 }
@@ -362,7 +356,7 @@ static netcl_tensor *im2col_per_sample(scratch *s, const nc_conv_args *g, nc_con
     int64_t K = g->C * g->KH * g->KW, L = g->OH * g->OW, N = g->N, O = g->O;
     if (pass == NC_CONV_PASS_DATA) {   /* a dy, b w: cols[n] = w^T dy[n], then fold */
         /* w^T copied (O*K elements): a column-major operand broadcast over
-         * the batch ran 3.5x slower than a row-major one (H100) */
+         * the batch runs much slower than a row-major one */
         netcl_tensor *wt = contig(s, transpose(s, view(s, b, 3, (int64_t[]){1, O, K}), 1, 2));
         netcl_tensor *dc = mm(s, wt, view(s, a, 3, (int64_t[]){N, O, L}));          /* [N, K, L] */
         return fold(s, dc, (int64_t[]){g->H, g->W}, k, d, p, st);

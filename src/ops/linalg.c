@@ -147,7 +147,7 @@ static netcl_status run_product(netcl_tensor *o3, netcl_tensor *a3, netcl_tensor
 /* Split-K. A product with few output tiles and a long K leaves most of a
  * GPU idle: conv backward-weight is [O, C*KH*KW] summed over K = N*OH*OW
  * (ResNet's first stage: 5 tiles of 128x128 with K = 131072), x @ w^T of
- * 512 rows fills an H100 once with 128x64 blocks. It runs as S products
+ * 512 rows fills a large GPU once with 128x64 blocks. It runs as S products
  * over K slices into [S, M, N] partials (a strided-batch call on views, no
  * copies), plus one for the tail, summed over the slices (the backend's
  * gemm_sum, which applies the epilogue too, or a plain sum). Only float32
@@ -171,10 +171,8 @@ int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, i
     int64_t tiles = ((M + 127) / 128) * ((N + 127) / 128), want = 2 * (dev->compute_units > 0 ? dev->compute_units : 16);
     if (2 * tiles >= want || K < 4096) return 1;
     /* the fewest power-of-two slices (no rest where K is a multiple of 8 S)
-     * that bring the tiles to 85% of two a compute unit (H100, tensor
-     * cores in tf32, TFLOP/s: x @ w^T 512 x 4096 x 4096 110.6 in three
-     * slices and a rest -> 148.8 in two, 2048 x 1024 x 4096 109.0 ->
-     * 147.8); else (few tiles, a long K) as many as make two a unit */
+     * that bring the tiles to 85% of two a compute unit (docs/notes/planner.md);
+     * else (few tiles, a long K) as many as make two a unit */
     for (int64_t n = 2; n <= 8 && K / n >= 1024; n *= 2)
         if (n * tiles >= want * 85 / 100) return (int)n;
     int64_t n = (want + tiles - 1) / tiles;
