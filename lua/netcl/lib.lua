@@ -106,14 +106,40 @@ function M.raise() throw(ffi.string(C.netcl_last_error())) end
 
 local OOM = C.NETCL_ERR_OOM
 
+local tensor_ptr = ffi.typeof("netcl_tensor *")
+local tensor_ptrs = ffi.typeof("netcl_tensor *[?]")
+local PTR = ffi.sizeof("netcl_tensor *")
+
+-- Retains (d = 1) or releases (d = -1) every tensor handle among the
+-- arguments, arrays of handles included.
+local function hold(d, ...)
+  for i = 1, select("#", ...) do
+    local a = select(i, ...)
+    if type(a) == "cdata" then
+      if ffi.istype(tensor_ptr, a) then
+        if a ~= nil then if d > 0 then C.netcl_tensor_retain(a) else C.netcl_tensor_release(a) end end
+      elseif ffi.istype(tensor_ptrs, a) then
+        for k = 0, ffi.sizeof(a) / PTR - 1 do
+          if a[k] ~= nil then if d > 0 then C.netcl_tensor_retain(a[k]) else C.netcl_tensor_release(a[k]) end end
+        end
+      end
+    end
+  end
+end
+
 -- For a failed status st of f(out, ...): on out-of-memory, collect garbage
--- twice and call f once more; raises unless that succeeded. No closures, so
--- the callers' hot paths stay compilable.
+-- twice and call f once more; raises unless that succeeded. The arguments
+-- are raw handles whose Lua boxes may be unreferenced temporaries, which
+-- the collection would free: the retry holds a reference to each. No
+-- closures, so the callers' hot paths stay compilable.
 function M.fail(st, f, out, ...)
   if st == OOM and f then
+    hold(1, ...)
     collectgarbage("collect")
     collectgarbage("collect")
-    if f(out, ...) == 0 then return end
+    local again = f(out, ...)
+    hold(-1, ...)
+    if again == 0 then return end
   end
   throw(ffi.string(C.netcl_last_error()))
 end
