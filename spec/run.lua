@@ -1,6 +1,8 @@
 -- spec/run.lua — the test runner: every spec file on every device (cpu and
 -- each OpenCL device), each file in its own process so a crash is a counted
--- failure, not a lost run. Ends with exactly one line "N passed, N failed".
+-- failure, not a lost run. Lists every skipped test with its reason (the
+-- same reason on one device once, with its tests or their count per file)
+-- and ends with exactly one line "N passed, N failed, N skipped".
 --   luajit spec/run.lua [pattern]     NETCL_TEST_DEVICES=cpu,opencl:0 to choose
 --   NETCL_TEST_OPENCL=0 skips OpenCL devices (used under ASan).
 --   NETCL_TEST_JOBS=N runs N files at once (default: the host's cores).
@@ -119,9 +121,11 @@ local function read_file(path)
   return s
 end
 
-local passed, failed = 0, 0
+local passed, failed, skipped = 0, 0, 0
 local compiled, loaded = 0, 0
 local failures = {}
+-- skips grouped by device and reason, in the order of a serial run
+local skip_groups, skip_group_of = {}, {}
 local t0 = os.time()
 local cov_out = coverage_file and io.open(coverage_file, "a")
 
@@ -131,16 +135,36 @@ local function report(task)
   if cov_out and task.cov then cov_out:write(read_file(task.cov)) end
   local c, l = out:match("netcl%-stats compiled=(%d+) loaded=(%d+)")
   compiled, loaded = compiled + (tonumber(c) or 0), loaded + (tonumber(l) or 0)
-  local np, nf = out:match("(%d+) passed, (%d+) failed%s*$")
+  -- run_one.lua prints "netcl-skip NAME<tab>REASON" per skipped test, then
+  -- "N passed, N failed, N skipped"
+  local np, nf, ns = out:match("(%d+) passed, (%d+) failed, (%d+) skipped%s*$")
   if not np then
     failed = failed + 1
     failures[#failures + 1] = ("%s on %s: did not finish\n%s"):format(name, task.dev, out:sub(-3000))
     print(("%-24s %-10s CRASHED"):format(name, task.dev))
   else
-    np, nf = tonumber(np), tonumber(nf)
-    passed, failed = passed + np, failed + nf
+    np, nf, ns = tonumber(np), tonumber(nf), tonumber(ns)
+    local listed = 0
+    for test, why in out:gmatch("netcl%-skip ([^\t\n]+)\t([^\n]*)") do
+      listed = listed + 1
+      local key = task.dev .. "\0" .. why
+      local g = skip_group_of[key]
+      if not g then
+        g = { dev = task.dev, why = why, tests = {}, files = {}, per_file = {} }
+        skip_group_of[key] = g
+        skip_groups[#skip_groups + 1] = g
+      end
+      g.tests[#g.tests + 1] = name .. " " .. test
+      if not g.per_file[name] then g.files[#g.files + 1] = name end
+      g.per_file[name] = (g.per_file[name] or 0) + 1
+    end
+    if listed ~= ns then   -- a skip whose reason did not come through is not a quiet skip
+      nf = nf + 1
+      out = out .. ("\nrun.lua: %d skipped, but %d netcl-skip lines with a reason\n"):format(ns, listed)
+    end
+    passed, failed, skipped = passed + np, failed + nf, skipped + ns
     if nf > 0 then failures[#failures + 1] = ("%s on %s:\n%s"):format(name, task.dev, out:sub(-6000)) end
-    print(("%-24s %-10s %4d passed %4d failed"):format(name, task.dev, np, nf))
+    print(("%-24s %-10s %4d passed %4d failed %4d skipped"):format(name, task.dev, np, nf, ns))
   end
   io.stdout:flush()
 end
@@ -190,8 +214,23 @@ if not pattern and not coverage_file then
   print(("%-24s %-10s skipped (the gradchecks run on the cpu device, which NETCL_TEST_DEVICES leaves out)"):format(
     "op-table coverage", "all"))
 end
+-- every skip with its reason: a group of up to 5 tests lists them, a larger
+-- one the count per file
+if #skip_groups > 0 then
+  print(("\nskipped: %d test%s, by device and reason"):format(skipped, skipped == 1 and "" or "s"))
+  for _, g in ipairs(skip_groups) do
+    print(("  %s: %s"):format(g.dev, g.why))
+    if #g.tests <= 5 then
+      for _, t in ipairs(g.tests) do print("      " .. t) end
+    else
+      local parts = {}
+      for _, f in ipairs(g.files) do parts[#parts + 1] = f .. " " .. g.per_file[f] end
+      print(("      %d tests: %s"):format(#g.tests, table.concat(parts, ", ")))
+    end
+  end
+end
 for _, f in ipairs(failures) do print("\n==== " .. f) end
 print(("(%d s; OpenCL programs: %d compiled from source, %d loaded from the disk cache)"):format(
   os.time() - t0, compiled, loaded))
-print(("%d passed, %d failed"):format(passed, failed))
+print(("%d passed, %d failed, %d skipped"):format(passed, failed, skipped))
 os.exit(failed == 0 and 0 or 1)
