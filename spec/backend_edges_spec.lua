@@ -15,7 +15,7 @@ function TestBackendEdges:test_fill_saturates_like_cpu()
            netcl.full({ 2 }, 0 / 0, { device = d, dtype = "bool" }), netcl.full({ 2 }, 3e10, { device = d, dtype = "int32" }),
            netcl.full({ 2 }, -2.7, o):int()
   end
-  local u8, neg, b, i32 = H.against_cpu(fills, 0, 0)
+  local u8, neg, b, i32 = H.on_device(fills, 0, 0)
   lu.assertEquals(u8:totable(), { 255, 255, 255 })
   lu.assertEquals(neg:totable(), { 0, 0 })
   lu.assertEquals(b:totable(), { true, true })
@@ -23,7 +23,7 @@ function TestBackendEdges:test_fill_saturates_like_cpu()
 end
 
 function TestBackendEdges:test_integer_arange_with_fractional_step()
-  local r = H.against_cpu(function(d) return netcl.arange(0, 3, 0.5, { device = d, dtype = "int64" }) end, 0, 0)
+  local r = H.on_device(function(d) return netcl.arange(0, 3, 0.5, { device = d, dtype = "int64" }) end, 0, 0)
   lu.assertEquals(r:totable(), { 0, 0, 1, 1, 2, 2 })
 end
 
@@ -32,7 +32,7 @@ function TestBackendEdges:test_nan_casts_to_zero()
     local x = netcl.tensor({ 0 / 0, 1.5, -1e30, 1e30 }, { device = d })
     return x:int(), x:long(), x:byte()
   end
-  local i, l, b = H.against_cpu(casts, 0, 0)
+  local i, l, b = H.on_device(casts, 0, 0)
   lu.assertEquals(i:totable()[1], 0)
   lu.assertEquals(l:totable()[1], 0)
   lu.assertEquals(b:totable()[1], 0)

@@ -46,11 +46,7 @@ function H.assert_close(a, b, rtol, atol, what)
   end
 end
 
--- Runs fn(device) on the device under test and on "cpu" and compares every
--- returned tensor (also dtype and shape). Returns the device results.
-function H.against_cpu(fn, rtol, atol)
-  local got = { fn(H.device) }
-  if H.is_cpu then return unpack(got) end
+local function compare_with_cpu(fn, got, rtol, atol)
   local want = { fn("cpu") }
   lu.assertEquals(#got, #want, "number of results")
   for i = 1, #got do
@@ -60,6 +56,27 @@ function H.against_cpu(fn, rtol, atol)
     end
     H.assert_close(got[i], want[i], rtol, atol, "result " .. i)
   end
+end
+
+-- Runs fn(device) on the device under test and on "cpu" and compares every
+-- returned tensor (also dtype and shape). Returns the device results. When
+-- the device under test is the cpu there is nothing to compare: the test
+-- is skipped (saying so), not passed.
+H.CPU_ITSELF = "against_cpu: the device under test is the cpu itself"
+function H.against_cpu(fn, rtol, atol)
+  lu.skipIf(H.is_cpu, H.CPU_ITSELF)
+  local got = { fn(H.device) }
+  compare_with_cpu(fn, got, rtol, atol)
+  return unpack(got)
+end
+
+-- For a test that asserts on the results itself (exact values, say), so
+-- that it means something on the cpu too: returns fn(H.device)'s results,
+-- compared first with fn("cpu")'s as H.against_cpu does when the device
+-- under test is not the cpu.
+function H.on_device(fn, rtol, atol)
+  local got = { fn(H.device) }
+  if not H.is_cpu then compare_with_cpu(fn, got, rtol, atol) end
   return unpack(got)
 end
 
@@ -116,11 +133,11 @@ function H.gradcheck(names, fn, inputs, opts)
   H.cover("grad", names)
 end
 
--- against_cpu that counts towards the op table's "device" coverage (only
--- where a comparison actually ran: on an OpenCL device)
+-- against_cpu that counts towards the op table's "device" coverage (a
+-- comparison only runs on an OpenCL device: on the cpu it skips)
 function H.device_check(names, fn, rtol, atol)
   local r = { H.against_cpu(fn, rtol, atol) }
-  if not H.is_cpu then H.cover("device", names) end
+  H.cover("device", names)
   return unpack(r)
 end
 
@@ -132,7 +149,7 @@ end
 
 function H.skip_without_fp64()
   local d = H.device_info()
-  lu.skipIf(d and not d.fp64, "device has no float64")
+  lu.skipIf(d and not d.fp64, H.device .. " has no float64 support")
 end
 
 return H

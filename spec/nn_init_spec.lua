@@ -79,7 +79,7 @@ function TestInit:test_orthogonal()
   H.assert_error(function() init.orthogonal_(netcl.empty(4)) end, "at least 2 dims")
 end
 
-function TestInit:test_linear_default_and_devices()
+function TestInit:test_linear_default()
   netcl.manual_seed(4)
   local m = nn.Linear(50, 30, { device = dev })
   local b = 1 / math.sqrt(50)
@@ -91,6 +91,9 @@ function TestInit:test_linear_default_and_devices()
   _, _, lo, hi = stats(bl.weight)
   lu.assertTrue(lo >= -0.5 and hi <= 0.5)
   lu.assertEquals(nn.PReLU(3, nil, { device = dev }).weight:totable(), { 0.25, 0.25, 0.25 })
+end
+
+function TestInit:test_same_weights_on_every_device()
   H.against_cpu(function(d)
     netcl.manual_seed(5)
     local l = nn.Linear(7, 3, { device = d })
