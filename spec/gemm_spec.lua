@@ -115,7 +115,10 @@ local GRID_WORST = [[
 function TestGemm:test_grid_against_broadcast_sums()
   local worst, where = assert(load(GRID_WORST))(netcl, H.device)
   lu.assertTrue(worst <= 1, ("worst error %.3g times the tolerance at %s"):format(worst, where))
-  if not H.is_cpu then return end
+end
+
+function TestGemm:test_grid_on_the_cpu_builtin_kernel()
+  lu.skipIf(not H.is_cpu, "NETCL_BLAS=0 selects the cpu backend's built-in kernel (the cpu pass runs it)")
   local file = os.tmpname()
   local f = assert(io.open(file, "w"))
   f:write(GRID_WORST)
@@ -176,10 +179,8 @@ function TestGemm:test_split_k_forced_with_epilogues()
           netcl.linear(a, b:t(), bias)
       end, 1e-4, 1e-4)
     end
-    if not H.is_cpu then
-      lu.assertStrContains(netcl.gemm_config(37, 21, 77, { device = H.device, trans_b = true }),
-        "; K in 3 slices of 24 and the rest, summed")
-    end
+    lu.assertStrContains(netcl.gemm_config(37, 21, 77, { device = H.device, trans_b = true }),
+      "; K in 3 slices of 24 and the rest, summed")
   end)
   with_split("1", function()
     lu.assertNotStrContains(netcl.gemm_config(8, 20, 8192, { device = H.device }), "slices")
@@ -299,7 +300,7 @@ local CONFIGS = {
 }
 
 function TestGemm:test_forced_configurations()
-  lu.skipIf(H.is_cpu, "the cpu backend has one kernel (or BLAS)")
+  lu.skipIf(H.is_cpu, "forces OpenCL kernel configurations: the cpu backend has one kernel (or BLAS)")
   -- sizes with vector loads (64 x 32 x 64) in two layouts, odd ones in a third
   local cases = { { 64, 32, 64, false, false }, { 64, 32, 64, true, true }, { 37, 45, 29, false, true },
                   { 1, 9, 70, false, true } }
@@ -391,12 +392,12 @@ end
 -- when they fill the device, 64x64 below (docs/gemm.md); tuned entries kept
 -- out by a fresh cache
 function TestGemm:test_gpu_default_blocks_follow_k()
-  lu.skipIf(H.device_info().type ~= "opencl_gpu", "the GPU default")
+  lu.skipIf(H.device_info().type ~= "opencl_gpu", "the GPUs' default blocks: " .. H.device .. " is not a GPU (" .. H.device_info().type .. ")")
   with_cache_dir(function()
     netcl.tune_cache_reload(H.device)
     local short = netcl.gemm_config(4096, 4096, 128, { device = H.device })
     local long = netcl.gemm_config(4096, 4096, 1024, { device = H.device })
-    if short:find("^mma") then return end   -- float32 on tensor cores (tf32 allowed)
+    lu.skipIf(short:find("^mma"), "float32 products on " .. H.device .. " run on tensor cores (tf32 allowed): " .. short)
     lu.assertStrContains(short, "mwg=64 nwg=64")
     lu.assertStrContains(short, "(default)")
     -- K >= 512: the ffma kernel where it serves (NVIDIA sm_80+; this large
@@ -715,7 +716,7 @@ end
 -- NETCL_TEST_MMA_EMULATE=1 luajit spec/run.lua gemm_spec
 function TestGemm:test_mma_emulated()
   lu.skipIf(os.getenv("NETCL_TEST_MMA_EMULATE") ~= "1", "set NETCL_TEST_MMA_EMULATE=1 to run the emulated tensor-core kernel")
-  lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "for OpenCL devices without PTX")
+  lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "the PTX stand-ins are for OpenCL devices that cannot run PTX: not " .. H.device)
   ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
   local ok, err = pcall(function()
     local e = fp32_errors({ 100, 72, 48 })
@@ -744,7 +745,7 @@ end
 -- configuration takes minutes to compile on PoCL).
 function TestGemm:test_wgmma_emulated()
   lu.skipIf(os.getenv("NETCL_TEST_MMA_EMULATE") ~= "1", "set NETCL_TEST_MMA_EMULATE=1 to run the emulated wgmma kernel")
-  lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "for OpenCL devices without PTX")
+  lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "the PTX stand-ins are for OpenCL devices that cannot run PTX: not " .. H.device)
   ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
   ffi.C.setenv("NETCL_WGMMA_EMULATE", "1", 1)
   local saved = wgmma_configs
@@ -862,7 +863,7 @@ end
 -- small products' 64x32 blocks of two warps are checked on the GPU only
 -- (test_ffma_products): PoCL took 13 minutes to compile them cold.
 function TestGemm:test_ffma_emulated()
-  lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "for OpenCL devices without PTX")
+  lu.skipIf(H.is_cpu or H.device_info().vendor:find("NVIDIA"), "the PTX stand-ins are for OpenCL devices that cannot run PTX: not " .. H.device)
   ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1)
   local ok, err = pcall(check_ffma, { "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
                                       "ffma mwg=128 nwg=64 kwg=16 mdimc=4 ndimc=2 vwm=4 vwn=8 stages=3 gm=8" },
@@ -954,7 +955,8 @@ function TestGemm:test_split_k_summed_in_the_kernel()
   if not nvidia then ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1) end
   local cfg = "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8"
   local ok, err = pcall(function()
-    if not ffma_serves() then return end
+    local serves, why = ffma_serves()
+    lu.skipIf(not serves, "the ffma kernel does not serve " .. H.device .. ": " .. why)
     netcl.gemm_set_config(cfg, H.device)
     with_split("3", function()
       local nt = { device = H.device, trans_b = true }
@@ -1000,7 +1002,8 @@ function TestGemm:test_ffma_operands_copied()
   local nvidia = H.device_info().vendor:find("NVIDIA") ~= nil
   if not nvidia then ffi.C.setenv("NETCL_MMA_EMULATE", "1", 1) end
   local ok, err = pcall(function()
-    if not ffma_serves() then return end
+    local serves, why = ffma_serves()
+    lu.skipIf(not serves, "the ffma kernel does not serve " .. H.device .. ": " .. why)
     with_cache_dir(function()
       netcl.tune_cache_reload(H.device)
       local big = netcl.gemm_config(2048, 4096, 1024, { device = H.device })
@@ -1044,7 +1047,7 @@ function TestGemm:test_ffma_operands_copied()
 end
 
 function TestGemm:test_ffma_config_parse()
-  lu.skipIf(H.is_cpu, "the cpu backend has one kernel (or BLAS)")
+  lu.skipIf(H.is_cpu, "forces OpenCL kernel configurations: the cpu backend has one kernel (or BLAS)")
   -- a thread tile that does not make the block, a pipeline too deep, a
   -- k-tile that is not a power of two (the swizzle needs whole 8-chunk rows)
   for _, bad in ipairs({ "ffma mwg=128 nwg=64 kwg=16 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3",
