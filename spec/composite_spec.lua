@@ -88,7 +88,7 @@ end
 function TestSelect:test_cpu_softmax_row_ignores_position()
   -- a row's result depends on its values only: alone, in a batch split
   -- across threads, or reached through a transpose, the bits agree
-  if not H.is_cpu then return end
+  lu.skipIf(not H.is_cpu, "checks the cpu backend's threaded softmax rows: cpu only")
   netcl.manual_seed(48)
   local x = netcl.randn(64, 300, { device = dev }) * 3
   for _, f in ipairs({ "softmax", "log_softmax" }) do
@@ -143,7 +143,7 @@ end
 TestMixedDevices = {}
 
 function TestMixedDevices:test_every_family_names_both_devices()
-  lu.skipIf(H.is_cpu, "needs a second device")
+  lu.skipIf(H.is_cpu, "mixes the device under test with the cpu: needs an OpenCL device under test")
   local F = netcl.nn.functional
   local d = netcl.randn(2, 3, 4, 4, { device = dev })
   local c = netcl.randn(2, 3, 4, 4, { device = "cpu" })

@@ -119,7 +119,7 @@ function TestConv:test_cpu_float32_paths_match_reference()
   -- float32 unfold/fold and max pooling (forward, backward) take their own
   -- loops on the cpu; float64 runs the reference loops, whose results
   -- rounded to float32 must be the same bits
-  if not H.is_cpu then return end
+  lu.skipIf(not H.is_cpu, "checks the cpu backend's own float32 unfold/fold and pooling loops: cpu only")
   netcl.manual_seed(51)
   local geoms = {
     { k = 3, o = {} },

@@ -292,7 +292,7 @@ end
 function TestReduce:test_cpu_float32_sum_ignores_layout()
   -- the contiguous float32 loop and the gathered/column loops share one
   -- lane arithmetic (src/cpu/reduce.c): the same values give the same bits
-  if not H.is_cpu then return end
+  lu.skipIf(not H.is_cpu, "checks the cpu backend's float32 reduction loops (src/cpu/reduce.c): cpu only")
   netcl.manual_seed(46)
   for _, n in ipairs({ 1001, 70001, 150007 }) do
     local base = netcl.rand(2 * n + 3, { device = dev }) - 0.3
@@ -388,7 +388,7 @@ function TestInplace:test_values()
 end
 
 function TestMatmul:test_blas_and_builtin_kernel_agree()
-  lu.skipIf(not H.is_cpu, "the cpu backend's two matmul paths")
+  lu.skipIf(not H.is_cpu, "compares the cpu backend's two matmul paths (BLAS, built-in): cpu only")
   local code = [[
     local netcl = require("netcl")
     netcl.manual_seed(5)
@@ -437,7 +437,7 @@ function TestMatmul:test_cpu_matmul_bits_ignore_thread_count()
   -- OpenBLAS (or the built-in kernel) on 1, 2 or 3 threads: the same bits,
   -- odd sizes, transposed operands, float64, batches and broadcasts included
   -- (and the same for the built-in kernel, NETCL_BLAS=0)
-  lu.skipIf(not H.is_cpu, "the cpu backend's thread pool")
+  lu.skipIf(not H.is_cpu, "checks the cpu backend's thread pool: cpu only")
   for _, env in ipairs({ "", "NETCL_BLAS=0 " }) do
     local one = cpu_products_in_child(env .. "NETCL_NUM_THREADS=1")
     lu.assertTrue(#one > 500000)
@@ -450,7 +450,7 @@ end
 function TestMatmul:test_cpu_blas_threaded_mode_agrees()
   -- NETCL_BLAS_THREADED=1 hands large products to OpenBLAS's own threads:
   -- the same products within rounding, though not bit for bit
-  lu.skipIf(not H.is_cpu, "the cpu backend's BLAS modes")
+  lu.skipIf(not H.is_cpu, "checks the cpu backend's BLAS modes: cpu only")
   local _, tiled = cpu_products_in_child("NETCL_NUM_THREADS=2")
   local _, threaded = cpu_products_in_child("NETCL_NUM_THREADS=2 NETCL_BLAS_THREADED=1")
   for name, t in pairs(tiled) do
