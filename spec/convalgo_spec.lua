@@ -265,7 +265,7 @@ end
 -- clear error (OpenCL: an 8 x 32 tile under an 11 x 11 window at stride 4,
 -- dilation 2, in float64: 58 KB for one channel)
 function TestConvAlgos:test_tiled_patch_too_large_is_refused()
-  lu.skipIf(H.is_cpu, "the cpu's tiled rows stage nothing")
+  lu.skipIf(H.is_cpu, "the refusal is OpenCL's: the cpu's tiled rows stage no input patch")
   local x = netcl.zeros(1, 1, 200, 200, { device = dev, dtype = "float64" })
   local w = netcl.zeros(1, 1, 11, 11, { device = dev, dtype = "float64" })
   with_algo("tiled", function()
@@ -420,7 +420,7 @@ function TestConvAlgos:test_conv_algo_environment()
 end
 
 function TestConvAlgos:test_benchmark_cache()
-  lu.skipIf(not H.is_cpu, "one device is enough")
+  lu.skipIf(not H.is_cpu, "the benchmark cache is tested once, in a cpu child process, on the cpu pass")
   local dir = os.tmpname()
   os.remove(dir)
   os.execute("mkdir -p " .. dir)

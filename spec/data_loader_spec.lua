@@ -200,7 +200,7 @@ end
 function TestLoader:test_opencl_in_a_worker_is_refused_clearly()
   local cl
   for _, d in ipairs(netcl.devices()) do if d.name ~= "cpu" then cl = d.name end end
-  lu.skipIf(not cl, "no OpenCL device")
+  lu.skipIf(not cl, "no OpenCL device on this machine to use in a worker")
   netcl.ones(1, { device = cl })   -- OpenCL initialised in the parent
   local ds = numbers(4, function() return netcl.ones(2, { device = cl }):sum():item() end)
   local loader = data.DataLoader(ds, { batch_size = 2, num_workers = 1 })

@@ -27,7 +27,7 @@ end
 TestReaders = {}
 
 function TestReaders:setUp()
-  lu.skipIf(not H.is_cpu, "host readers (cpu pass)")
+  lu.skipIf(not H.is_cpu, "the readers run on the host: tested once, on the cpu pass")
   tmp = os.tmpname()
   os.remove(tmp)
   os.execute("mkdir -p " .. tmp)

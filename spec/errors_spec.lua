@@ -34,7 +34,7 @@ end
 function TestErrors:test_different_devices()
   local other
   for _, d in ipairs(netcl.devices()) do if d.name ~= dev then other = d.name end end
-  lu.skipIf(not other, "only one device")
+  lu.skipIf(not other, "no device other than " .. dev .. " to mix with")
   local a, b = netcl.zeros(2, o), netcl.zeros(2, { device = other })
   H.assert_error(function() return a + b end, "different devices", dev, other)
   H.assert_error(function() return a:matmul(b) end, "different devices")
@@ -70,7 +70,7 @@ function TestErrors:test_error_points_at_caller()
 end
 
 function TestErrors:test_kernel_compile_error_reports_build_log()
-  lu.skipIf(H.is_cpu, "OpenCL devices only")
+  lu.skipIf(H.is_cpu, "OpenCL build logs: the cpu backend compiles no kernels")
   local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
   local dir = os.tmpname()
   os.remove(dir)

@@ -26,7 +26,7 @@ end
 TestFork = {}
 
 function TestFork:test_opencl_in_child_fails_clearly()
-  lu.skipIf(H.is_cpu, "OpenCL devices only")
+  lu.skipIf(H.is_cpu, "OpenCL after fork: the cpu backend works in a child (test_cpu_work_in_child)")
   local t = netcl.ones(4, { device = H.device })   -- OpenCL is initialised in the parent
   local code = in_child(function()
     local ok, err = pcall(function() return (t + 1):sum():item() end)
@@ -41,7 +41,7 @@ end
 -- the device layer's prefix names the op; the backend's own lead naming it
 -- again ("synchronize opencl:0: synchronize: ...") is dropped
 function TestFork:test_fork_error_names_the_op_once()
-  lu.skipIf(H.is_cpu, "OpenCL devices only")
+  lu.skipIf(H.is_cpu, "OpenCL after fork: the cpu backend works in a child (test_cpu_work_in_child)")
   netcl.ones(4, { device = H.device }):sum():item()
   local code = in_child(function()
     local ok, err = pcall(netcl.synchronize, H.device)

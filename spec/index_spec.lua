@@ -174,7 +174,7 @@ function TestIndex:test_index_out_of_range()
 end
 
 function TestIndex:test_out_of_range_reported_by_synchronize()
-  lu.skipIf(H.is_cpu, "cpu reports at once")
+  lu.skipIf(H.is_cpu, "OpenCL reports a bad index at the next synchronize; the cpu reports it at once (test_index_out_of_range)")
   local a = T({ 1, 2, 3 })
   local g = a:gather(1, I({ 7 }))   -- queued; the kernel skips the bad index
   H.assert_error(function() netcl.synchronize(dev) end, "gather", "index 7", "size 3", "reported by the device")
@@ -184,7 +184,7 @@ end
 function TestIndex:test_mixed_devices()
   local other
   for _, d in ipairs(netcl.devices()) do if d.name ~= dev then other = d.name end end
-  lu.skipIf(not other, "only one device")
+  lu.skipIf(not other, "no device other than " .. dev .. " to mix with")
   local a, i = T({ 1, 2, 3 }), netcl.tensor({ 1 }, { device = other, dtype = "int64" })
   H.assert_error(function() return a:gather(1, i) end, "gather", "different devices", dev, other)
   H.assert_error(function() return a:index_select(1, i) end, "index_select", "different devices")

@@ -8,7 +8,7 @@ local info = require("opinfo")
 
 TestOpDevice = {}
 
-function TestOpDevice:setUp() lu.skipIf(H.is_cpu, "the cpu is the reference") end
+function TestOpDevice:setUp() lu.skipIf(H.is_cpu, "the cpu is the reference these cases are compared against") end
 
 for i, c in ipairs(info.cases) do
   local label = (c.label or (type(c.op) == "table" and c.op[1] or c.op)) .. "_" .. i

@@ -249,7 +249,7 @@ function TestOptimFlat:test_replaced_and_cleared_gradients()
 end
 
 function TestOptimFlat:test_one_kernel_per_step()
-  lu.skipIf(H.is_cpu, "launch counts are OpenCL's")
+  lu.skipIf(H.is_cpu, "counts OpenCL kernel launches: the cpu backend launches none")
   local m = netcl.nn.Sequential(netcl.nn.Linear(8, 16, { device = dev }), netcl.nn.ReLU(), netcl.nn.Linear(16, 4, { device = dev }))
   for _, name in ipairs({ "SGD", "Adam", "RMSprop", "Adagrad" }) do
     local opt = optim[name](m, { lr = 0.01 })
@@ -281,7 +281,7 @@ function TestOptimFlat:test_frozen_and_mixed_dtypes()
 end
 
 function TestOptimFlat:test_module_moved_after_creation()
-  lu.skipIf(H.is_cpu, "needs a second device")
+  lu.skipIf(H.is_cpu, "moves a module from the cpu to the device under test: needs an OpenCL device under test")
   netcl.manual_seed(1)
   local m = netcl.nn.Linear(3, 2, { device = "cpu" })
   local opt = optim.Adam(m, { lr = 0.01 })
