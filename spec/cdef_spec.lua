@@ -5,19 +5,12 @@ local lu = require("luaunit")
 local H = require("helper")
 local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
 TestCdef = {}
 
 function TestCdef:test_generated_matches_header()
   local lines = {}
   for _, name in ipairs({ "netcl.h", "netcl_data.h" }) do
-    local section = read(root .. "/src/" .. name):match("/%* cdef%-begin %*/\n(.-)/%* cdef%-end %*/")
+    local section = H.read_file(root .. "/src/" .. name):match("/%* cdef%-begin %*/\n(.-)/%* cdef%-end %*/")
     lu.assertNotNil(section, "cdef markers in src/" .. name)
     for line in (section):gmatch("([^\n]*)\n") do
       if not line:match("^#") then lines[#lines + 1] = line end

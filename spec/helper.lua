@@ -94,6 +94,14 @@ function H.assert_error(fn, ...)
 end
 
 -- Runs a shell command; returns its output (stdout and stderr) and exit code.
+-- The whole contents of a file (an error when it cannot be read).
+function H.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
 function H.run(cmd)
   local p = io.popen(cmd .. ' 2>&1; echo "__exit=$?"')
   local out = p:read("*a")

@@ -9,13 +9,6 @@ local lu = require("luaunit")
 local H = require("helper")
 local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
 local function lines_of(cmd)
   local p = assert(io.popen(cmd))
   local out = {}
@@ -26,7 +19,7 @@ end
 
 -- layer name -> set of layers it may use (itself included)
 local function layer_table()
-  local block = read(root .. "/docs/architecture.md"):match("```layers\n(.-)```")
+  local block = H.read_file(root .. "/docs/architecture.md"):match("```layers\n(.-)```")
   assert(block, "docs/architecture.md has no ```layers block")
   local allowed, order = {}, {}
   for line in block:gmatch("[^\n]+") do
@@ -87,7 +80,7 @@ function TestLayers:test_includes_point_downward()
   for _, f in ipairs(lines_of("cd '" .. root .. "/src' && find . -name '*.[ch]' | sed 's|^\\./||'")) do
     local from = layer_of(f, self.order)
     local dir = f:match("^(.*)/[^/]*$") or ""
-    for inc in read(root .. "/src/" .. f):gmatch('#include%s+"([^"]+)"') do
+    for inc in H.read_file(root .. "/src/" .. f):gmatch('#include%s+"([^"]+)"') do
       local rel = dir ~= "" and (dir .. "/" .. inc) or inc
       local target = exists(root .. "/src/" .. rel) and rel or inc
       local to = layer_of(target, self.order)

@@ -13,9 +13,7 @@ local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
 -- its own layer and of the layers below. "x.*" stands for every module
 -- under x (x itself not included).
 local function read_layers()
-  local f = assert(io.open(root .. "/docs/architecture.md", "rb"))
-  local block = f:read("*a"):match("```lua%-layers\n(.-)```")
-  f:close()
+  local block = H.read_file(root .. "/docs/architecture.md"):match("```lua%-layers\n(.-)```")
   assert(block, "docs/architecture.md has no ```lua-layers block")
   local layers = {}
   for line in block:gmatch("[^\n]+") do
@@ -38,13 +36,6 @@ local function layer_of(name)
       if matches(pat, name) then return i end
     end
   end
-end
-
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
 end
 
 -- Lua source -> tokens {kind, text}: kind "name", "string" (its text as
@@ -151,7 +142,7 @@ function TestLuaLayers:test_requires_point_downward()
   for _, m in ipairs(list) do known[m.name] = true end
   for _, m in ipairs(list) do
     local own = layer_of(m.name)
-    local found, bad = requires_of(read(m.path))
+    local found, bad = requires_of(H.read_file(m.path))
     for _, b in ipairs(bad) do problems[#problems + 1] = m.name .. ": " .. b end
     for _, name in ipairs(found) do
       if name == "netcl" or name:sub(1, 6) == "netcl." then
