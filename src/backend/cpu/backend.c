@@ -1,6 +1,5 @@
 /* backend.c — the CPU backend: host memory (64-byte aligned), the device
- * profile, range and Philox rng, and the vtable tying the families
- * together. Its buffers are plain host pointers, which the core relies on
+ * profile and the vtable tying the families together. Its buffers are plain host pointers, which the core relies on
  * to use cpu tensors as staging for other devices. */
 #include "cpu.h"
 #include <stdio.h>
@@ -37,42 +36,6 @@ static netcl_status cpu_read(netcl_device *dev, void *buf, size_t offset, void *
 
 static netcl_status cpu_sync(netcl_device *dev) { (void)dev; return NETCL_OK; }
 
-typedef struct { const nc_desc *d; double start, step; netcl_rng_kind kind; uint64_t seed, offset; double p1, p2; } gen_ctx;
-
-static void range_part(void *vctx, int64_t s, int64_t e)
-{
-    gen_ctx *c = vctx;
-    for (int64_t i = s; i < e; i++) nc_store_double(c->d->buf, c->d->dtype, c->d->offset + i, c->start + (double)i * c->step);
-}
-
-static netcl_status cpu_range(netcl_device *dev, const nc_desc *d, double start, double step)
-{
-    (void)dev;
-    gen_ctx c = {d, start, step, NETCL_RNG_UNIFORM, 0, 0, 0, 0};
-    nc_parallel_for(d->sizes[0], 32768, range_part, &c);
-    return NETCL_OK;
-}
-
-static void rng_part(void *vctx, int64_t s, int64_t e)
-{
-    gen_ctx *c = vctx;
-    if (c->d->dtype == NETCL_DTYPE_FLOAT32) {
-        float *p = (float *)c->d->buf + c->d->offset;
-        for (int64_t i = s; i < e; i++) p[i] = (float)nc_rng_value(c->kind, c->seed, c->offset, i, c->p1, c->p2);
-        return;
-    }
-    for (int64_t i = s; i < e; i++)
-        nc_store_double(c->d->buf, c->d->dtype, c->d->offset + i, nc_rng_value(c->kind, c->seed, c->offset, i, c->p1, c->p2));
-}
-
-static netcl_status cpu_rng(netcl_device *dev, const nc_desc *d, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2)
-{
-    (void)dev;
-    gen_ctx c = {d, 0, 0, kind, seed, offset, p1, p2};
-    nc_parallel_for(nc_numel(d->ndim, d->sizes), 16384, rng_part, &c);
-    return NETCL_OK;
-}
-
 /* GEMM tuning: the cpu runs its BLAS or its own kernel, with nothing to tune */
 static netcl_status cpu_tune_gemm(netcl_device *dev, const nc_gemm_problem *p, int max, char *report, int64_t len)
 {
@@ -94,7 +57,7 @@ static const nc_backend cpu_backend = {
     .name = "cpu",
     .mem = {.alloc = cpu_alloc, .free = cpu_free, .write = cpu_write, .read = cpu_read, .synchronize = cpu_sync},
     .runtime = {.tune_gemm = cpu_tune_gemm, .gemm_config = cpu_gemm_config},
-    .elementwise = {.copy = nc_cpu_copy, .fill = nc_cpu_fill, .range = cpu_range, .unary = nc_cpu_unary,
+    .elementwise = {.copy = nc_cpu_copy, .fill = nc_cpu_fill, .range = nc_cpu_range, .unary = nc_cpu_unary,
                     .binary = nc_cpu_binary, .where = nc_cpu_where},
     .reduce = {.run = nc_cpu_reduce},
     .softmax = {.forward = nc_cpu_softmax, .backward = nc_cpu_softmax_backward},
@@ -105,7 +68,7 @@ static const nc_backend cpu_backend = {
     .norm = {.batch_norm = nc_cpu_batch_norm},
     .loss = {.class_loss = nc_cpu_class_loss, .class_loss_backward = nc_cpu_class_loss_backward},
     .index = {.gather = nc_cpu_gather, .scatter = nc_cpu_scatter, .sort = nc_cpu_sort, .scan = nc_cpu_scan},
-    .random = {.draw = cpu_rng},
+    .random = {.draw = nc_cpu_rng},
     .optim = {.step = nc_cpu_optim_step},
     .augment = {.run = nc_cpu_augment},
 };

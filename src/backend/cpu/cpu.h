@@ -53,6 +53,7 @@ static inline void nc_cpu_st(const nc_desc *d, int64_t i, double v)
 /* ---- families ------------------------------------------------------------------------ */
 netcl_status nc_cpu_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *src);
 netcl_status nc_cpu_fill(netcl_device *dev, const nc_desc *dst, double value);
+netcl_status nc_cpu_range(netcl_device *dev, const nc_desc *dst, double start, double step);
 netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
 netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
 netcl_status nc_cpu_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
@@ -97,6 +98,8 @@ netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, 
 netcl_status nc_cpu_batch_norm(netcl_device *dev, nc_batch_norm_kernel k, const nc_batch_norm_args *a);
 netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
 netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
+netcl_status nc_cpu_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1,
+                        double p2);
 /* indexing, sort, scan (index.c, sort.c) */
 netcl_status nc_cpu_gather(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
 netcl_status nc_cpu_scatter(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);

@@ -1,9 +1,10 @@
-/* elementwise.c — CPU copy/cast, fill, unary and binary ops. Each op runs on
- * blocks in its compute type (float for float32/float16/bfloat16, double for
- * float64, int64 with wrapping for integers and bool): strided operands are
- * gathered into BLK-element scratch, contiguous float32 operands are used in
- * place, and both run the same block kernels, so the layout never changes a
- * result. Block kernels switch on the op outside their loops. */
+/* elementwise.c — the CPU elementwise family: copy/cast, fill, range, unary
+ * and binary ops. The arithmetic ones run on blocks in their compute
+ * type (float for float32/float16/bfloat16, double for float64, int64 with
+ * wrapping for integers and bool): strided operands are gathered into
+ * BLK-element scratch, contiguous float32 operands are used in place, and
+ * both run the same block kernels, so the layout never changes a result.
+ * Block kernels switch on the op outside their loops. */
 #include "cpu.h"
 #include <tgmath.h>
 #include <string.h>
@@ -360,6 +361,24 @@ netcl_status nc_cpu_fill(netcl_device *dev, const nc_desc *dst, double value)
     const nc_desc *ops[1] = {dst};
     nc_iter_init(&c.it, 1, ops);
     nc_parallel_for(nc_iter_numel(&c.it), GRAIN, fill_range, &c);
+    return NETCL_OK;
+}
+
+/* ---- range ---------------------------------------------------------------------------- */
+
+typedef struct { const nc_desc *d; double start, step; } range_ctx;
+
+static void range_part(void *vctx, int64_t s, int64_t e)
+{
+    range_ctx *c = vctx;
+    for (int64_t i = s; i < e; i++) nc_store_double(c->d->buf, c->d->dtype, c->d->offset + i, c->start + (double)i * c->step);
+}
+
+netcl_status nc_cpu_range(netcl_device *dev, const nc_desc *d, double start, double step)
+{
+    (void)dev;
+    range_ctx c = {d, start, step};
+    nc_parallel_for(d->sizes[0], 32768, range_part, &c);
     return NETCL_OK;
 }
 

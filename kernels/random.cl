@@ -1,5 +1,6 @@
-/* rng.cl — Philox4x32-10 draws, bit-identical in their 32-bit words to the
- * C reference (src/rng.c): element i uses counter offset + i, key = seed.
+/* random.cl — the random family's kernels: Philox4x32-10 draws,
+ * bit-identical in their 32-bit words to the C reference
+ * (src/base/philox.c): element i uses counter offset + i, key = seed.
  * -DKIND=0 uniform [p1, p2), 1 normal (mean p1, std p2), 2 randint [p1, p2). */
 inline uint4 philox(ulong counter, ulong key)
 {
@@ -23,7 +24,7 @@ inline uint4 philox(ulong counter, ulong key)
 #endif
 
 /* rng_fill: out[off + i] = draw i, for n elements; out contiguous. The
- * formulas are src/rng.c's, evaluated in WIDE_T (double where the device
+ * formulas are src/base/philox.c's, evaluated in WIDE_T (double where the device
  * has it, as the C reference does), so uniform and randint match the CPU
  * bit for bit and normal up to libm ulps. */
 __kernel void rng_fill(__global O_T *out, long off, long n, ulong seed, ulong offset, WIDE_T p1, WIDE_T p2)
