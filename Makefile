@@ -51,7 +51,7 @@ $(BUILD)/obj/backend/cpu/optim.o: NC_CFLAGS += -fno-math-errno
 # the float32 row loops (src/backend/cpu/rowf32.h) hold selects that GCC if-converts
 # into vector code only when a float compare may not trap; netcl never reads
 # the floating-point exception flags, and no value changes
-$(BUILD)/obj/backend/cpu/select.o $(BUILD)/obj/backend/cpu/loss.o: NC_CFLAGS += -fno-trapping-math
+$(BUILD)/obj/backend/cpu/softmax.o $(BUILD)/obj/backend/cpu/loss.o: NC_CFLAGS += -fno-trapping-math
 
 $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 	@mkdir -p $(dir $@)

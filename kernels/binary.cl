@@ -1,4 +1,5 @@
-/* binary.cl — one kernel per binary op (macros in ops.cl) in four forms:
+/* binary.cl — the elementwise family's binary kernels: one kernel per
+ * binary op (macros in ops.cl) in four forms:
  * strided (meta_t: out 0, a 1, b 2), contiguous "_c", and with a scalar s
  * ("_s" strided, "_sc" contiguous; s op a when rev). The contiguous forms
  * take 4 elements per work item (ceil(n / 4) items; the first few also take

@@ -1,4 +1,5 @@
-/* copy.cl — strided copy with dtype conversion (TA -> TO), fill and range.
+/* copy.cl — the elementwise family's copy kernels: strided copy with dtype
+ * conversion (TA -> TO), fill and range.
  * copy_strided / copy_contig: dst[i] = convert(src[i]); dst and src must not
  * overlap. fill_strided / fill_contig: dst[i] = raw bits. range_contig:
  * dst[i] = start + i * step. */

@@ -1,6 +1,6 @@
-/* ops.cl — the scalar definitions of the elementwise ops (compute type
- * A_CT), shared by unary.cl and binary.cl: the host prepends it (after
- * common.cl) to both. Unary ops may read parameters p1, p2. */
+/* ops.cl — the elementwise family's scalar op definitions (compute type
+ * A_CT), used by unary.cl and binary.cl: the host prepends it (after
+ * common.cl) to every program. Unary ops may read parameters p1, p2. */
 #if A_FLOAT
 #define OP_NEG(x) (-(x))
 #define OP_ABS(x) fabs(x)

@@ -1,4 +1,5 @@
-/* unary.cl — one kernel per unary op (macros in ops.cl), in a strided form
+/* unary.cl — the elementwise family's unary kernels: one kernel per unary
+ * op (macros in ops.cl), in a strided form
  * (meta_t: out is operand 0, input operand 1) and a contiguous "_c" form
  * that takes 4 elements per work item (16-byte loads for float32; launch
  * ceil(n / 4) items: the first few also take the n % 4 tail).

@@ -1,5 +1,5 @@
 -- netcl/ops/select.lua — where, the logical ops, softplus with beta and
--- threshold, softmax and log_softmax (kernels in kernels/select.cl).
+-- threshold, softmax and log_softmax (kernels in kernels/where.cl and softmax.cl).
 -- Dims are 1-based (negative counts from the end); the default softmax dim
 -- is the last one.
 local tensor = require("netcl.tensor")

@@ -1,5 +1,7 @@
-/* elementwise.c — host side of kernels/copy.cl, unary.cl and binary.cl:
- * picks the contiguous or strided kernel, sets arguments, launches. */
+/* elementwise.c — host side of the elementwise family (kernels/copy.cl,
+ * unary.cl, binary.cl and where.cl): picks the contiguous or strided
+ * kernel, sets arguments, launches. where moves raw words, its scalars
+ * converted by the host exactly as the cpu stores them. */
 #include "cl.h"
 #include <stdio.h>
 #include <string.h>
@@ -166,4 +168,46 @@ netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, co
         NC_ARG(k, 3, rev); NC_ARG(k, 4, m);
     }
     return nc_cl_launch(cd, k, wg, contig ? (m.n + 3) / 4 : m.n);   /* 4 elements per item */
+}
+
+/* the raw storage word of value v in dtype dt (as the cpu backend stores it) */
+static cl_ulong raw_bits(netcl_dtype dt, double v)
+{
+    union { unsigned char raw[8]; cl_ulong bits; } u = {{0}};
+    nc_store_double(u.raw, dt, 0, v);
+    switch (netcl_dtype_size(dt)) {
+    case 8: return u.bits;
+    case 4: { uint32_t w; memcpy(&w, u.raw, 4); return w; }
+    case 2: { uint16_t w; memcpy(&w, u.raw, 2); return w; }
+    default: return u.raw[0];
+    }
+}
+
+netcl_status nc_cl_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
+                         const nc_desc *b, double sa, double sb)
+{
+    NC_TRY(nc_cl_enter(dev, "where", out->dtype, out->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96];
+    nc_cl_dtype_opts(opts, sizeof opts, out->dtype, out->dtype);
+    nc_cl_meta m;
+    const nc_desc *ops[4] = {out, cond, a ? a : out, b ? b : out};
+    nc_cl_meta_of(&m, 4, ops);
+    cl_kernel k;
+    size_t wg;
+    int contig = nc_cl_meta_contiguous(&m, 4);
+    NC_TRY(nc_cl_kernel(cd, "where", opts, contig ? "where_c" : "where_strided", &k, &wg));
+    cl_mem o = out->buf, c = cond->buf, x = a ? a->buf : out->buf, y = b ? b->buf : out->buf;
+    cl_ulong ra = raw_bits(out->dtype, sa), rb = raw_bits(out->dtype, sb);
+    cl_int ha = a != NULL, hb = b != NULL;
+    if (contig) {
+        cl_long oo = m.offsets[0], co = m.offsets[1], ao = m.offsets[2], bo = m.offsets[3], n = m.n;
+        NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, c); NC_ARG(k, 3, co); NC_ARG(k, 4, x); NC_ARG(k, 5, ao);
+        NC_ARG(k, 6, y); NC_ARG(k, 7, bo); NC_ARG(k, 8, ra); NC_ARG(k, 9, rb); NC_ARG(k, 10, ha); NC_ARG(k, 11, hb);
+        NC_ARG(k, 12, n);
+        return nc_cl_launch(cd, k, wg, (m.n + 3) / 4);   /* 4 elements per item */
+    }
+    NC_ARG(k, 0, o); NC_ARG(k, 1, c); NC_ARG(k, 2, x); NC_ARG(k, 3, y); NC_ARG(k, 4, m);
+    NC_ARG(k, 5, ra); NC_ARG(k, 6, rb); NC_ARG(k, 7, ha); NC_ARG(k, 8, hb);
+    return nc_cl_launch(cd, k, wg, m.n);
 }

@@ -1,5 +1,5 @@
-/* elementwise.c — the CPU elementwise family: copy/cast, fill, range, unary
- * and binary ops. The arithmetic ones run on blocks in their compute
+/* elementwise.c — the CPU elementwise family: copy/cast, fill, range, where,
+ * unary and binary ops. The arithmetic ones run on blocks in their compute
  * type (float for float32/float16/bfloat16, double for float64, int64 with
  * wrapping for integers and bool): strided operands are gathered into
  * BLK-element scratch, contiguous float32 operands are used in place, and
@@ -379,6 +379,90 @@ netcl_status nc_cpu_range(netcl_device *dev, const nc_desc *d, double start, dou
     (void)dev;
     range_ctx c = {d, start, step};
     nc_parallel_for(d->sizes[0], 32768, range_part, &c);
+    return NETCL_OK;
+}
+
+/* ---- where ---------------------------------------------------------------------------
+ * out = cond ? a : b moves raw element bytes (a, b and out share a dtype),
+ * so it needs no compute type. */
+
+typedef struct {
+    const nc_desc *out, *cond, *a, *b;
+    _Alignas(8) unsigned char sa[8], sb[8];   /* scalar operands in the element type */
+    int es;
+    nc_iter it;
+} where_ctx;
+
+/* raw element words, allowed to alias the float or integer storage they move */
+typedef uint8_t __attribute__((may_alias)) raw8;
+typedef uint16_t __attribute__((may_alias)) raw16;
+typedef uint32_t __attribute__((may_alias)) raw32;
+typedef uint64_t __attribute__((may_alias)) raw64;
+
+/* One row in element type T: a and b are pointers with a step, where a
+ * scalar operand is the scratch value with step 0, so the select has no
+ * branch per operand and contiguous rows vectorise. */
+#define WHERE_SEL(T, va, vb)                                                                       \
+    for (int64_t j = 0; j < n; j++) {                                                             \
+        T x_ = (va), y_ = (vb);                                                                   \
+        o[j] = m[j] ? x_ : y_;                                                                    \
+    }
+#define WHERE_ROW(T)                                                                              \
+    {                                                                                             \
+        T *o = (T *)c->out->buf + off[0];                                                         \
+        const T *pa = a ? (const T *)a : (const T *)c->sa, *pb = b ? (const T *)b : (const T *)c->sb; \
+        int64_t so = step[0], sm = step[1], sa = a ? step[2] : 0, sb = b ? step[3] : 0;            \
+        if (so == 1 && sm == 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {                \
+            /* both values loaded, then selected: no branch on the mask */                       \
+            if (sa && sb) WHERE_SEL(T, pa[j], pb[j])                                                \
+            else if (sa) WHERE_SEL(T, pa[j], pb[0])                                                  \
+            else if (sb) WHERE_SEL(T, pa[0], pb[j])                                                  \
+            else WHERE_SEL(T, pa[0], pb[0])                                                          \
+        } else {                                                                                  \
+            for (int64_t j = 0; j < n; j++) o[j * so] = m[j * sm] ? pa[j * sa] : pb[j * sb];        \
+        }                                                                                         \
+        return;                                                                                   \
+    }
+
+static void where_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
+{
+    where_ctx *c = vctx;
+    int es = c->es;
+    const uint8_t *m = (const uint8_t *)c->cond->buf + off[1];
+    const char *a = c->a ? (const char *)c->a->buf + off[2] * es : NULL;
+    const char *b = c->b ? (const char *)c->b->buf + off[3] * es : NULL;
+    switch (es) {
+    case 1: WHERE_ROW(raw8)
+    case 2: WHERE_ROW(raw16)
+    case 4: WHERE_ROW(raw32)
+    case 8: WHERE_ROW(raw64)
+    default: break;
+    }
+    char *o = (char *)c->out->buf + off[0] * es;
+    for (int64_t j = 0; j < n; j++) {
+        const void *src = m[j * step[1]] ? (a ? a + j * step[2] * es : (const void *)c->sa)
+                                         : (b ? b + j * step[3] * es : (const void *)c->sb);
+        memcpy(o + j * step[0] * es, src, (size_t)es);
+    }
+}
+
+static void where_range(void *vctx, int64_t s, int64_t e)
+{
+    where_ctx *c = vctx;
+    nc_iter_range(&c->it, s, e, where_row, c);
+}
+
+netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
+                          const nc_desc *b, double sa, double sb)
+{
+    (void)dev;
+    where_ctx c = {out, cond, a, b, {0}, {0}, netcl_dtype_size(out->dtype), {0}};
+    nc_store_double(c.sa, out->dtype, 0, sa);
+    nc_store_double(c.sb, out->dtype, 0, sb);
+    /* absent operands iterate as out (never read) so the iterator sees 4 */
+    const nc_desc *ops[4] = {out, cond, a ? a : out, b ? b : out};
+    nc_iter_init(&c.it, 4, ops);
+    nc_parallel_for(nc_iter_numel(&c.it), 16384, where_range, &c);
     return NETCL_OK;
 }
 

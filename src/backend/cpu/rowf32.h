@@ -1,4 +1,4 @@
-/* rowf32.h — float32 row pieces shared by the softmax family (select.c) and
+/* rowf32.h — float32 row pieces shared by the softmax family (softmax.c) and
  * the class losses (loss.c): an expf that vectorises, and row sums over 16
  * fixed lanes (lane = index mod 16, folded in a fixed tree). A row's result
  * depends only on its values and length, so a row gives the same bits on
