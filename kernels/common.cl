@@ -41,7 +41,7 @@ inline uint tf32_nearest_bits(uint x)
 #define nearest_tf32(v) as_float(tf32_nearest_bits(as_uint(v)))
 /* The power of two that takes a row whose largest finite magnitude has
  * the float32 bits mb to [2^14, 2^15) (tf32 products on float16 tensor
- * cores, src/cl/gemm_tf32.c); 0 for a row of zeros. Subnormal maxima
+ * cores, src/backend/cl/gemm_tf32.c); 0 for a row of zeros. Subnormal maxima
  * count as 2^-126. */
 inline int tf32_half_exp(uint mb)
 {
@@ -174,7 +174,7 @@ typedef long IX;
 inline int fdiv(int n, uint m, int s) { return (int)((mul_hi((uint)n, m) + (uint)n) >> s); }
 
 /* Records the first out-of-range index of a launch in the device error word
- * (8 ints: flag, value lo/hi, size lo/hi, op, dim, base; src/cl/index.c
+ * (8 ints: flag, value lo/hi, size lo/hi, op, dim, base; src/backend/cl/index.c
  * reports it at the next blocking read). */
 inline void index_report(__global int *err, long v, long size, int op, int dim, long base)
 {

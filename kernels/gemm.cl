@@ -6,7 +6,7 @@
  * for float64); float16/bfloat16 are storage types only (vload_half, bit
  * shifts), so no cl_khr_fp16 is needed. out may not alias a, w, c or bias.
  *
- * Two kernels here, both configured entirely by -D options (src/cl/gemm.c
+ * Two kernels here, both configured entirely by -D options (src/backend/cl/gemm.c
  * builds them; every distinct option set is its own cached program), and
  * the tensor-core kernel gemm_mma (gemm_mma.cl .. gemm_mma_kernel.cl), built after this file:
  *   gemm_tiled   register-tiled SIMT kernel for GPUs: local-memory staging,
@@ -109,7 +109,7 @@ inline A_CT epilogue(A_CT v, long b, long m, long n, EPI_PARAMS)
 
 #ifdef GEMM_SLICES
 /* ---- gemm_slices ----------------------------------------------------------------
- * Split-K's last pass (src/cl/gemm_split.c): out [M, N] = epilogue of the
+ * Split-K's last pass (src/backend/cl/gemm_split.c): out [M, N] = epilogue of the
  * sum of the partial products part [S, M, N] (contiguous from element
  * poff) of the S slices of K, added in slice order, so the bits depend on
  * the split alone. VW adjacent outputs a work item (VW divides N and poff);

@@ -3,7 +3,7 @@
  * to its FMAs and stores its outputs: macros only, expanded inside
  * gemm_mma (whose names they use: the stage layout, the lane's place,
  * acc, the output tile). The program is gemm.cl + this file + gemm_mma.cl
- * + gemm_wgmma.cl + gemm_mma_kernel.cl (src/cl/mma.c). */
+ * + gemm_wgmma.cl + gemm_mma_kernel.cl (src/backend/cl/gemm_mma.c). */
 #ifdef FFMA
 /* Each thread owns TM x TN outputs of its warp's 8TM x 4TN tile: rows
  * FFMA_ROW(i), columns FFMA_COL(j) (relative to the warp tile). Per k it
@@ -173,7 +173,7 @@
         }                                                                                                    \
         barrier(CLK_LOCAL_MEM_FENCE); /* the next tile's prologue reuses the stages */                       \
     } while (0)
-/* Split-K summed inside the product (-DSPLIT_SUM, src/cl/gemm_split.c):
+/* Split-K summed inside the product (-DSPLIT_SUM, src/backend/cl/gemm_split.c):
  * batch kb is slice kb of K (the last one Klast long) of one output. Every
  * block stores its partial tile to part in its threads' own order (tile
  * r's slices side by side, a thread's outputs as float4s THREADS apart:

@@ -4,8 +4,8 @@
  * with -DGEMM_MMA: gemm.cl before it gives the epilogue, the operand types
  * and the loads it shares with the other GEMM kernels; gemm_ffma.cl the
  * float32-FMA path's operand reads; gemm_wgmma.cl Hopper's wgmma; the
- * kernel itself is gemm_mma_kernel.cl. src/cl/mma.c chooses the options
- * and probes the device.
+ * kernel itself is gemm_mma_kernel.cl. src/backend/cl/gemm_mma.c chooses
+ * the options and probes the device.
  */
 
 /* ---- gemm_mma ------------------------------------------------------------------
@@ -560,7 +560,7 @@ inline uint mma_pack2(float v0, float v1)
 #define STAGE_OUT
 #endif
 
-/* -DESCALE (src/cl/gemm_tf32.c): float16 operands that carry tf32 values
+/* -DESCALE (src/backend/cl/gemm_tf32.c): float16 operands that carry tf32 values
  * scaled by a power of two per row of a and column of w, whose largest
  * finite magnitudes (float32 bits) esc holds, a's M then w's N; every
  * output is scaled back before the epilogue */

@@ -19,7 +19,7 @@
  * transposed from 128-byte atoms (BOFF, gemm_mma.cl).
  * NVIDIA's OpenCL compiles for sm_90, where ptxas refuses wgmma: every
  * wgmma line is written as a PTX comment marked "//@", which compiles
- * with the operands' registers allocated; src/cl/ptx_patch.c uncomments the marked
+ * with the operands' registers allocated; src/backend/cl/ptx_patch.c uncomments the marked
  * lines of the driver's PTX, retargets it to sm_90a and builds it again
  * (docs/gemm.md, "Hopper's wgmma"). */
 #if defined(FFMA) || defined(TF32X3) || WN != 1 || WM % 4 || (MI != 1 && MI != 2) || MI * BN > 256 || \

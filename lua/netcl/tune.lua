@@ -2,7 +2,7 @@
 -- kernel configurations and cache the winners per device), the
 -- configuration a problem would use, forcing one, and the cache file;
 -- and the convolution strategy the planner picks for a layer.
--- The work is in C (src/cl/tune.c); this is the table-shaped front.
+-- The work is in C (src/backend/cl/gemm_tune.c); this is the table-shaped front.
 local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")

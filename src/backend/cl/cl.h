@@ -185,12 +185,12 @@ netcl_status nc_check_fork(const char *what);
 int64_t nc_cl_counter(nc_counter which);                                  /* program.c */
 int nc_cl_profile_report(char *buf, int len, int reset);                  /* profile.c */
 netcl_status nc_cl_tune_gemm(netcl_device *dev, const nc_gemm_problem *p, int max_candidates, char *report,
-                             int64_t report_len);                         /* tune.c */
+                             int64_t report_len);                         /* gemm_tune.c */
 netcl_status nc_cl_gemm_config(netcl_device *dev, const nc_gemm_problem *p, char *buf, int64_t len);
-netcl_status nc_cl_gemm_set_config(netcl_device *dev, const char *config); /* tune_cache.c */
+netcl_status nc_cl_gemm_set_config(netcl_device *dev, const char *config); /* gemm_tune_cache.c */
 const char *nc_cl_tune_cache_path(netcl_device *dev);
 const char *nc_cl_tune_cache_reload(netcl_device *dev);
-const char *nc_cl_tensor_cores(netcl_device *dev);                        /* mma.c */
+const char *nc_cl_tensor_cores(netcl_device *dev);                        /* gemm_mma.c */
 
 /* After a build from source (ptx_patch.c): on NVIDIA, a program whose PTX
  * holds "//@"-marked lines is rebuilt from that PTX with them uncommented

@@ -3,7 +3,7 @@
  * (program "convgemm+gemm"), one launch per pass, the GEMM's batch running
  * over the groups (times the K slices of backward-weight). The gathers
  * divide by runtime sizes through magic numbers computed here. Where the
- * FFMA kernel serves (mma.c: NVIDIA sm_80+, float32, groups 1), the
+ * FFMA kernel serves (gemm_mma.c: NVIDIA sm_80+, float32, groups 1), the
  * forward and backward-weight passes run on it instead, x gathered by its
  * cp.async copies. */
 #include "gemm.h"

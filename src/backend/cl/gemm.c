@@ -1,8 +1,8 @@
 /* gemm.c — host side of kernels/gemm.cl: the OpenCL backend's matmul and
  * fused gemm entries. A configuration (gemm.h) is chosen per call: one
  * forced through netcl_gemm_set_config or $NETCL_GEMM_CONFIG, else the
- * tuner's winner for the problem's shape class (tune.c), else the
- * tensor-core kernel or the FFMA one where they serve (mma.c,
+ * tuner's winner for the problem's shape class (gemm_tune.c), else the
+ * tensor-core kernel or the FFMA one where they serve (gemm_mma.c,
  * nc_gemm_untuned), else a default per device type.
  * The chosen configuration is fitted to the operands (vector widths only
  * where a dim is contiguous and aligned) and launched; a configuration the
@@ -65,19 +65,19 @@ int nc_gemm_cfg_parse(nc_gemm_cfg *c, const char *s)
         return c->cmr >= 1 && c->cmr <= 16 && (c->cnr == 1 || c->cnr == 2 || c->cnr == 4 || c->cnr == 8 || c->cnr == 16) &&
                pow2(c->vw) && c->vw <= 16 && c->kwg >= 0 && c->mdimc >= 0 && c->ndimc >= 0 && (c->mdimc > 0) == (c->ndimc > 0) &&
                (c->kwg == 0 || c->mdimc > 0);
-    if (c->kernel == NC_GEMM_FFMA) /* warps of 8 x 4 lanes, each vwm x vwn outputs; mma.c checks the rest */
+    if (c->kernel == NC_GEMM_FFMA) /* warps of 8 x 4 lanes, each vwm x vwn outputs; gemm_mma.c checks the rest */
         return c->mdimc > 0 && c->ndimc > 0 && c->mdimc * c->ndimc <= 16 && (c->vwm == 4 || c->vwm == 8) &&
                (c->vwn == 8 || c->vwn == 16) && c->mwg == c->mdimc * 8 * c->vwm && c->nwg == c->ndimc * 4 * c->vwn &&
                (c->kwg == 8 || c->kwg == 16 || c->kwg == 32) && c->stages >= 2 && c->stages <= 4 && c->gm >= 0 &&
                c->gm <= 64;
-    if (c->kernel == NC_GEMM_WGMMA) /* warpgroups along m, wgmma's n of 64, 128 or 256; mma.c checks the rest */
+    if (c->kernel == NC_GEMM_WGMMA) /* warpgroups along m, wgmma's n of 64, 128 or 256; gemm_mma.c checks the rest */
         return c->ndimc == 1 && c->mdimc > 0 && c->mdimc % 4 == 0 && c->mdimc <= 16 &&
                (c->mwg == 16 * c->mdimc || (c->mwg == 32 * c->mdimc && c->nwg <= 128)) &&
                (c->nwg == 64 || c->nwg == 128 || c->nwg == 256) && pow2(c->kwg) && c->kwg >= 8 && c->kwg <= 64 &&
                c->stages >= 2 && c->stages <= 6 && c->gm >= 0 && c->gm <= 64;
     if (c->kernel != NC_GEMM_TILED && c->kernel != NC_GEMM_MMA) return 0;
     if (c->mwg <= 0 || c->nwg <= 0 || c->kwg <= 0 || c->mdimc <= 0 || c->ndimc <= 0 || c->pad < 0 || c->pad > 64) return 0;
-    if (c->kernel == NC_GEMM_MMA) /* 16 x 16 mma tile pairs per warp; mma.c checks the rest */
+    if (c->kernel == NC_GEMM_MMA) /* 16 x 16 mma tile pairs per warp; gemm_mma.c checks the rest */
         return c->mdimc * c->ndimc <= 16 && c->mwg % (16 * c->mdimc) == 0 && c->nwg % (16 * c->ndimc) == 0 &&
                c->kwg % 8 == 0 && pow2(c->kwg) && c->stages >= 2 && c->stages <= 4 && c->gm >= 0 && c->gm <= 64;
     return c->mwg % c->mdimc == 0 && c->nwg % c->ndimc == 0 && pow2(c->vwm) && pow2(c->vwn) && pow2(c->vw) &&
@@ -346,7 +346,7 @@ void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why)
 }
 
 /* Without a tuned entry: the tensor cores where usable; float32 FMAs fed by
- * cp.async (mma.c) where an operand is transposed, or K >= 512, and its
+ * cp.async (gemm_mma.c) where an operand is transposed, or K >= 512, and its
  * small blocks (64x32, or 64x64 where w is k-contiguous) fill the device
  * or K >= 256 (a block's time grows with K, and few of the FFMA kernel's
  * beat many of gemm_tiled's: H100, nt 512 x 1024 x 1024 in 128 blocks

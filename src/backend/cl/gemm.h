@@ -1,9 +1,10 @@
-/* gemm.h — the OpenCL GEMM's kernel configurations, shared by gemm.c
- * (selection and launch), tune.c (the tuner and its disk cache) and mma.c
- * (the tensor-core path). A configuration names a kernel of
- * kernels/gemm.cl or kernels/gemm_mma.cl and its -D parameters; it prints
- * and parses as "key=value" words, the form of the tuning cache and of
- * $NETCL_GEMM_CONFIG. */
+/* gemm.h — the OpenCL GEMM's kernel configurations, shared by the linalg
+ * family's files (gemm*.c: gemm.c selects and launches, gemm_tune.c and
+ * gemm_tune_cache.c tune and keep the winners, gemm_mma.c is the
+ * tensor-core path) and the implicit-GEMM convolution. A configuration
+ * names a kernel of kernels/gemm.cl or kernels/gemm_mma.cl and its -D
+ * parameters; it prints and parses as "key=value" words, the form of the
+ * tuning cache and of $NETCL_GEMM_CONFIG. */
 #ifndef NETCL_CL_GEMM_H
 #define NETCL_CL_GEMM_H
 
@@ -41,11 +42,11 @@ typedef struct nc_gemm_state {
     int warned;                    /* a kernel failed and the direct one stood in */
     int has_forced;                /* netcl_gemm_set_config */
     nc_gemm_cfg forced;
-    int cache_loaded;              /* tuning cache read (tune.c) */
+    int cache_loaded;              /* tuning cache read (gemm_tune.c) */
     nc_gemm_entry *entries;
     int nentries, capentries;
     char cache_note[1400];         /* why the cache file was ignored, or "" */
-    int tc_probed;                 /* tensor-core probe ran (mma.c) */
+    int tc_probed;                 /* tensor-core probe ran (gemm_mma.c) */
     int tc_ok[7];                  /* tf32, f16, bf16, ffma (float32 FMAs fed by cp.async), wgmma tf32, f16, bf16 passed */
     char tc_status[256];
     cl_mem split_count;            /* split-K's tile counts, zeros between products (gemm_split.c) */
@@ -77,7 +78,7 @@ void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 int64_t nc_gemm_groups(const nc_gemm_call *g, int mwg, int nwg);
 double nc_gemm_fill(const nc_gemm_call *g, int t);
 
-/* tune.c: the tuned configuration for g's class, if the cache has one. */
+/* gemm_tune.c: the tuned configuration for g's class, if the cache has one. */
 int nc_gemm_tuned(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 
 /* gemm_tiled of program `family` ("gemm", or "convgemm+gemm" with its
@@ -99,11 +100,11 @@ netcl_status nc_gemm_set_args(const nc_gemm_call *g, cl_kernel k);
 netcl_status nc_gemm_set_epi_args(cl_kernel k, cl_uint first, const nc_desc *o, const nc_gemm_epi *e, cl_mem absent,
                                   int batched);
 
-/* mma.c: whether the tensor-core path serves g (device probed for the
+/* gemm_mma.c: whether the tensor-core path serves g (device probed for the
  * dtype, fp32_precision not "ieee" for float32, operand layouts cp.async can copy), its
  * default configuration and candidates, and the launch (no usability check). */
 int nc_mma_usable(const nc_gemm_call *g);
-/* Hopper's wgmma (sm_90a through patched PTX, mma.c): where the tensor-core
+/* Hopper's wgmma (sm_90a through patched PTX, gemm_mma.c): where the tensor-core
  * path serves g, the device is of compute capability 9.0, its probe passed
  * for the dtype, a is k-contiguous and w k-contiguous or (16-bit) n-contiguous. */
 int nc_wgmma_usable(const nc_gemm_call *g);
@@ -169,7 +170,7 @@ int64_t nc_ffma_conv_usable(netcl_device *dev, const nc_conv_args *g, nc_conv_pa
 netcl_status nc_ffma_conv_launch(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, const nc_desc *out,
                                  const nc_desc *x, const nc_desc *b, const nc_gemm_epi *e, int64_t slices);
 
-/* tune.c: runs cfg (any kernel, no usability check) on a random problem
+/* gemm_tune.c: runs cfg (any kernel, no usability check) on a random problem
  * and returns its relative error against the reference kernel; < 0 when it
  * did not run (the reason in netcl_last_error). */
 double nc_gemm_check_cfg(netcl_device *dev, netcl_dtype dt, int64_t M, int64_t N, int64_t K, int ta, int tb,

@@ -1,4 +1,4 @@
-/* gemm_split.c — split-K on OpenCL devices (src/linalg.c runs it): how
+/* gemm_split.c — split-K on OpenCL devices (src/ops/linalg.c runs it): how
  * many K slices a float32 product runs as, the slices run by the FFMA
  * kernel with their sum in the same launch, and elsewhere the last pass
  * that sums the slices' partial products through the GEMM's epilogue

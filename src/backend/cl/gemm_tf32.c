@@ -6,10 +6,10 @@
  *  - float16 (first choice): each operand rounded to tf32 and scaled by a
  *    power of two per row of a and column of w into float16, which holds
  *    a tf32 value exactly; the float16 kernel runs at twice tf32's rate
- *    from half the bytes and scales its outputs back (kernels/tf32_half.cl);
+ *    from half the bytes and scales its outputs back (kernels/gemm_tf32_half.cl);
  *  - float32 workspaces (where float16's 16-byte rows do not fit): rounded
  *    once, k-contiguous, the truncating tf32 kernel then gives the same
- *    bits as rounding in the kernel (kernels/round_tf32.cl). */
+ *    bits as rounding in the kernel (kernels/gemm_round_tf32.cl). */
 #include "gemm.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +118,7 @@ static int half_usable(const nc_gemm_call *g)
     return nc_wgmma_usable(&r);
 }
 
-/* kernel `name` of tf32_half.cl, VW = vw */
+/* kernel `name` of gemm_tf32_half.cl, VW = vw */
 static netcl_status half_kernel(nc_cl_device *cd, const char *name, const char *flags, int vw, cl_kernel *k)
 {
     char opts[160];
@@ -126,7 +126,7 @@ static netcl_status half_kernel(nc_cl_device *cd, const char *name, const char *
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n, " -DVW=%d%s", vw, flags);
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "tf32_half", opts, name, k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "gemm_tf32_half", opts, name, k, &wg));
     return wg < 256 ? NETCL_ERR_UNSUPPORTED : NETCL_OK;
 }
 
@@ -217,7 +217,7 @@ static netcl_status round_operand(nc_cl_device *cd, cl_mem buf, const nc_desc *d
     if (sr == 1 && sk != 1) strncat(opts, " -DRCONT", sizeof opts - strlen(opts) - 1);
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "round_tf32", opts, "round_tf32_2d", &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "gemm_round_tf32", opts, "round_tf32_2d", &k, &wg));
     if (wg < 256) return NETCL_ERR_UNSUPPORTED;
     cl_mem in = d->buf;
     cl_long off = d->offset, csr = sr, csk = sk;

@@ -57,7 +57,7 @@ netcl_status nc_cpu_range(netcl_device *dev, const nc_desc *dst, double start, d
 netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
 netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
 netcl_status nc_cpu_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
-/* blas.c: the product through a dlopen'ed CPU BLAS when one is present and
+/* gemm_blas.c: the product through a dlopen'ed CPU BLAS when one is present and
  * the operands suit it (out contiguous [B,M,N]); 0 when it did not run. */
 int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w);
 const char *nc_cpu_blas_name(void);

@@ -1,4 +1,4 @@
-/* tune_cache.c — the GEMM tuning cache of each OpenCL device: winners of
+/* gemm_tune_cache.c — the GEMM tuning cache of each OpenCL device: winners of
  * netcl_tune_gemm per shape class, kept in memory and in one text file per
  * device under the program cache directory (gemm-<hash>.tune, the hash of
  * device name, driver and platform), one line per class:

@@ -1,8 +1,8 @@
-/* tune.c — the GEMM tuner: for one problem (dtype, sizes, operand layouts)
+/* gemm_tune.c — the GEMM tuner: for one problem (dtype, sizes, operand layouts)
  * it measures candidate configurations on the device, checks each one's
  * result against a reference (the simplest kernel, itself checked against
  * sampled dot products computed on the host in double), and stores the
- * fastest correct one in the device's tuning cache (tune_cache.c) for the
+ * fastest correct one in the device's tuning cache (gemm_tune_cache.c) for the
  * problem's shape class. Buffers are the backend's own cl_mem, filled with
  * host random numbers: the tuner needs no tensors and no higher layer. */
 #include "gemm.h"

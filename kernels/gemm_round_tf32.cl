@@ -1,7 +1,8 @@
-/* round_tf32.cl — a float32 GEMM operand rounded to the nearest tf32
+/* gemm_round_tf32.cl — a float32 GEMM operand rounded to the nearest tf32
  * (ties away, as cvt.rna and cuBLAS) into a k-contiguous workspace, for
  * the tf32 wgmma GEMM, whose tensor cores would truncate
- * (src/cl/gemm_tf32.c). out [R][K] (rows ldo apart) = tf32(in[off + r sr + k sk]); with
+ * (src/backend/cl/gemm_tf32.c). out [R][K] (rows ldo apart) =
+ * tf32(in[off + r sr + k sk]); with
  * -DRCONT (the input's rows adjacent: sr == 1) a 32 x 32 tile goes through
  * local memory so that reads and writes both run along memory. */
 

@@ -1,4 +1,4 @@
-/* mma.c — the tensor-core GEMM path (kernels/gemm_mma.cl) on
+/* gemm_mma.c — the tensor-core GEMM path (kernels/gemm_mma.cl) on
  * NVIDIA OpenCL devices of compute capability 8.0 or newer: inline PTX
  * mma.sync (tf32 m16n8k8, f16/bf16 m16n8k16, f32 accumulators) fed by
  * cp.async through swizzled local tiles and read with ldmatrix; and the

@@ -1,4 +1,5 @@
-/* matmul.c — batched CPU matmul out[b] = a[b] @ w[b] for [B,M,K] x [B,K,N].
+/* gemm.c — the CPU linalg family: batched matmul out[b] = a[b] @ w[b] for
+ * [B,M,K] x [B,K,N] (through gemm_blas.c where a BLAS takes it).
  * float32/float16/bfloat16 compute in float: the output is cut into
  * independent tiles (batch, MC rows, NCB cols); each tile packs its operands
  * into zero-padded MR/NR panels per KC slice and runs an MR x NR register

@@ -1,5 +1,5 @@
-/* tf32_half.cl — a float32 GEMM operand in tf32 mode carried by float16
- * (src/cl/gemm_tf32.c). The operand is seen as rows r of K elements,
+/* gemm_tf32_half.cl — a float32 GEMM operand in tf32 mode carried by float16
+ * (src/backend/cl/gemm_tf32.c). The operand is seen as rows r of K elements,
  * element (r, k) at in[off + r sr + k sk]; `a`'s rows are its m, `w`'s
  * its n. The output's rows along its contiguous dim are ldo apart (the
  * host pads them to whole 128-byte lines). The absmax kernels gather each row's largest finite magnitude as

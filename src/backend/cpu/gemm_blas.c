@@ -1,4 +1,4 @@
-/* blas.c — an optional CPU BLAS for the cpu backend's matmul: OpenBLAS is
+/* gemm_blas.c — an optional CPU BLAS for the cpu backend's matmul (gemm.c): OpenBLAS is
  * dlopen'ed at first use (like the OpenCL loader, so the library builds and
  * runs without it) and its cblas_sgemm/dgemm take float32/float64 products
  * whose operands are row- or column-major per batch. NETCL_BLAS=0 turns it
