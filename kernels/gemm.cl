@@ -173,7 +173,7 @@ __kernel void gemm_slices(__global O_T *out, long ooff, __global const A_T *part
 
 /* Loads tile (m0, k0) of a into registers: vector j of thread tid. Elements
  * outside M x K (the k range up to kend) read as 0 (a vector lies wholly
- * inside or outside). A convolution pass (convgemm.cl) gathers an operand
+ * inside or outside). A convolution pass (conv_implicit.cl) gathers an operand
  * element by element instead (its vector width is 1). */
 #ifdef A_GATHER
 #define A_ELEM(mm, kk) A_GATHER(m0 + (mm), kk)

@@ -1,8 +1,9 @@
-/* pool.cl — 2-D pooling over contiguous NCHW (TA = TO, a float dtype).
- * Geometry pool_t mirrors the host's nc_pool_geom. mode 0: max (writes the
- * int64 index h*W + w of the winner within its plane; NaN wins; ties keep
- * the first), 1: average (count_pad, divisor as PyTorch's avg_pool2d),
- * 2: adaptive average (window [floor(i H / oh), ceil((i+1) H / oh))).
+/* pool.cl — the pool family's kernels: 2-D pooling over contiguous NCHW
+ * (TA = TO, a float dtype). Geometry pool_t mirrors the host's
+ * nc_pool_geom. mode 0: max (writes the int64 index h*W + w of the winner
+ * within its plane; NaN wins; ties keep the first), 1: average (count_pad,
+ * divisor as PyTorch's avg_pool2d), 2: adaptive average (window
+ * [floor(i H / oh), ceil((i+1) H / oh))).
  * pool_fwd: one work item per output element. pool_bwd: one work item per
  * input pixel gathering from every window that covers it (no atomics).
  * Index arithmetic runs in IX (common.cl), the geometry narrowed to it
@@ -10,7 +11,7 @@
  * times slower than memory speed. */
 typedef struct { long N, C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, mode, count_pad, divisor; } pool_t;
 
-/* Small windows are compiled in (PG_KH, PG_KW, PG_SH, PG_SW, as conv.cl's
+/* Small windows are compiled in (PG_KH, PG_KW, PG_SH, PG_SW, as conv_unfold.cl's
  * CG_*): the tap loops unroll and the backward's divisions by the strides
  * become shifts or multiplies. */
 #ifdef PG_KH

@@ -382,7 +382,7 @@ function TestConvAlgos:test_ffma_implicit_passes()
         "implicit_gemm")
       -- not for 4x4 outputs an image (ResNet's 256->512 stride-2 layer:
       -- im2col's GEMMs win both passes); 1x1 windows gather in the forward
-      -- pass alone (src/cl/convgemm.c)
+      -- pass alone (src/backend/cl/conv_implicit.c)
       lu.assertEquals({ netcl.conv2d_strategy({ 128, 256, 8, 8 }, { 512, 256, 3, 3 }, { device = dev, stride = 2, padding = 1 }) },
         { "im2col", "im2col", "im2col" })
       lu.assertEquals({ netcl.conv2d_strategy({ 128, 128, 16, 16 }, { 256, 128, 1, 1 }, { device = dev, stride = 2 }) },

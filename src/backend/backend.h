@@ -14,7 +14,7 @@
  * descriptors already checked by the ops layer: shapes agree (broadcast
  * inputs have stride 0), dtypes are as documented per entry, all on `dev`. */
 /* Geometry of a 2-D convolution window over contiguous NCHW input x [N, C,
- * H, W] giving oh x ow positions (kernels/conv.cl mirrors it). */
+ * H, W] giving oh x ow positions (kernels/conv_unfold.cl mirrors it). */
 typedef struct nc_conv_geom {
     int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 } nc_conv_geom;
@@ -65,7 +65,7 @@ static inline int64_t nc_line_elems(int64_t n, netcl_dtype dt)
 }
 struct nc_augment;
 /* A 2-D convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW]
- * (kernels/convdirect.cl mirrors it). */
+ * (kernels/conv_direct.cl mirrors it). */
 typedef struct nc_conv_args {
     int64_t N, C, H, W, O, G, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW;
 } nc_conv_args;
@@ -96,7 +96,7 @@ static inline int64_t nc_tw_staged(const nc_conv_args *g)
 }
 
 /* The tiled direct convolution's work-group on OpenCL devices
- * (kernels/convtiled.cl), shared by the planner (its local memory) and the
+ * (kernels/conv_tiled.cl), shared by the planner (its local memory) and the
  * backend: ty rows x tx*rx columns of output pixels of one image for ob
  * output channels, cb input channels staged in local memory at a time. g
  * is the convolution as the kernel runs it (backward-data: the forward one

@@ -73,7 +73,7 @@ int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass)
     }
 }
 
-/* the convolution convtiled.cl runs for a pass: the forward itself, or for
+/* the convolution conv_tiled.cl runs for a pass: the forward itself, or for
  * backward-data at stride 1 the forward convolution of dy with the
  * flipped, transposed weights and padding d (k - 1) - p */
 static nc_conv_args tiled_kernel_args(const nc_conv_args *g, nc_conv_pass pass)

@@ -255,7 +255,7 @@ netcl_status nc_gemm_build_kernel(nc_cl_device *cd, const char *family, char *op
 }
 
 /* Builds gemm_tiled of program `family` for cfg and g's operands; an
- * operand with kfast >= 0 is gathered element by element (convgemm.cl:
+ * operand with kfast >= 0 is gathered element by element (conv_implicit.cl:
  * vector width 1, loaded along k when kfast). *global gets the grid. */
 netcl_status nc_gemm_tiled_kernel(const nc_gemm_call *g, const nc_gemm_cfg *c, const char *family, const char *extra,
                                   int kfast_a, int kfast_b, cl_kernel *k, size_t global[3], size_t local[3])

@@ -81,7 +81,7 @@ double nc_gemm_fill(const nc_gemm_call *g, int t);
 /* gemm_tune.c: the tuned configuration for g's class, if the cache has one. */
 int nc_gemm_tuned(const nc_gemm_call *g, nc_gemm_cfg *cfg);
 
-/* gemm_tiled of program `family` ("gemm", or "convgemm+gemm" with its
+/* gemm_tiled of program `family` ("gemm", or "conv_implicit+gemm" with its
  * extra -D options) built for cfg and g; an operand with kfast >= 0 is
  * gathered (vector width 1, loaded along k when kfast). Fills the grid;
  * NETCL_ERR_UNSUPPORTED when cfg cannot serve g. */

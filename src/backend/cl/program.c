@@ -59,7 +59,7 @@ static char *kernel_source(const char *name)
 }
 
 /* The source of a family: kernels/<family>.cl, or for "a+b+..." the files
- * in that order (a prelude that configures the next, as convgemm.cl does
+ * in that order (a prelude that configures the next, as conv_implicit.cl does
  * gemm.cl, or parts one builds on, as gemm.cl and gemm_ffma.cl are for
  * gemm_mma.cl). */
 static char *family_source(const char *family)

@@ -27,6 +27,18 @@ void nc_parallel_exclusive(void (*fn)(void *ctx), void *ctx);
 typedef void (*nc_row_fn)(void *ctx, const int64_t *off, const int64_t *step, int64_t count);
 void nc_iter_range(const nc_iter *it, int64_t start, int64_t end, nc_row_fn row, void *ctx);
 
+/* ---- planes of NCHW tensors (conv_unfold.c, pool.c) ------------------------------
+ * [*lo, *hi): the outputs o < n whose tap o * stride + b lands in [0, size) */
+static inline void nc_cpu_tap_range(int64_t n, int64_t stride, int64_t b, int64_t size, int64_t *lo, int64_t *hi)
+{
+    int64_t l = b >= 0 ? 0 : (-b + stride - 1) / stride;
+    int64_t h = size - b <= 0 ? 0 : (size - b + stride - 1) / stride;
+    *lo = l < n ? l : n;
+    *hi = h < *lo ? *lo : h < n ? h : n;
+}
+/* the thread pool's grain for planes of `work` elements each */
+static inline int64_t nc_cpu_plane_grain(int64_t work) { return work >= 65536 ? 1 : 65536 / (work ? work : 1); }
+
 /* ---- typed element access ------------------------------------------------------ */
 int64_t nc_cpu_load_i64(const void *base, netcl_dtype dt, int64_t i);
 void nc_cpu_store_i64(void *base, netcl_dtype dt, int64_t i, int64_t v);
@@ -73,7 +85,7 @@ netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *
 netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
 netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
 netcl_status nc_cpu_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
-/* convdw.c: the NC_DW_* kinds in float32 (ip: images per backward-weight slice) */
+/* conv_depthwise.c: the NC_DW_* kinds in float32 (ip: images per backward-weight slice) */
 netcl_status nc_cpu_conv_depthwise(nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out, const nc_desc *a,
                                    const nc_desc *b, int64_t ip);
 netcl_status nc_cpu_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
@@ -90,7 +102,7 @@ netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_con
                               const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
 netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *y, const nc_desc *x,
                                const nc_desc *w, const nc_conv_epi *epi, int flip);
-/* convdirect.c: the backward-weight sum of weight (o, cg, ki, kj) over images [n0, n1), in double */
+/* conv_direct.c: the backward-weight sum of weight (o, cg, ki, kj) over images [n0, n1), in double */
 double nc_cpu_conv_weight_sum(const nc_conv_args *g, const nc_desc *x, const nc_desc *dy, int64_t o, int64_t cg, int64_t ki,
                               int64_t kj, int64_t n0, int64_t n1);
 netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,

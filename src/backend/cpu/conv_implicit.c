@@ -1,8 +1,8 @@
-/* convgemm.c — the cpu's implicit-GEMM convolution: a pass's GEMM runs
- * over blocks of its columns (output or input pixels of consecutive
- * images), and each block gathers only its own slice of the unfolded
- * input (or of dy) into a panel for one BLAS call, so the whole unfolded
- * matrix is never built. Blocks depend on the shapes only, and
+/* conv_implicit.c — the CPU convolution family's implicit GEMM: a pass's
+ * GEMM runs over blocks of its columns (output or input pixels of
+ * consecutive images), and each block gathers only its own slice of the
+ * unfolded input (or of dy) into a panel for one BLAS call, so the whole
+ * unfolded matrix is never built. Blocks depend on the shapes only, and
  * backward-weight adds its chunks of images in a fixed order, so the bits
  * do not depend on the thread count. Operands contiguous; panels keep the
  * input's dtype (float32 gathers read and write it directly). */

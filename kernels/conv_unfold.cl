@@ -1,6 +1,6 @@
-/* conv.cl — im2col / col2im for convolutions over contiguous NCHW (TA = TO,
- * a float dtype; float16/bfloat16 accumulate in float). Geometry conv_t
- * mirrors the host's nc_conv_geom (all 64-bit).
+/* conv_unfold.cl — the convolution family's unfold: im2col / col2im over
+ * contiguous NCHW (TA = TO, a float dtype; float16/bfloat16 accumulate in
+ * float). Geometry conv_t mirrors the host's nc_conv_geom (all 64-bit).
  * im2col: cols [N, C*kh*kw, oh*ow] <- x [N, C, H, W], zero outside the
  *   input (padding); one work item per cols element (coalesced writes).
  *   cols has element strides csn (samples) and csk (rows) and unit stride

@@ -1,6 +1,7 @@
-/* convwgrad.cl — the tiled backward-weight (the "tiled" strategy's weight
- * pass; src/cl/convtiled.c) for small weights (LeNet's layers), where
- * im2col's unfold, copies and split-K sum are most of the time.
+/* conv_tiled_weight.cl — the convolution family's tiled backward-weight
+ * (the "tiled" strategy's weight pass; src/backend/cl/conv_tiled.c) for
+ * small weights (LeNet's layers), where im2col's unfold, copies and
+ * split-K sum are most of the time.
  * parts [S, O, Cg, KH, KW] <- x [N, C, H, W], dy [N, O, OH, OW]: part s
  * sums images [s*per, min(N, (s+1)*per)). A work-group per (part, group,
  * block of OB output channels) stages one image at a time in local memory,
@@ -11,7 +12,7 @@
  * channels of dy have odd strides, so the rows a warp reads (distinct kh,
  * c or o) fall in distinct banks. Where the block has at most WG / 2 rows,
  * ps threads (a power of two) share each row and split the output rows,
- * their sums added through local memory at the end. Limits (src/core.h,
+ * their sums added through local memory at the end. Limits (src/backend/backend.h,
  * nc_tw_fits): 1024 rows a block (WG x JR), 6144 staged values plus
  * padding. KH, KW, SH, SW, DH, DW compiled in; contiguous NCHW, one float
  * dtype. */

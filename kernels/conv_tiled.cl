@@ -1,7 +1,7 @@
-/* convtiled.cl — tiled direct convolution through local memory (the
- * "tiled" strategy; src/cl/convtiled.c), for small convolutions where a
- * GEMM's unfold or tiles would be mostly overhead (few channels, 5x5
- * kernels: LeNet). Contiguous NCHW in a float dtype (TA = TO).
+/* conv_tiled.cl — the convolution family's tiled direct convolution through
+ * local memory (the "tiled" strategy; src/backend/cl/conv_tiled.c), for
+ * small convolutions where a GEMM's unfold or tiles would be mostly
+ * overhead (few channels, 5x5 kernels: LeNet). Contiguous NCHW in a float dtype (TA = TO).
  * conv_tiled: y [N, O, OH, OW] = act(conv(x, w) + bias). A work-group of
  * TX x TY threads computes a TY x (TX*RX) tile of output pixels for OB
  * output channels of one image and group: per chunk of CB input channels
@@ -17,7 +17,7 @@
 typedef struct { long N, C, H, W, O, G, KH_, KW_, SH_, SW_, PH, PW, DH_, DW_, OH, OW; } conv_t;
 
 #if !defined(TX) || !defined(TY) || !defined(RX) || !defined(OB) || !defined(CB)
-#error "convtiled.cl: the tile (TX, TY, RX, OB, CB) comes from the host (nc_conv_tile_for, src/core.h)"
+#error "conv_tiled.cl: the tile (TX, TY, RX, OB, CB) comes from the host (nc_conv_tile_for, src/backend/backend.h)"
 #endif
 #define PTH ((TY - 1) * SH + (KH - 1) * DH + 1)        /* patch rows */
 #define PTW ((TX * RX - 1) * SW + (KW - 1) * DW + 1)   /* patch columns */

@@ -1,11 +1,11 @@
-/* convgemm.c — host side of the implicit-GEMM convolution on OpenCL
- * devices: gemm.cl's gemm_tiled with kernels/convgemm.cl's gathers
- * (program "convgemm+gemm"), one launch per pass, the GEMM's batch running
- * over the groups (times the K slices of backward-weight). The gathers
- * divide by runtime sizes through magic numbers computed here. Where the
- * FFMA kernel serves (gemm_mma.c: NVIDIA sm_80+, float32, groups 1), the
- * forward and backward-weight passes run on it instead, x gathered by its
- * cp.async copies. */
+/* conv_implicit.c — host side of the convolution family's implicit GEMM on
+ * OpenCL devices: gemm.cl's gemm_tiled with kernels/conv_implicit.cl's
+ * gathers (program "conv_implicit+gemm"), one launch per pass, the GEMM's
+ * batch running over the groups (times the K slices of backward-weight).
+ * The gathers divide by runtime sizes through magic numbers computed here.
+ * Where the FFMA kernel serves (gemm_mma.c: NVIDIA sm_80+, float32,
+ * groups 1), the forward and backward-weight passes run on it instead, x
+ * gathered by its cp.async copies. */
 #include "gemm.h"
 #include <stdio.h>
 #include <string.h>
@@ -92,10 +92,10 @@ netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv
     snprintf(extra, sizeof extra, " -DCONV_PASS=%d", (int)pass);
     cl_kernel k;
     size_t global[3], local[3];
-    netcl_status st = nc_gemm_tiled_kernel(&c, &cfg, "convgemm+gemm", extra, p.kfast_a, p.kfast_b, &k, global, local);
+    netcl_status st = nc_gemm_tiled_kernel(&c, &cfg, "conv_implicit+gemm", extra, p.kfast_a, p.kfast_b, &k, global, local);
     if (st == NETCL_ERR_UNSUPPORTED) {   /* a device with little local memory or small groups */
         cfg = (nc_gemm_cfg){NC_GEMM_TILED, 16, 16, 8, 4, 4, 1, 1, 1, 0, 0, 0, 0, 0};
-        st = nc_gemm_tiled_kernel(&c, &cfg, "convgemm+gemm", extra, p.kfast_a, p.kfast_b, &k, global, local);
+        st = nc_gemm_tiled_kernel(&c, &cfg, "conv_implicit+gemm", extra, p.kfast_a, p.kfast_b, &k, global, local);
     }
     if (st == NETCL_ERR_UNSUPPORTED) return nc_fail(st, "%s: no GEMM tile configuration fits %s", names[pass], dev->name);
     NC_TRY(st);

@@ -1,10 +1,11 @@
-/* convtiled.c — the cpu's tiled direct convolution (the "tiled"
- * strategy): one part per (image, group, block of OB output channels,
- * output row) keeps OB rows of accumulators in cache and adds, per input
- * channel and tap, a scaled input row into each (loops along the row that
- * vectorise at stride 1). float64 accumulates in double, the other float
- * dtypes in float (float32 reads and writes its rows in place). FLIP: w is [C, O, KH, KW] of the stride-1 convolution
- * whose backward-data pass this is (see the backend's conv_tiled). */
+/* conv_tiled.c — the CPU convolution family's tiled direct convolution (the
+ * "tiled" strategy): one part per (image, group, block of OB output
+ * channels, output row) keeps OB rows of accumulators in cache and adds,
+ * per input channel and tap, a scaled input row into each (loops along the
+ * row that vectorise at stride 1). float64 accumulates in double, the
+ * other float dtypes in float (float32 reads and writes its rows in place).
+ * FLIP: w is [C, O, KH, KW] of the stride-1 convolution whose
+ * backward-data pass this is (see the backend's conv_tiled). */
 #include "cpu.h"
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,7 @@ netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const n
 
 /* ---- backward-weight (conv_tiled_weight) ------------------------------------------
  * One task per (part, output channel): each of its Cg x KH x KW weights is
- * the direct reference's sum (convdirect.c) over the part's images. */
+ * the direct reference's sum (conv_direct.c) over the part's images. */
 typedef struct {
     const nc_conv_args *g;
     const nc_desc *parts, *x, *dy;

@@ -1,5 +1,6 @@
-/* convdirect.c — host side of kernels/convdirect.cl: the direct
- * convolution kernels and the Winograd transforms. */
+/* conv_direct.c — host side of the convolution family's direct kernels
+ * (kernels/conv_direct.cl): the direct convolution kernels and the
+ * Winograd transforms. */
 #include "cl.h"
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +23,7 @@ netcl_status nc_cl_conv(netcl_device *dev, nc_conv_kernel kind, const nc_conv_ar
     if (kind >= NC_WINO_INPUT) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DWM=%d", (int)p0);
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "convdirect", opts, names[kind], &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "conv_direct", opts, names[kind], &k, &wg));
     cl_mem o = out->buf, x = a->buf;
     cl_long oo = out->offset, xo = a->offset;
     int i = 0;

@@ -1,6 +1,7 @@
-/* convgemm.cl — implicit-GEMM convolution: the operand gathers and the
- * output scatter that turn gemm.cl's gemm_tiled into a convolution pass
- * without unfolding the input (programs "convgemm+gemm", -DCONV_PASS=n).
+/* conv_implicit.cl — the convolution family's implicit GEMM: the operand
+ * gathers and the output scatter that turn gemm.cl's gemm_tiled into a
+ * convolution pass without unfolding the input (programs
+ * "conv_implicit+gemm", -DCONV_PASS=n).
  * Per group (the GEMM's batch index bb = group, or slice * G + group for
  * the split K of backward-weight), with K' = KH*KW, L = OH*OW, P = H*W:
  *   CONV_PASS 0 forward:         y[img, o, p]      M = O/G, N = imgs*L, K = C/G*K'

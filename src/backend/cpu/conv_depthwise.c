@@ -1,9 +1,10 @@
-/* convdw.c — the cpu's depthwise convolution (the NC_DW_* kinds) for
- * float32: one part per plane (forward: output plane (n, o); backward-data:
- * input plane (n, c); backward-weight: (slice of images, o)), each tap a
- * scaled row added along the row with its in-bounds columns worked out
- * once, sums in float (backward-weight in double: sums over whole slices
- * of images). Other dtypes run convdirect.c's loops. Operands contiguous. */
+/* conv_depthwise.c — the CPU convolution family's depthwise kernels (the
+ * NC_DW_* kinds) for float32: one part per plane (forward: output plane
+ * (n, o); backward-data: input plane (n, c); backward-weight: (slice of
+ * images, o)), each tap a scaled row added along the row with its
+ * in-bounds columns worked out once, sums in float (backward-weight in
+ * double: sums over whole slices of images). Other dtypes run
+ * conv_direct.c's loops. Operands contiguous. */
 #include "cpu.h"
 #include <string.h>
 

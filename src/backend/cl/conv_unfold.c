@@ -1,16 +1,14 @@
-/* conv.c — host side of kernels/conv.cl (im2col, col2im) and
- * kernels/pool.cl (pooling forward and backward): geometry structs passed
- * by value, one work item per output element, 32-bit index arithmetic
- * whenever the element counts allow it (nc_cl_index_opts). */
+/* conv_unfold.c — host side of the convolution family's unfold
+ * (kernels/conv_unfold.cl: im2col, col2im): the geometry struct passed by
+ * value, one work item per output element (or block), 32-bit index
+ * arithmetic whenever the element counts allow it (nc_cl_index_opts). */
 #include "cl.h"
 #include <stdio.h>
 #include <string.h>
 
-/* the kernels' conv_t / pool_t: the geometry as 64-bit fields */
+/* the kernels' conv_t: the geometry as 64-bit fields */
 typedef struct { cl_long v[14]; } cl_conv_t;
-typedef struct { cl_long v[17]; } cl_pool_t;
 _Static_assert(sizeof(nc_conv_geom) == sizeof(cl_conv_t), "conv_t mirrors nc_conv_geom");
-_Static_assert(sizeof(nc_pool_geom) == sizeof(cl_pool_t), "pool_t mirrors nc_pool_geom");
 
 /* im2col / col2im: out, in, the geometry, then cols' sample and row
  * strides; n work items; count: the largest element index + 1 either
@@ -26,7 +24,7 @@ static netcl_status conv_launch(netcl_device *dev, const char *kname, const nc_d
     snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s", extra);
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "conv", opts, kname, &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "conv_unfold", opts, kname, &k, &wg));
     cl_mem o = out->buf, x = in->buf;
     cl_long oo = out->offset, xo = in->offset, sn = cols->strides[0], sk = cols->strides[1];
     NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, x); NC_ARG(k, 3, xo);
@@ -59,7 +57,7 @@ netcl_status nc_cl_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc 
     /* the [K, N, L] layout: items run over samples before channels */
     if (w[0] && nc_cols_samples_adjacent(cols)) strcat(w, " -DCOLS_NFAST");
     /* compiled window: an item per (n, c, l); else per (n, chunk of KCH rows, l) */
-    int64_t per = w[0] ? g->C : (g->C * g->kh * g->kw + 15) / 16;   /* KCH in kernels/conv.cl */
+    int64_t per = w[0] ? g->C : (g->C * g->kh * g->kw + 15) / 16;   /* KCH in kernels/conv_unfold.cl */
     return conv_launch(dev, "im2col", cols, x, cols, g, g->N * per * g->oh * g->ow, largest(g, cols), w);
 }
 
@@ -72,39 +70,4 @@ netcl_status nc_cl_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *co
                         ? g->N * g->C * ((g->H + g->sh - 1) / g->sh) * ((g->W + g->sw - 1) / g->sw)
                         : g->N * g->C * g->H * g->W;
     return conv_launch(dev, "col2im", x, cols, cols, g, items, largest(g, cols), w);
-}
-
-/* pool_fwd(out, oo, idx, x, xo, g) / pool_bwd(gin, io, idx, gout, go, g) */
-static netcl_status pool_launch(netcl_device *dev, const char *kname, const nc_desc *out, const nc_desc *idx,
-                                const nc_desc *in, const nc_pool_geom *g, int64_t n)
-{
-    NC_TRY(nc_cl_enter(dev, kname, in->dtype, out->dtype));
-    nc_cl_device *cd = nc_cl_dev(dev);
-    char opts[160];
-    nc_cl_dtype_opts(opts, sizeof opts, in->dtype, out->dtype);
-    int64_t img = g->N * g->C * g->H * g->W, outs = g->N * g->C * g->oh * g->ow;
-    nc_cl_index_opts(opts, sizeof opts, img > outs ? img : outs);
-    /* a window pooling (not the adaptive mode) up to 7x7 with strides up to 4 compiled in */
-    if (g->mode != 2 && g->kh <= 7 && g->kw <= 7 && g->sh <= 4 && g->sw <= 4)
-        snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -DPG_KH=%d -DPG_KW=%d -DPG_SH=%d -DPG_SW=%d",
-                 (int)g->kh, (int)g->kw, (int)g->sh, (int)g->sw);
-    cl_kernel k;
-    size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "pool", opts, kname, &k, &wg));
-    cl_mem o = out->buf, x = in->buf, ix = idx ? (cl_mem)idx->buf : out->buf;
-    cl_long oo = out->offset, xo = in->offset;
-    NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, ix); NC_ARG(k, 3, x); NC_ARG(k, 4, xo);
-    NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 5, sizeof *g, g));
-    return nc_cl_launch(cd, k, wg, n);
-}
-
-netcl_status nc_cl_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g)
-{
-    return pool_launch(dev, "pool_fwd", out, idx, x, g, g->N * g->C * g->oh * g->ow);
-}
-
-netcl_status nc_cl_pool_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
-                                 const nc_pool_geom *g)
-{
-    return pool_launch(dev, "pool_bwd", gin, idx, gout, g, g->N * g->C * g->H * g->W);
 }

@@ -1,6 +1,7 @@
-/* convtiled.c — host side of kernels/convtiled.cl: the tiled direct
- * convolution, one program per kernel geometry and tile (taps, strides,
- * dilations and the work-group's shape compiled in), one launch per pass. */
+/* conv_tiled.c — host side of the convolution family's tiled strategy
+ * (kernels/conv_tiled.cl, its backward-weight kernels/conv_tiled_weight.cl):
+ * one program per kernel geometry and tile (taps, strides, dilations and
+ * the work-group's shape compiled in), one launch per pass. */
 #include "cl.h"
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +28,7 @@ netcl_status nc_cl_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc
              act, bias, flip ? " -DFLIP" : "", t.tx, t.ty, t.rx, t.ob, t.cb);
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "convtiled", opts, "conv_tiled", &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "conv_tiled", opts, "conv_tiled", &k, &wg));
     if (wg < (size_t)(t.tx * t.ty))
         return nc_fail(NETCL_ERR_UNSUPPORTED, "%s runs work-groups of at most %zu items, the kernel needs %d",
                        dev->name, wg, t.tx * t.ty);
@@ -47,7 +48,7 @@ netcl_status nc_cl_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc
     return nc_cl_launch_nd(cd, k, 3, global, local);
 }
 
-/* backward-weight (kernels/convwgrad.cl): a work-group of 256 per (part,
+/* backward-weight (kernels/conv_tiled_weight.cl): a work-group of 256 per (part,
  * group, block of NC_TW_OB output channels) */
 netcl_status nc_cl_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
                                      const nc_desc *dy, int64_t per)
@@ -66,7 +67,7 @@ netcl_status nc_cl_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, c
              (long long)g->KW, (long long)g->SH, (long long)g->SW, (long long)g->DH, (long long)g->DW);
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "convwgrad", opts, "conv_tiled_weight", &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "conv_tiled_weight", opts, "conv_tiled_weight", &k, &wg));
     int64_t elem = x->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;   /* the kernel stages in its compute type */
     int64_t staged = nc_tw_staged(g);
     size_t lbytes = (size_t)((staged > WG ? staged : WG) * elem);

@@ -1,8 +1,8 @@
-/* convdw.c — host side of kernels/convdw.cl, the depthwise convolution
- * kernels (nc_cl_conv's NC_DW_* kinds): window and strides compiled in,
- * 32-bit indices with magic-number divisions where the element counts
- * allow, backward-weight one work-group per (output channel, slice of
- * images). */
+/* conv_depthwise.c — host side of the convolution family's depthwise
+ * kernels (kernels/conv_depthwise.cl; nc_cl_conv's NC_DW_* kinds): window
+ * and strides compiled in, 32-bit indices with magic-number divisions where
+ * the element counts allow, backward-weight one work-group per (output
+ * channel, slice of images). */
 #include "cl.h"
 #include <stdio.h>
 #include <string.h>
@@ -27,12 +27,12 @@ netcl_status nc_cl_conv_depthwise(netcl_device *dev, nc_conv_kernel kind, const 
              (int)g->KH, (int)g->KW, (int)g->SH, (int)g->SW, (int)local);
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "convdw", opts, name, &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "conv_depthwise", opts, name, &k, &wg));
     cl_mem o = out->buf, x = a->buf, y = b->buf;
     cl_long oo = out->offset, xo = a->offset, yo = b->offset;
     NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, x); NC_ARG(k, 3, xo); NC_ARG(k, 4, y); NC_ARG(k, 5, yo);
     NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 6, sizeof *g, g));
-    /* the divisors each kernel takes (convdw.cl), with their magic numbers */
+    /* the divisors each kernel takes (conv_depthwise.cl), with their magic numbers */
     int64_t L = g->OH * g->OW, divs[3][4] = {{L, g->O, g->O / g->C, g->OW}, {g->W, g->H, g->C, 1}, {L, g->OW, 1, 1}};
     cl_int4 dv;
     cl_uint4 dm;

@@ -1,7 +1,8 @@
-/* convdirect.c — CPU direct convolution (forward, backward-data,
- * backward-weight) and the Winograd F(m x m, 3 x 3) transforms: the
- * references for kernels/convdirect.cl (same loops), computed in double,
- * parallel over output elements. Operands contiguous from their offsets. */
+/* conv_direct.c — the CPU convolution family's direct kernels (forward,
+ * backward-data, backward-weight) and the Winograd F(m x m, 3 x 3)
+ * transforms: the references for kernels/conv_direct.cl (same loops),
+ * computed in double, parallel over output elements. Operands contiguous
+ * from their offsets. */
 #include "cpu.h"
 #include <math.h>
 
