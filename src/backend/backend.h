@@ -166,10 +166,10 @@ typedef struct nc_conv_epi {
 /* The kernels of fused batch normalisation over x viewed [N, C, S] (all
  * operands contiguous, one float dtype; per-channel vectors of C). */
 typedef enum nc_batch_norm_kernel {
-    NC_BN_STATS,         /* mean, invstd <- x; running mean/var updated in place when given */
-    NC_BN_APPLY,         /* y <- x, mean, invstd, w?, b? */
-    NC_BN_GRAD_REDUCE,   /* sg = sum g, sgx = sum g (x - mean) <- g, x, mean */
-    NC_BN_GRAD_APPLY     /* dx <- g, x, mean, invstd, w?, sg, sgx (training) or dx = g w invstd */
+    NC_BATCH_NORM_STATS,         /* mean, invstd <- x; running mean/var updated in place when given */
+    NC_BATCH_NORM_APPLY,         /* y <- x, mean, invstd, w?, b? */
+    NC_BATCH_NORM_GRAD_REDUCE,   /* sg = sum g, sgx = sum g (x - mean) <- g, x, mean */
+    NC_BATCH_NORM_GRAD_APPLY     /* dx <- g, x, mean, invstd, w?, sg, sgx (training) or dx = g w invstd */
 } nc_batch_norm_kernel;
 
 typedef struct nc_batch_norm_args {

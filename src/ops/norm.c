@@ -61,7 +61,7 @@ netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tens
         a.x = &dx; a.mean = &dm; a.invstd = &di; a.out = &dy;
         if (training) {
             if (rm) { nc_desc_of(&drm, rm); nc_desc_of(&drv, rv); a.rmean = &drm; a.rvar = &drv; }
-            st = dev->backend->norm.batch_norm(dev, NC_BN_STATS, &a);
+            st = dev->backend->norm.batch_norm(dev, NC_BATCH_NORM_STATS, &a);
             if (rm) { atomic_fetch_add(&rm->storage->version, 1); atomic_fetch_add(&rv->storage->version, 1); }
         } else { /* the running statistics, copied so a later update cannot change this node's */
             if ((st = nc_fwd_tensor_cast(&tmp, rm, x->dtype)) == NETCL_OK) { netcl_tensor_release(*mean); *mean = tmp; tmp = NULL; }
@@ -72,7 +72,7 @@ netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tens
         a.rmean = a.rvar = NULL;
         if (w) { nc_desc_of(&dw, w); a.w = &dw; }
         if (b) { nc_desc_of(&db, b); a.b = &db; }
-        if (st == NETCL_OK) st = dev->backend->norm.batch_norm(dev, NC_BN_APPLY, &a);
+        if (st == NETCL_OK) st = dev->backend->norm.batch_norm(dev, NC_BATCH_NORM_APPLY, &a);
     }
     netcl_tensor_release(xc);
     netcl_tensor_release(tmp);
@@ -105,8 +105,8 @@ netcl_status nc_fwd_batch_norm_backward(netcl_tensor **dx, netcl_tensor **dw, ne
         nc_desc_of(&dsg, sg); nc_desc_of(&dsgx, sgx); nc_desc_of(&dout, *dx);
         a.x = &dxd; a.g = &dg; a.mean = &dm; a.invstd = &di; a.sg = &dsg; a.sgx = &dsgx; a.out = &dout;
         if (w) { nc_desc_of(&dwd, w); a.w = &dwd; }
-        st = dev->backend->norm.batch_norm(dev, NC_BN_GRAD_REDUCE, &a);
-        if (st == NETCL_OK) st = dev->backend->norm.batch_norm(dev, NC_BN_GRAD_APPLY, &a);
+        st = dev->backend->norm.batch_norm(dev, NC_BATCH_NORM_GRAD_REDUCE, &a);
+        if (st == NETCL_OK) st = dev->backend->norm.batch_norm(dev, NC_BATCH_NORM_GRAD_APPLY, &a);
     }
     if (st == NETCL_OK) st = nc_fwd_binary(dw, NETCL_OP_MUL, sgx, invstd);   /* dw = sum g xhat */
     if (st == NETCL_OK) { *db = sg; sg = NULL; }                                /* db = sum g */

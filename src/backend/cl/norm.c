@@ -1,5 +1,5 @@
-/* bnorm.c — host side of kernels/bnorm.cl: fused batch normalisation
- * (statistics, normalisation, and the two backward kernels). The channel
+/* norm.c — host side of the norm family (kernels/norm.cl): fused batch
+ * normalisation (statistics, normalisation, and the two backward kernels). The channel
  * reductions run as P partial work-groups per channel (enough to fill the
  * device when channels are few) and a combining kernel, through scratch. */
 #include "cl.h"
@@ -23,8 +23,8 @@ static netcl_status part_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int P,
 #define MEM(d) cl_mem d##_m = (a->d) ? (cl_mem)(a->d)->buf : (cl_mem)a->x->buf
 netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, const nc_batch_norm_args *a)
 {
-    static const char *names[] = {"bn_stats_part", "bn_apply", "bn_grad_part", "bn_grad_apply"};
-    static const char *finals[] = {"bn_stats_final", NULL, "bn_grad_final", NULL};
+    static const char *names[] = {"batch_norm_stats_part", "batch_norm_apply", "batch_norm_grad_part", "batch_norm_grad_apply"};
+    static const char *finals[] = {"batch_norm_stats_final", NULL, "batch_norm_grad_final", NULL};
     NC_TRY(nc_cl_enter(dev, "batch_norm", a->x->dtype, a->x->dtype));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[112];
@@ -32,8 +32,8 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
     nc_cl_index_opts(opts, sizeof opts, a->N * a->C * a->S);
     cl_kernel k, kf = NULL;
     size_t wg, wgf = 0;
-    NC_TRY(nc_cl_kernel(cd, "bnorm", opts, names[kind], &k, &wg));
-    if (finals[kind]) NC_TRY(nc_cl_kernel(cd, "bnorm", opts, finals[kind], &kf, &wgf));
+    NC_TRY(nc_cl_kernel(cd, "norm", opts, names[kind], &k, &wg));
+    if (finals[kind]) NC_TRY(nc_cl_kernel(cd, "norm", opts, finals[kind], &kf, &wgf));
     cl_long N = a->N, C = a->C, S = a->S, xo = a->x->offset, go = a->g ? a->g->offset : 0;
     cl_int has_w = a->w != NULL, has_b = a->b != NULL, training = a->training, has_running = a->rmean != NULL;
     cl_int P = parts_for(cd, N, C);
@@ -43,7 +43,7 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
     MEM(x); MEM(g); MEM(mean); MEM(invstd); MEM(w); MEM(b); MEM(rmean); MEM(rvar); MEM(sg); MEM(sgx); MEM(out);
     int i = 0;
     switch (kind) {
-    case NC_BN_STATS:
+    case NC_BATCH_NORM_STATS:
         NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, part); NC_ARG(k, i++, N); NC_ARG(k, i++, C);
         NC_ARG(k, i++, S); NC_ARG(k, i++, P);
         NC_TRY(part_launch(cd, k, wg, P, C));
@@ -53,12 +53,12 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
         NC_TRY(nc_cl_set_scalar(kf, i++, a->x->dtype, a->momentum));
         NC_TRY(nc_cl_set_scalar(kf, i, a->x->dtype, a->eps));
         return nc_cl_launch(cd, kf, wgf, C);
-    case NC_BN_APPLY:
+    case NC_BATCH_NORM_APPLY:
         NC_ARG(k, i++, out_m); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m); NC_ARG(k, i++, invstd_m);
         NC_ARG(k, i++, w_m); NC_ARG(k, i++, b_m); NC_ARG(k, i++, has_w); NC_ARG(k, i++, has_b);
         NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
         return nc_cl_launch(cd, k, wg, N * C * S);
-    case NC_BN_GRAD_REDUCE:
+    case NC_BATCH_NORM_GRAD_REDUCE:
         NC_ARG(k, i++, g_m); NC_ARG(k, i++, go); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m);
         NC_ARG(k, i++, part); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S); NC_ARG(k, i++, P);
         NC_TRY(part_launch(cd, k, wg, P, C));

@@ -1,5 +1,5 @@
-/* bnorm.c — CPU fused batch normalisation, the reference for
- * kernels/bnorm.cl: per-channel statistics in double (two passes),
+/* norm.c — the CPU norm family: fused batch normalisation, the reference
+ * for kernels/norm.cl: per-channel statistics in double (two passes),
  * normalisation, and the backward's reduction and elementwise pass.
  * Parallel over channels (reductions) or elements. */
 #include "cpu.h"
@@ -211,17 +211,17 @@ netcl_status nc_cpu_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, con
     int64_t pgrain = a->S >= 16384 ? 1 : 16384 / (a->S + 1) + 1;
     if (a->x->dtype == NETCL_DTYPE_FLOAT32) {
         switch (kind) {
-        case NC_BN_STATS: nc_parallel_for(a->C, cgrain, stats_f32, (void *)a); break;
-        case NC_BN_GRAD_REDUCE: nc_parallel_for(a->C, cgrain, grad_reduce_f32, (void *)a); break;
-        case NC_BN_APPLY: nc_parallel_for(a->N * a->C, pgrain, apply_f32, (void *)a); break;
+        case NC_BATCH_NORM_STATS: nc_parallel_for(a->C, cgrain, stats_f32, (void *)a); break;
+        case NC_BATCH_NORM_GRAD_REDUCE: nc_parallel_for(a->C, cgrain, grad_reduce_f32, (void *)a); break;
+        case NC_BATCH_NORM_APPLY: nc_parallel_for(a->N * a->C, pgrain, apply_f32, (void *)a); break;
         default: nc_parallel_for(a->N * a->C, pgrain, grad_apply_f32, (void *)a); break;
         }
         return NETCL_OK;
     }
     switch (kind) {
-    case NC_BN_STATS: nc_parallel_for(a->C, cgrain, stats, (void *)a); break;
-    case NC_BN_GRAD_REDUCE: nc_parallel_for(a->C, cgrain, grad_reduce, (void *)a); break;
-    case NC_BN_APPLY: nc_parallel_for(n, 16384, apply, (void *)a); break;
+    case NC_BATCH_NORM_STATS: nc_parallel_for(a->C, cgrain, stats, (void *)a); break;
+    case NC_BATCH_NORM_GRAD_REDUCE: nc_parallel_for(a->C, cgrain, grad_reduce, (void *)a); break;
+    case NC_BATCH_NORM_APPLY: nc_parallel_for(n, 16384, apply, (void *)a); break;
     default: nc_parallel_for(n, 16384, grad_apply, (void *)a); break;
     }
     return NETCL_OK;

@@ -1,29 +1,30 @@
-/* bnorm.cl — fused batch normalisation over x viewed [N, C, S] (S the
- * spatial size; contiguous; TA = TO a float dtype, statistics in A_CT).
+/* norm.cl — the norm family's kernels: fused batch normalisation over x
+ * viewed [N, C, S] (S the spatial size; contiguous; TA = TO a float dtype,
+ * statistics in A_CT).
  * The per-channel reductions run in two steps so that a few channels still
  * fill a GPU: work-group (p, c) reduces samples [p*N/P, (p+1)*N/P) of
  * channel c into a partial (scratch part[c][p]), and one work item per
  * channel combines its P partials in order (deterministic for a given P).
- * bn_stats_part: the partial's count, mean and sum of squared deviations
- *   (two passes over its own values: no cancellation); bn_stats_final
- *   merges them (Chan et al.'s pairwise update) into mean and
- *   1/sqrt(var + eps), and updates the running statistics in place
- *   (momentum; the variance unbiased) when has_running.
- * bn_apply: y = (x - mean[c]) invstd[c] w[c] + b[c], one work item per
- *   element (w, b optional).
- * bn_grad_part / bn_grad_final: per channel, sg = sum g and
+ * batch_norm_stats_part: the partial's count, mean and sum of squared
+ *   deviations (two passes over its own values: no cancellation);
+ *   batch_norm_stats_final merges them (Chan et al.'s pairwise update) into
+ *   mean and 1/sqrt(var + eps), and updates the running statistics in
+ *   place (momentum; the variance unbiased) when has_running.
+ * batch_norm_apply: y = (x - mean[c]) invstd[c] w[c] + b[c], one work item
+ *   per element (w, b optional).
+ * batch_norm_grad_part / batch_norm_grad_final: per channel, sg = sum g and
  *   sgx = sum g (x - mean).
- * bn_grad_apply: dx = w invstd (g - sg / M - (x - mean) invstd^2 sgx / M)
- *   (training: M = N*S), or dx = w invstd g (eval: sg, sgx unused).
+ * batch_norm_grad_apply: dx = w invstd (g - sg / M - (x - mean) invstd^2
+ *   sgx / M) (training: M = N*S), or dx = w invstd g (eval: sg, sgx unused).
  * Index arithmetic runs in IX (common.cl). */
-#define BN_LOCAL 256
+#define BATCH_NORM_LOCAL 256
 
 /* the rows of part p out of P: samples [n0, n1) */
 #define PART_ROWS(n0, n1, N, p, P) IX n0 = (IX)((N) * (p) / (P)), n1 = (IX)((N) * ((p) + 1) / (P))
 
-__kernel void bn_stats_part(__global const A_T *x, long xo, __global A_CT *part, long N, long C, long S, int P)
+__kernel void batch_norm_stats_part(__global const A_T *x, long xo, __global A_CT *part, long N, long C, long S, int P)
 {
-    __local A_CT l[BN_LOCAL];
+    __local A_CT l[BATCH_NORM_LOCAL];
     int lid = get_local_id(0), ls = get_local_size(0), p = get_group_id(0);
     IX c = get_group_id(1), Sx = (IX)S, Cx = (IX)C;
     PART_ROWS(n0, n1, N, p, P);
@@ -40,7 +41,7 @@ __kernel void bn_stats_part(__global const A_T *x, long xo, __global A_CT *part,
     }
 }
 
-__kernel void bn_stats_final(__global const A_CT *part, int P, __global O_T *mean, __global O_T *invstd, long C,
+__kernel void batch_norm_stats_final(__global const A_CT *part, int P, __global O_T *mean, __global O_T *invstd, long C,
                              __global O_T *rmean, __global O_T *rvar, int has_running, A_CT momentum, A_CT eps)
 {
     for (long c = get_global_id(0); c < C; c += get_global_size(0)) {
@@ -65,7 +66,7 @@ __kernel void bn_stats_final(__global const A_CT *part, int P, __global O_T *mea
     }
 }
 
-__kernel void bn_apply(__global O_T *y, __global const A_T *x, long xo, __global const A_T *mean,
+__kernel void batch_norm_apply(__global O_T *y, __global const A_T *x, long xo, __global const A_T *mean,
                        __global const A_T *invstd, __global const A_T *w, __global const A_T *b, int has_w, int has_b,
                        long N, long C, long S)
 {
@@ -79,10 +80,10 @@ __kernel void bn_apply(__global O_T *y, __global const A_T *x, long xo, __global
     }
 }
 
-__kernel void bn_grad_part(__global const A_T *g, long go, __global const A_T *x, long xo, __global const A_T *mean,
+__kernel void batch_norm_grad_part(__global const A_T *g, long go, __global const A_T *x, long xo, __global const A_T *mean,
                            __global A_CT *part, long N, long C, long S, int P)
 {
-    __local A_CT l[BN_LOCAL];
+    __local A_CT l[BATCH_NORM_LOCAL];
     int lid = get_local_id(0), ls = get_local_size(0), p = get_group_id(0);
     IX c = get_group_id(1), Sx = (IX)S, Cx = (IX)C;
     PART_ROWS(n0, n1, N, p, P);
@@ -99,7 +100,7 @@ __kernel void bn_grad_part(__global const A_T *g, long go, __global const A_T *x
     if (lid == 0) { part[2 * ((long)c * P + p)] = a; part[2 * ((long)c * P + p) + 1] = b; }
 }
 
-__kernel void bn_grad_final(__global const A_CT *part, int P, __global O_T *sg, __global O_T *sgx, long C)
+__kernel void batch_norm_grad_final(__global const A_CT *part, int P, __global O_T *sg, __global O_T *sgx, long C)
 {
     for (long c = get_global_id(0); c < C; c += get_global_size(0)) {
         A_CT a = 0, b = 0;
@@ -109,7 +110,7 @@ __kernel void bn_grad_final(__global const A_CT *part, int P, __global O_T *sg, 
     }
 }
 
-__kernel void bn_grad_apply(__global O_T *dx, __global const A_T *g, long go, __global const A_T *x, long xo,
+__kernel void batch_norm_grad_apply(__global O_T *dx, __global const A_T *g, long go, __global const A_T *x, long xo,
                             __global const A_T *mean, __global const A_T *invstd, __global const A_T *w, int has_w,
                             __global const A_T *sg, __global const A_T *sgx, int training, long N, long C, long S)
 {
