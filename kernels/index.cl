@@ -1,4 +1,5 @@
-/* index.cl — gather and scatter along one dim with an index of any strides.
+/* index.cl — the index family's gather and scatter along one dim with an
+ * index of any strides.
  * -DTA=<data dtype> (elements move as raw words W_T), -DTI=<4 int32 | 5
  * int64>; -DACC: scatter adds instead of storing (atomics: atomic_add for
  * int32, atom_add for int64 with -DINT64_ATOMICS, compare-and-swap on the
@@ -6,7 +7,7 @@
  * outside [0, size) is never used to address memory: the element is
  * skipped (gather stores 0) and the first such index is recorded in `err`
  * (8 ints: flag, value lo/hi, size lo/hi, op, dim, base) for the host
- * (src/cl/index.c) to report at its next blocking read. */
+ * (src/backend/cl/index.c) to report at its next blocking read. */
 #ifdef INT64_ATOMICS
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #endif

@@ -150,7 +150,7 @@ netcl_status nc_cl_set_scalar(cl_kernel k, int i, netcl_dtype dt, double v);
 netcl_status nc_cl_set_wide(netcl_device *dev, cl_kernel k, int i, double v);
 #define NC_ARG(k, i, v) NETCL_CL_CHECK(nc_cl.clSetKernelArg((k), (i), sizeof(v), &(v)))
 
-/* ---- indexing, sort, scan (index.c, sort.c) ------------------------------ */
+/* ---- indexing, sort, scan (index.c, index_sort.c) ------------------------ */
 netcl_status nc_cl_gather(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
 netcl_status nc_cl_scatter(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
 netcl_status nc_cl_sort(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a, int descending);

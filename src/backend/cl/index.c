@@ -1,12 +1,12 @@
-/* index.c (OpenCL) — host side of kernels/index.cl (gather, scatter) and
- * the device's index error word. Kernels run asynchronously, so an
- * out-of-range index cannot fail the call that queued it: the kernel skips
- * the element and records the first bad index in an 8-int word on the
- * device (atomic_cmpxchg 0 -> 1 on word 0, then value, size, op, dim and
- * base). The backend's blocking points (read, synchronize) call
- * nc_cl_check_index_error, which reads the word only when an index kernel
- * was queued since the last look, and turns a recorded index into
- * NETCL_ERR_ARGUMENT. */
+/* index.c (OpenCL) — the index family's gather and scatter, host side of
+ * kernels/index.cl, and the device's index error word. Kernels run
+ * asynchronously, so an out-of-range index cannot fail the call that queued
+ * it: the kernel skips the element and records the first bad index in an
+ * 8-int word on the device (atomic_cmpxchg 0 -> 1 on word 0, then value,
+ * size, op, dim and base). The backend's blocking points (read,
+ * synchronize) call nc_cl_check_index_error, which reads the word only when
+ * an index kernel was queued since the last look, and turns a recorded
+ * index into NETCL_ERR_ARGUMENT. */
 #include "cl.h"
 #include <stdio.h>
 #include <string.h>

@@ -112,7 +112,7 @@ netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, cons
 netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
 netcl_status nc_cpu_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1,
                         double p2);
-/* indexing, sort, scan (index.c, sort.c) */
+/* indexing, sort, scan (index.c, index_sort.c) */
 netcl_status nc_cpu_gather(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
 netcl_status nc_cpu_scatter(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
 netcl_status nc_cpu_sort(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a, int descending);

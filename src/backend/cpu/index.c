@@ -1,11 +1,12 @@
-/* index.c (cpu) — gather, scatter and prefix scans. An index out of range
- * stops the op with NETCL_ERR_ARGUMENT before its element is touched.
- * Scatter runs each line along the dim in index order on one thread (lines
- * are split among threads: they never write the same element), so
- * duplicates resolve to the last one and sums are deterministic. An
- * expanded (stride-0) index — index_select, index_add, embedding — is read
- * once per run of elements that share it, which then move as plain loops.
- * Scans accumulate floats in double, integers in int64 with wrap-around. */
+/* index.c (cpu) — the index family's gather, scatter and prefix scans
+ * (sort: index_sort.c). An index out of range stops the op with
+ * NETCL_ERR_ARGUMENT before its element is touched. Scatter runs each line
+ * along the dim in index order on one thread (lines are split among
+ * threads: they never write the same element), so duplicates resolve to the
+ * last one and sums are deterministic. An expanded (stride-0) index —
+ * index_select, index_add, embedding — is read once per run of elements
+ * that share it, which then move as plain loops. Scans accumulate floats in
+ * double, integers in int64 with wrap-around. */
 #include "cpu.h"
 #include <stdatomic.h>
 #include <string.h>

@@ -1,10 +1,10 @@
-/* sort.c (cpu) — a stable merge sort per row of the last dim. Keys are the
- * values mapped to order-preserving unsigned integers (NaN above +inf, -0
- * equal to +0), so one unsigned compare orders every dtype, and stability
- * makes ties resolve by index as on every other backend. Rows run in
- * parallel; a few long rows are cut into one chunk per thread, sorted in
- * parallel and merged pairwise. Values are copied from the input by index,
- * bit for bit. */
+/* index_sort.c (cpu) — the index family's sort: a stable merge sort per row
+ * of the last dim (scans: index.c). Keys are the values mapped to
+ * order-preserving unsigned integers (NaN above +inf, -0 equal to +0), so
+ * one unsigned compare orders every dtype, and stability makes ties resolve
+ * by index as on every other backend. Rows run in parallel; a few long rows
+ * are cut into one chunk per thread, sorted in parallel and merged
+ * pairwise. Values are copied from the input by index, bit for bit. */
 #include "cpu.h"
 #include <stdlib.h>
 #include <string.h>

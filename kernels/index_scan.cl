@@ -1,9 +1,9 @@
-/* scan.cl — inclusive prefix sum (or with -DPROD product) along the last
- * dim. -DTA=-DTO=<dtype>. Accumulates in ACC_T: WIDE_T for floats (double
- * where the device has fp64, as the cpu does), ulong for integers (wrap
- * around). Row geometry (meta_t, one entry per row): operand 0 out's row
- * start, 1 a's. Row strides may be negative (reverse scans). out must not
- * alias a.
+/* index_scan.cl — the index family's scan: inclusive prefix sum (or with
+ * -DPROD product) along the last dim. -DTA=-DTO=<dtype>. Accumulates in
+ * ACC_T: WIDE_T for floats (double where the device has fp64, as the cpu
+ * does), ulong for integers (wrap around). Row geometry (meta_t, one entry
+ * per row): operand 0 out's row start, 1 a's. Row strides may be negative
+ * (reverse scans). out must not alias a.
  * scan_rows: one work item per row, sequential (many rows, or short ones).
  * scan_group: one work-group per row: each lane totals its contiguous
  *   chunk, lane 0 turns the totals into exclusive prefixes in local memory,

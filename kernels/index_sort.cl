@@ -1,9 +1,10 @@
-/* sort.cl — bitonic sort of every row of the last dim. -DTA=-DTO=<dtype>,
- * -DDESC=0|1. Keys compare in K_T (float for float32/float16/bfloat16,
- * double for float64, long for integers and bool) with ties broken by the
- * element's index: a total order, so the result equals a stable sort and
- * every backend returns the same indices. NaN is greater than any number
- * (first when descending); padding slots (index >= R) go last either way.
+/* index_sort.cl — the index family's sort: a bitonic sort of every row of
+ * the last dim. -DTA=-DTO=<dtype>, -DDESC=0|1. Keys compare in K_T (float
+ * for float32/float16/bfloat16, double for float64, long for integers and
+ * bool) with ties broken by the element's index: a total order, so the
+ * result equals a stable sort and every backend returns the same indices.
+ * NaN is greater than any number (first when descending); padding slots
+ * (index >= R) go last either way.
  * A row of R elements is padded to P = 2^p slots; L (a power of two, at
  * most P) slots fit in local memory. Row geometry (meta_t, one entry per
  * row): operand 0 the input's row start, 1 the values', 2 the indices'.

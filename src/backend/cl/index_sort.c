@@ -1,4 +1,5 @@
-/* sort.c (OpenCL) — host side of kernels/sort.cl and kernels/scan.cl.
+/* index_sort.c (OpenCL) — the index family's sort and scan, host side of
+ * kernels/index_sort.cl and kernels/index_scan.cl.
  * Sort: rows of up to L slots (L from the device's local memory, at most
  * 4096) are sorted in one launch in local memory; longer rows go through
  * scratch buffers: blocks of L in local memory, then for each stage k > L
@@ -51,7 +52,7 @@ static netcl_status launch_blocks(sort_job *j, int first, cl_int kstage)
     cl_kernel k;
     size_t wg;
     cl_int err;
-    netcl_status st = nc_cl_kernel(j->cd, "sort", j->opts, first ? "sort_local" : "sort_merge", &k, &wg);
+    netcl_status st = nc_cl_kernel(j->cd, "index_sort", j->opts, first ? "sort_local" : "sort_merge", &k, &wg);
     if (st != NETCL_OK) return st;
     while (wg > 1 && (cl_int)wg > j->L / 2) wg /= 2;
     if (first) {
@@ -72,7 +73,7 @@ static netcl_status launch_global(sort_job *j, cl_int kstage, cl_int jstep)
     cl_kernel k;
     size_t wg;
     cl_int err;
-    netcl_status st = nc_cl_kernel(j->cd, "sort", j->opts, "sort_global", &k, &wg);
+    netcl_status st = nc_cl_kernel(j->cd, "index_sort", j->opts, "sort_global", &k, &wg);
     if (st != NETCL_OK) return st;
     SET(0, j->skey); SET(1, j->sidx); SET(2, j->rows); SET(3, j->P); SET(4, kstage); SET(5, jstep); SET(6, j->R);
     return st == NETCL_OK ? nc_cl_launch(j->cd, k, wg, j->rows * (j->P / 2)) : st;
@@ -145,7 +146,7 @@ netcl_status nc_cl_scan(netcl_device *dev, netcl_op op, const nc_desc *out, cons
     int per_item = m.n >= busy || R <= 256;
     cl_kernel k;
     size_t wg;
-    NC_TRY(nc_cl_kernel(cd, "scan", opts, per_item ? "scan_rows" : "scan_group", &k, &wg));
+    NC_TRY(nc_cl_kernel(cd, "index_scan", opts, per_item ? "scan_rows" : "scan_group", &k, &wg));
     cl_mem ob = out->buf, xb = a->buf;
     NC_ARG(k, 0, ob); NC_ARG(k, 1, xb); NC_ARG(k, 2, m); NC_ARG(k, 3, R); NC_ARG(k, 4, ostride); NC_ARG(k, 5, astride);
     if (per_item) return nc_cl_launch(cd, k, wg, m.n);
