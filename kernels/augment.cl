@@ -1,7 +1,7 @@
 /* augment.cl — per-sample image augmentations with host-supplied randomness
- * (params [N, k] floats), the exact formulas of src/cpu/augment.c. x and out
- * are contiguous [N,C,H,W] / [N,C,OH,OW] of one dtype (-DTA: 0 float32,
- * 6 uint8) and never alias. One work item per output element.
+ * (params [N, k] floats), the exact formulas of src/backend/cpu/augment.c.
+ * x and out are contiguous [N,C,H,W] / [N,C,OH,OW] of one dtype (-DTA: 0
+ * float32, 6 uint8) and never alias. One work item per output element.
  *   augment_flip:   params (flip): out[..,i,j] = x[..,i, flip ? W-1-j : j]
  *   augment_jitter: params (b, c): x*c + b (uint8: round half even, clamp)
  *   augment_erase:  params (top, left, h, w, value): the box = value

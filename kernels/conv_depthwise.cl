@@ -1,11 +1,11 @@
 /* conv_depthwise.cl — the convolution family's depthwise kernels: groups =
  * C, input channel c convolved with its own M = O / C filters into output
  * channels c*M .. c*M + M - 1 (M the channel multiplier), contiguous NCHW
- * in a float dtype (TA = TO). The window and strides are compiled in (DW_KH, DW_KW, DW_SH,
- * DW_SW: the taps unroll, stride tests are masks); index arithmetic in IX,
- * dividing through the host's magic numbers where it is 32-bit (integer
- * division bound these kernels, as it did im2col). conv_t mirrors
- * nc_conv_args.
+ * in a float dtype (TA = TO). The window and strides are compiled in
+ * (DW_KH, DW_KW, DW_SH, DW_SW: the taps unroll, stride tests are masks);
+ * index arithmetic in IX, dividing through the host's magic numbers where
+ * it is 32-bit (integer division bound these kernels, as it did im2col).
+ * conv_t mirrors nc_conv_args.
  * dw_fwd:    y [N, O, OH, OW]; one work item per output.
  * dw_data:   dx [N, C, H, W]; one work item per input pixel, gathering the
  *            outputs that read it (no atomics, a fixed summation order).

@@ -1,6 +1,7 @@
 /* conv_direct.cl — the convolution family's direct kernels (the reference
  * strategy, also the depthwise one) and the Winograd transforms, over
- * contiguous NCHW in a float dtype (TA = TO). conv_t mirrors nc_conv_args (all 64-bit).
+ * contiguous NCHW in a float dtype (TA = TO). conv_t mirrors nc_conv_args
+ * (all 64-bit).
  * conv_fwd:        y [N, O, OH, OW] from x [N, C, H, W], w [O, C/G, KH, KW];
  *                  one work item per output element.
  * conv_bwd_data:   dx [N, C, H, W] from dy, w; one work item per input

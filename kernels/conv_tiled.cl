@@ -1,7 +1,8 @@
 /* conv_tiled.cl — the convolution family's tiled direct convolution through
  * local memory (the "tiled" strategy; src/backend/cl/conv_tiled.c), for
  * small convolutions where a GEMM's unfold or tiles would be mostly
- * overhead (few channels, 5x5 kernels: LeNet). Contiguous NCHW in a float dtype (TA = TO).
+ * overhead (few channels, 5x5 kernels: LeNet). Contiguous NCHW in a float
+ * dtype (TA = TO).
  * conv_tiled: y [N, O, OH, OW] = act(conv(x, w) + bias). A work-group of
  * TX x TY threads computes a TY x (TX*RX) tile of output pixels for OB
  * output channels of one image and group: per chunk of CB input channels

@@ -1,7 +1,7 @@
 /* optim.cl — fused optimizer updates over flat buffers, one work item per
  * element (grid-stride): TA = TO = the parameters' dtype, arithmetic in
- * A_CT. The formulas and rounding order are src/cpu/optim_impl.h's. Every
- * kernel takes p (read/write), g (read) and the states s0..s2
+ * A_CT. The formulas and rounding order are src/backend/cpu/optim_impl.h's.
+ * Every kernel takes p (read/write), g (read) and the states s0..s2
  * (read/write); `has` bit k says whether s_k is present (an absent one
  * aliases p and is never touched). `flags` holds netcl_optim_flag bits.
  * Nothing aliases: the host checked that the buffers do not overlap. */

@@ -97,38 +97,37 @@ void nc_cl_release_programs(nc_cl_device *cd);
 int nc_cl_cache_dir(char *buf, size_t len);
 void nc_cl_poll_pending(nc_cl_device *cd, int wait);
 
-/* Backend entry points implemented per family file. */
+/* Backend entry points, one group per table of nc_backend, in the family's
+ * files (<family>*.c, kernels <family>*.cl). */
+/* elementwise (elementwise.c) */
 netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *src);
 netcl_status nc_cl_fill(netcl_device *dev, const nc_desc *dst, double value);
 netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, double step);
 netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
 netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
-netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
-netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi);
 netcl_status nc_cl_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
                          const nc_desc *b, double sa, double sb);
+/* reduce (reduce.c) */
+netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
+/* softmax (softmax.c) */
 netcl_status nc_cl_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
-netcl_status nc_cl_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
-netcl_status nc_cl_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
-netcl_status nc_cl_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
-netcl_status nc_cl_pool_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
-                                 const nc_pool_geom *g);
-netcl_status nc_cl_class_loss(netcl_device *dev, const nc_desc *loss, const nc_desc *wsum, const nc_desc *x,
-                               const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore, double eps);
-netcl_status nc_cl_class_loss_backward(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,
-                                        const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore,
-                                        double eps);
-netcl_status nc_cl_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
-                         const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
-/* the depthwise kinds (NC_DW_*; ip: images per slice of backward-weight) */
-netcl_status nc_cl_conv_depthwise(netcl_device *dev, nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out,
-                                  const nc_desc *a, const nc_desc *b, int64_t ip);
+netcl_status nc_cl_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+/* linalg (gemm*.c, gemm.h) */
+netcl_status nc_cl_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *epi);
 int nc_cl_gemm_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32);
 /* split-K (gemm_split.c): the linalg entries split, split_sum and split_run */
 int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32);
 netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc *part, const nc_gemm_epi *epi);
 netcl_status nc_cl_gemm_split_run(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w,
                                   const nc_gemm_epi *epi, int S);
+/* conv (conv_unfold.c, conv_direct.c, conv_depthwise.c, conv_implicit.c, conv_tiled.c) */
+netcl_status nc_cl_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
+netcl_status nc_cl_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
+netcl_status nc_cl_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
+                         const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+/* the depthwise kinds (NC_DW_*; ip: images per slice of backward-weight) */
+netcl_status nc_cl_conv_depthwise(netcl_device *dev, nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out,
+                                  const nc_desc *a, const nc_desc *b, int64_t ip);
 int64_t nc_cl_conv_gemm_fast(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
 netcl_status nc_cl_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
                              const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
@@ -136,21 +135,26 @@ netcl_status nc_cl_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc
                               const nc_desc *w, const nc_conv_epi *epi, int flip);
 netcl_status nc_cl_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
                                      const nc_desc *dy, int64_t per);
+/* pool (pool.c) */
+netcl_status nc_cl_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
+netcl_status nc_cl_pool_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
+                                 const nc_pool_geom *g);
+/* norm (norm.c) */
 netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel k, const nc_batch_norm_args *a);
-netcl_status nc_cl_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+/* loss (loss.c) */
+netcl_status nc_cl_class_loss(netcl_device *dev, const nc_desc *loss, const nc_desc *wsum, const nc_desc *x,
+                               const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore, double eps);
+netcl_status nc_cl_class_loss_backward(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,
+                                        const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore,
+                                        double eps);
+/* random (random.c) */
 netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
-netcl_status nc_cl_augment(netcl_device *dev, const nc_augment *a);
+/* optim (optim.c) */
 netcl_status nc_cl_optim_step(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
                               const nc_desc *const *s, const double *hyper);
-
-/* Sets kernel argument i from a value of the kernel's compute type for
- * dtype dt (float, double or long): scalars cross as that type. */
-netcl_status nc_cl_set_scalar(cl_kernel k, int i, netcl_dtype dt, double v);
-/* Sets a WIDE_T argument (double where the device has fp64, see common.cl). */
-netcl_status nc_cl_set_wide(netcl_device *dev, cl_kernel k, int i, double v);
-#define NC_ARG(k, i, v) NETCL_CL_CHECK(nc_cl.clSetKernelArg((k), (i), sizeof(v), &(v)))
-
-/* ---- indexing, sort, scan (index.c, index_sort.c) ------------------------ */
+/* augment (augment.c) */
+netcl_status nc_cl_augment(netcl_device *dev, const nc_augment *a);
+/* index: indexing, sort, scan (index.c, index_sort.c) */
 netcl_status nc_cl_gather(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
 netcl_status nc_cl_scatter(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
 netcl_status nc_cl_sort(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a, int descending);
@@ -160,20 +164,29 @@ netcl_status nc_cl_scan(netcl_device *dev, netcl_op op, const nc_desc *out, cons
  * an out-of-range index, clears it and returns NETCL_ERR_ARGUMENT naming
  * the op, the index, the size and the device. Costs nothing otherwise. */
 netcl_status nc_cl_check_index_error(nc_cl_device *cd);
+/* The device's index error word (created on first use); a kernel given it
+ * must be followed by cd->err_pending = 1. */
+netcl_status nc_cl_error_word(nc_cl_device *cd, cl_mem *out);
+void nc_cl_release_index(nc_cl_device *cd);
+
+/* Sets kernel argument i from a value of the kernel's compute type for
+ * dtype dt (float, double or long): scalars cross as that type. */
+netcl_status nc_cl_set_scalar(cl_kernel k, int i, netcl_dtype dt, double v);
+/* Sets a WIDE_T argument (double where the device has fp64, see common.cl). */
+netcl_status nc_cl_set_wide(netcl_device *dev, cl_kernel k, int i, double v);
+#define NC_ARG(k, i, v) NETCL_CL_CHECK(nc_cl.clSetKernelArg((k), (i), sizeof(v), &(v)))
+
+/* ---- transfer.c --------------------------------------------------------- */
 /* Scratch buffer k (0 or 1) of at least nbytes, kept for the next launch;
  * valid until the next call for the same k (the queue is in order). */
 netcl_status nc_cl_scratch(nc_cl_device *cd, int k, size_t nbytes, cl_mem *out);
-/* transfer.c: pinned memory and uploads on the transfer queue */
+/* pinned memory and uploads on the transfer queue */
 netcl_status nc_cl_alloc_pinned(netcl_device *dev, size_t nbytes, void **host, void **handle);
 void nc_cl_free_pinned(netcl_device *dev, void *handle);
 netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const void *src, size_t n,
                                const nc_keep *keep, void *events[2]);
 void nc_cl_settle(netcl_device *dev, void *event, int on_device);
 void nc_cl_release_transfers(nc_cl_device *cd);
-/* The device's index error word (created on first use); a kernel given it
- * must be followed by cd->err_pending = 1. */
-netcl_status nc_cl_error_word(nc_cl_device *cd, cl_mem *out);
-void nc_cl_release_index(nc_cl_device *cd);
 
 /* $NETCL_DEBUG as a number (0 when unset), read once (program.c) */
 int nc_cl_debug_level(void);

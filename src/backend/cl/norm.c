@@ -1,7 +1,8 @@
 /* norm.c — host side of the norm family (kernels/norm.cl): fused batch
- * normalisation (statistics, normalisation, and the two backward kernels). The channel
- * reductions run as P partial work-groups per channel (enough to fill the
- * device when channels are few) and a combining kernel, through scratch. */
+ * normalisation (statistics, normalisation, and the two backward kernels).
+ * The channel reductions run as P partial work-groups per channel (enough
+ * to fill the device when channels are few) and a combining kernel, through
+ * scratch. */
 #include "cl.h"
 
 /* partial work-groups per channel: about 4 groups per compute unit in all,

@@ -1,5 +1,5 @@
 /* augment.c (cpu) — the reference of the per-sample augmentations
- * (nc_augment in core.h): plain loops over [N,C] planes, float32 or uint8.
+ * (nc_augment in backend/backend.h): plain loops over [N,C] planes, float32 or uint8.
  * The OpenCL kernels (kernels/augment.cl) follow these formulas exactly:
  * jitter computes x*c + b in float without contraction, uint8 results round
  * half to even and clamp to 0..255. */

@@ -1,6 +1,7 @@
 /* backend.c — the CPU backend: host memory (64-byte aligned), the device
- * profile and the vtable tying the families together. Its buffers are plain host pointers, which the core relies on
- * to use cpu tensors as staging for other devices. */
+ * profile and the vtable tying the families together. Its buffers are plain
+ * host pointers, which the core relies on to use cpu tensors as staging for
+ * other devices. */
 #include "cpu.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* cpu.h — shared pieces of the CPU backend: the thread pool, the strided
- * iterator that walks several operands of one shape row by row, and the
+ * iterator that walks several operands of one shape row by row, the NCHW
+ * plane helpers of conv_unfold.c and pool.c, typed element access, and the
  * per-family entry points that backend.c puts into the vtable. */
 #ifndef NETCL_CPU_H
 #define NETCL_CPU_H
@@ -62,13 +63,24 @@ static inline void nc_cpu_st(const nc_desc *d, int64_t i, double v)
     else nc_store_double(d->buf, d->dtype, i, v);
 }
 
-/* ---- families ------------------------------------------------------------------------ */
+/* ---- families: one group per table of nc_backend, in the family's files ---------- */
+/* elementwise (elementwise.c) */
 netcl_status nc_cpu_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *src);
 netcl_status nc_cpu_fill(netcl_device *dev, const nc_desc *dst, double value);
 netcl_status nc_cpu_range(netcl_device *dev, const nc_desc *dst, double start, double step);
 netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
 netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
+netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
+                          const nc_desc *b, double sa, double sb);
+
+/* reduce (reduce.c) */
 netcl_status nc_cpu_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
+
+/* softmax (softmax.c) */
+netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
+netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
+
+/* linalg (gemm.c, gemm_blas.c) */
 /* gemm_blas.c: the product through a dlopen'ed CPU BLAS when one is present and
  * the operands suit it (out contiguous [B,M,N]); 0 when it did not run. */
 int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w);
@@ -80,44 +92,55 @@ netcl_status nc_cpu_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a
 /* A fused activation by netcl_op code (the gemm and convolution epilogues;
  * any other code: v unchanged). */
 double nc_cpu_activate(int act, double v, double p);
-netcl_status nc_cpu_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
-                          const nc_desc *b, double sa, double sb);
-netcl_status nc_cpu_softmax(netcl_device *dev, const nc_desc *out, const nc_desc *a, int log);
+
+/* conv (conv_unfold.c, conv_direct.c, conv_depthwise.c, conv_implicit.c, conv_tiled.c) */
 netcl_status nc_cpu_im2col(netcl_device *dev, const nc_desc *cols, const nc_desc *x, const nc_conv_geom *g);
 netcl_status nc_cpu_col2im(netcl_device *dev, const nc_desc *x, const nc_desc *cols, const nc_conv_geom *g);
+netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
+                         const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
+/* conv_direct.c: the backward-weight sum of weight (o, cg, ki, kj) over images [n0, n1), in double */
+double nc_cpu_conv_weight_sum(const nc_conv_args *g, const nc_desc *x, const nc_desc *dy, int64_t o, int64_t cg, int64_t ki,
+                              int64_t kj, int64_t n0, int64_t n1);
 /* conv_depthwise.c: the NC_DW_* kinds in float32 (ip: images per backward-weight slice) */
 netcl_status nc_cpu_conv_depthwise(nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out, const nc_desc *a,
                                    const nc_desc *b, int64_t ip);
+netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
+                              const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
+netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *y, const nc_desc *x,
+                               const nc_desc *w, const nc_conv_epi *epi, int flip);
+netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
+                                      const nc_desc *dy, int64_t per);
+
+/* pool (pool.c) */
 netcl_status nc_cpu_pool(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *x, const nc_pool_geom *g);
 netcl_status nc_cpu_pool_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *gout, const nc_desc *idx,
                                   const nc_pool_geom *g);
+
+/* norm (norm.c) */
+netcl_status nc_cpu_batch_norm(netcl_device *dev, nc_batch_norm_kernel k, const nc_batch_norm_args *a);
+
+/* loss (loss.c) */
 netcl_status nc_cpu_class_loss(netcl_device *dev, const nc_desc *loss, const nc_desc *wsum, const nc_desc *x,
                                const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore, double eps);
 netcl_status nc_cpu_class_loss_backward(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,
                                         const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore,
                                         double eps);
-netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel k, const nc_conv_args *g, const nc_desc *out,
-                         const nc_desc *a, const nc_desc *b, int64_t p0, int64_t p1);
-netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
-                              const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
-netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *y, const nc_desc *x,
-                               const nc_desc *w, const nc_conv_epi *epi, int flip);
-/* conv_direct.c: the backward-weight sum of weight (o, cg, ki, kj) over images [n0, n1), in double */
-double nc_cpu_conv_weight_sum(const nc_conv_args *g, const nc_desc *x, const nc_desc *dy, int64_t o, int64_t cg, int64_t ki,
-                              int64_t kj, int64_t n0, int64_t n1);
-netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
-                                      const nc_desc *dy, int64_t per);
-netcl_status nc_cpu_batch_norm(netcl_device *dev, nc_batch_norm_kernel k, const nc_batch_norm_args *a);
-netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, const nc_desc *g, const nc_desc *y, int log);
-netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
-netcl_status nc_cpu_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1,
-                        double p2);
-/* indexing, sort, scan (index.c, index_sort.c) */
+
+/* index: indexing, sort, scan (index.c, index_sort.c) */
 netcl_status nc_cpu_gather(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *idx, int dim, int64_t base);
 netcl_status nc_cpu_scatter(netcl_device *dev, const nc_desc *out, const nc_desc *idx, const nc_desc *src, int dim, int64_t base, int accumulate);
 netcl_status nc_cpu_sort(netcl_device *dev, const nc_desc *values, const nc_desc *indices, const nc_desc *a, int descending);
 netcl_status nc_cpu_scan(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a);
+
+/* random (random.c) */
+netcl_status nc_cpu_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1,
+                        double p2);
+
+/* optim (optim.c, optim_impl.h) */
 netcl_status nc_cpu_optim_step(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
                                const nc_desc *const *s, const double *hyper);
+
+/* augment (augment.c) */
+netcl_status nc_cpu_augment(netcl_device *dev, const nc_augment *a);
 
 #endif

@@ -1,8 +1,8 @@
-/* gemm_blas.c — an optional CPU BLAS for the cpu backend's matmul (gemm.c): OpenBLAS is
- * dlopen'ed at first use (like the OpenCL loader, so the library builds and
- * runs without it) and its cblas_sgemm/dgemm take float32/float64 products
- * whose operands are row- or column-major per batch. NETCL_BLAS=0 turns it
- * off (the built-in blocked kernel then runs).
+/* gemm_blas.c — an optional CPU BLAS for the cpu backend's matmul (gemm.c):
+ * OpenBLAS is dlopen'ed at first use (like the OpenCL loader, so the
+ * library builds and runs without it) and its cblas_sgemm/dgemm take
+ * float32/float64 products whose operands are row- or column-major per
+ * batch. NETCL_BLAS=0 turns it off (the built-in blocked kernel then runs).
  *
  * Threads. OpenBLAS's result bits depend on how a product is cut: its edge
  * micro-kernels sum k in another order than the full ones (the Haswell/Zen

@@ -1,6 +1,7 @@
 /* random.c — the CPU random family: Philox4x32-10 draws over a contiguous
- * output, element i computed by the reference nc_rng_value (src/base/philox.c)
- * and split across the thread pool; float32 is stored directly. */
+ * output, element i computed by the reference nc_rng_value
+ * (src/base/philox.c) and split across the thread pool; float32 is stored
+ * directly. */
 #include "cpu.h"
 
 typedef struct { const nc_desc *d; netcl_rng_kind kind; uint64_t seed, offset; double p1, p2; } rng_ctx;
