@@ -26,7 +26,7 @@ local GEOMS = {
   { 2, 6, 5, 5, 6, 3, 3, { padding = 1, groups = 6 } },
   { 3, 5, 4, 4, 7, 1, 1, {} },
   { 1, 3, 11, 11, 2, 3, 3, { padding = 2 } },
-  -- 256 or more output pixels: im2col's per-sample GEMMs (src/conv2d.c)
+  -- 256 or more output pixels: im2col's per-sample GEMMs (src/ops/conv.c)
   { 2, 3, 18, 17, 4, 3, 3, { padding = 1 } },
   { 2, 2, 33, 32, 3, 3, 3, { stride = 2, padding = 1 } },
   -- more than 4096 Winograd tiles: backward-weight splits them into blocks
@@ -103,7 +103,7 @@ end
 TestConvAlgos = {}
 
 -- How many of GEOMS each strategy covers per pass (forward, backward-data,
--- backward-weight), from the applicability rules (src/conv2d.c): the
+-- backward-weight), from the applicability rules (src/ops/conv.c): the
 -- general ones all sixteen; Winograd the 3x3 stride-1 undilated ungrouped
 -- ones (1, 2, 6, 7, 9); gemm1x1 the 1x1 stride-1 unpadded ungrouped ones
 -- (5, 11); depthwise geometries 4 and 13-16; tiled every forward,

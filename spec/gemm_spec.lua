@@ -142,7 +142,7 @@ end
 
 function TestGemm:test_split_k()
   -- few output tiles and a long K: OpenCL devices split K into slices
-  -- (src/linalg.c split_product) with a tail when K does not divide;
+  -- (src/ops/linalg.c split_product) with a tail when K does not divide;
   -- transposed operands and a [1, K] x [K, 1] product take the same path
   for _, s in ipairs({ { 8, 5003, 20, false, false }, { 6, 8192, 25, true, false }, { 64, 4099, 9, false, true },
                        { 1, 6000, 1, true, true } }) do
@@ -154,7 +154,7 @@ function TestGemm:test_split_k()
 end
 
 -- NETCL_GEMM_SPLIT=S forces S slices of K wherever the device splits
--- (OpenCL, float32; src/linalg.c): the partial products' sum then applies
+-- (OpenCL, float32; src/ops/linalg.c): the partial products' sum then applies
 -- the epilogue too (gemm_slices), over rows of odd, even and 4-multiple
 -- widths; gemm_config names the slices
 local function with_split(s, fn)
@@ -517,7 +517,7 @@ function TestGemm:test_tf32_rounds_to_nearest()
   lu.assertEquals(hi, x)
 end
 
--- Large tf32 products where wgmma serves (src/cl/gemm_tf32.c) round both
+-- Large tf32 products where wgmma serves (src/backend/cl/gemm_tf32.c) round both
 -- operands to tf32 first: into float16 scaled per row of a and column of
 -- w where K (and N, for an n-contiguous w) is a multiple of 8, else into
 -- float32 workspaces. w both ways and a transposed a against the cpu at
@@ -993,7 +993,7 @@ function TestGemm:test_split_k_summed_in_the_kernel()
 end
 
 -- Large float32 products copy their operands to the tn layout first where
--- the FFMA kernel serves (src/linalg.c, copy_operands; docs/gemm.md): a
+-- the FFMA kernel serves (src/ops/linalg.c, copy_operands; docs/gemm.md): a
 -- row-major a to m-contiguous, a k-contiguous w (x @ w^T) to n-contiguous;
 -- the same values as the cpu's. On NVIDIA as it is, on other OpenCL
 -- devices through emulation.

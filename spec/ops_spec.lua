@@ -291,8 +291,8 @@ end
 
 function TestReduce:test_cpu_float32_sum_ignores_layout()
   -- the contiguous float32 loop and the gathered/column loops share one
-  -- lane arithmetic (src/cpu/reduce.c): the same values give the same bits
-  lu.skipIf(not H.is_cpu, "checks the cpu backend's float32 reduction loops (src/cpu/reduce.c): cpu only")
+  -- lane arithmetic (src/backend/cpu/reduce.c): the same values give the same bits
+  lu.skipIf(not H.is_cpu, "checks the cpu backend's float32 reduction loops (src/backend/cpu/reduce.c): cpu only")
   netcl.manual_seed(46)
   for _, n in ipairs({ 1001, 70001, 150007 }) do
     local base = netcl.rand(2 * n + 3, { device = dev }) - 0.3

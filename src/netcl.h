@@ -227,7 +227,7 @@ int64_t netcl_runtime_enqueue_ns(void);
 int netcl_profile_report(char *buf, int len, int reset);
 
 /* ---- the op table --------------------------------------------------------
- * Every op netcl offers (src/optable.c): entry i is "name forward backward
+ * Every op netcl offers (src/autograd/optable.c): entry i is "name forward backward
  * kernels" (space-separated), *differentiable set; NULL past the end. The
  * test runner checks each against the specs' coverage. */
 int netcl_op_table_size(void);

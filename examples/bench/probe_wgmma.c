@@ -14,7 +14,7 @@
  *          TFLOP/s over the whole device.
  * H100 (2026-11-27): every check exact (check_trans: variant 0, variant 1
  * wrong); peaks 949-978 TFLOP/s f16/bf16, 488 tf32 (mma.sync: 659 / 329).
- * netcl's own path: src/cl/ptx_patch.c.
+ * netcl's own path: src/backend/cl/ptx_patch.c.
  *   cc -O2 examples/bench/probe_wgmma.c -lOpenCL -o /tmp/wg && /tmp/wg */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>

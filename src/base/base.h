@@ -88,7 +88,7 @@ char *nc_msg_scratch(void);
 /* "[2,3]" into such a buffer. */
 const char *nc_shape_str(int ndim, const int64_t *sizes);
 
-/* ---- rng (rng.c) ------------------------------------------------------------ */
+/* ---- the Philox reference (philox.c) -------------------------------------- */
 /* Philox4x32-10. The stream rule both backends follow exactly: element i of
  * a draw with (seed, offset) computes philox(counter = offset + i, key = seed)
  * -> words w[0..3] (counter words {lo, hi, 0, 0}, key words {lo, hi}), then
