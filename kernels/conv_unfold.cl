@@ -21,9 +21,9 @@ typedef struct { long N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow; } conv
 
 /* one work item per (n, chunk of KCH cols rows, l): the (c, ki, kj) of
  * successive rows advance by increments, so a chunk costs two divisions
- * where one item per element spent five (integer division bound the copy
- * at a third of memory speed on an H100); neighbouring items take
- * neighbouring l, so the writes stay coalesced */
+ * where one item per element spent five (integer division, not memory,
+ * bound that copy; measurements: docs/notes/kernels.md); neighbouring
+ * items take neighbouring l, so the writes stay coalesced */
 __kernel void im2col(__global O_T *cols, long co, __global const A_T *x, long xo, conv_t g, long csn, long csk)
 {
 #ifdef CG_KH

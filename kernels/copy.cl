@@ -26,9 +26,9 @@ __kernel void copy_contig(__global O_T *dst, long doff, __global const A_T *src,
  * passes through local memory so that both sides move whole rows: the
  * strided kernel reads or writes one element per 32-byte sector there.
  * Each work item moves TT^2 / 256 elements, all loads issued before the
- * barrier: what bounds a transpose is the bytes in flight (H100: 32 x 32
- * tiles of 4 elements an item moved 4096^2 float32 at 2.2 TB/s, float16
- * at 1.3; 64 x 64 tiles 2.6 and 2.1). TT is 64 where the tile holds
+ * barrier: what bounds a transpose is the bytes in flight, so 64 x 64
+ * tiles (16 elements an item) outrun 32 x 32 ones (4), float16 most of
+ * all (measurements: docs/notes/kernels.md). TT is 64 where the tile holds
  * floats (float32, float16, bfloat16), 32 where it holds 8-byte values
  * (the other dtypes), so it stays within the 32 KiB of local memory
  * OpenCL promises (elementwise.c takes the same TT). Work-groups 32 x 8,

@@ -36,8 +36,8 @@
  * values. The loop over a tile's chunks is unrolled too: ptxas then
  * hoists much of a tile's loads (a 256-thread block of 8 x 8 takes 226
  * registers, and OpenCL has no launch bounds; NVIDIA's compiler ignores
- * -cl-nv-maxrregcount), but a rolled loop ran 5-10% slower (H100). The
- * tiles are ta_ and tb_. */
+ * -cl-nv-maxrregcount), but a rolled loop ran slower (measurements:
+ * docs/notes/kernels.md). The tiles are ta_ and tb_. */
 #if A_KCONT /* rows 8 apart: the swizzle is the same for all of them */
 #define FFMA_A4(c, i) LDFV(ta_, fa0 + FFMA_PART(c, fas) + (i) * 8 * A_RB) /* part c of the lane's row i */
 #define FFMA_CHUNK_A(c) FFMA_VT a4[TM]; UNROLL for (int i = 0; i < TM; i++) a4[i] = FFMA_A4(c, i)
@@ -63,7 +63,8 @@
  * FMAs share an operand, the turn included, and which one they share, a
  * or w, changes how the operands meet in the register banks. NVIDIA's
  * ptxas allocates the registers and OpenCL has no say there; the order is
- * the lever left, and by columns issued 5-6% faster at 4096^3 (H100). */
+ * the lever left, and by columns issued faster in large products
+ * (measurements: docs/notes/kernels.md). */
 #define FFMA_FMAS(av, bv)                                                                                     \
     do {                                                                                                     \
         if (FFMA_COLUMNS) {                                                                                  \
@@ -128,8 +129,8 @@
         FFMA_GET_B(bv, k);                                                                               \
         FFMA_FMAS(av, bv);                                                                                   \
     } while (0)
-/* Stores. Scalar stores queued in the load-store unit for 10-15% of a
- * short product's time (H100, Nsight Compute; docs/gemm.md, "Stores"), so
+/* Stores. Scalar stores queued in the load-store unit for a good share of
+ * a short product's time (docs/gemm.md, "Stores"; docs/notes/kernels.md), so
  * gemm_mma_kernel.cl stores an interior block of a 16-byte-aligned output as
  * float4s, one of two ways by the layout of w; -DNO_FFMA_VEC_STORE turns
  * both off. FFMA_STORE4: outputs (m, n .. n + 3) of values x0 .. x3,
@@ -144,8 +145,8 @@
         *(__global float4 *)(out + ooff + OUT_INDEX(m, n)) = v;                                              \
     } while (0)
 /* w n-contiguous: a thread's columns come in runs of 4 (FFMA_COL), each
- * run one float4 straight from the registers (H100: 2048 x 1024 x 512
- * 65.0 -> 54.3 us, 1024^3 59.1 -> 55.5, 4096^3 tn 2.67 -> 2.64 ms) */
+ * run one float4 straight from the registers (the short products gain
+ * most; measurements: docs/notes/kernels.md) */
 #define FFMA_STORE_RUNS()                                                                                     \
     UNROLL for (int i = 0; i < TM; i++)                                                                      \
         UNROLL for (int q = 0; q < TN / 4; q++) {                                                            \
@@ -155,10 +156,9 @@
 /* w k-contiguous (x @ w^T): a thread's columns lie 4 apart, so the block
  * goes through the free stages, each warp's tile as rows padded by 4 (a
  * warp's writes of one (i, j) hit 8 rows x 4 consecutive columns: 32
- * banks), and leaves as float4 runs of rows. Small blocks only (H100,
- * 64x64: nt 1024^3 63.7 -> 60.7 us, 1024 x 1024 x 512 36.0 -> 32.7); the
- * 128x64 blocks of 8 x 8 lost 5-8% at nt 8192 x 1024 x 1024 and 512 x 4096
- * x 4096 (ptxas's allocation of their 250-odd registers). */
+ * banks), and leaves as float4 runs of rows. Small blocks only (the 64x64
+ * ones gain; the 128x64 blocks of 8 x 8 lost, through ptxas's allocation of
+ * their 250-odd registers; measurements: docs/notes/kernels.md). */
 #define FFMA_STORE_STAGED()                                                                                   \
     do {                                                                                                     \
         __local float *wt = (__local float *)smem + warp * WTM * (WTN + 4);                                  \

@@ -87,10 +87,9 @@
 #define NEXT_STAGE(x) ((x) == STAGES - 1 ? 0 : (x) + 1) /* the pipeline's ring */
 /* FRAG_PIPE: fragments loaded a k-step ahead, across the k-tile barrier
  * too (the first k-step after a barrier no longer waits for its ldmatrix).
- * On by default in blocks of 128x128 or more (H100, 8192^3: bfloat16
- * 350-357 -> 383-400 TFLOP/s, float16 364-371 -> 390, tf32x3 57 -> 62;
- * plain tf32 161-165 -> 185 once the loop was unswitched, below); 64x64
- * blocks of tf32x3 lost (1024^3: 36 -> 27-32). -DFRAG_PIPE forces it,
+ * On by default in blocks of 128x128 or more, where every dtype gains
+ * (plain tf32 with the loop unswitched, below); 64x64 blocks of tf32x3
+ * lost (measurements: docs/notes/kernels.md). -DFRAG_PIPE forces it,
  * -DNO_FRAG_PIPE turns it off. Needs an even number of k-steps per tile. */
 #if !defined(FRAG_PIPE) && !defined(NO_FRAG_PIPE) && BM * BN >= 16384 && !defined(WGMMA)
 #define FRAG_PIPE
@@ -100,10 +99,9 @@
 #endif
 /* FFMA_PIPE (FFMA): a k-step's operands loaded a step ahead, below. On by
  * default in the plain products' blocks of at most 4096 outputs (64x64,
- * 128x32; H200, 1024^3 in gemm.lua: 29.7-30.0 -> 31.2 TFLOP/s, the
- * default 64x64 blocks); the 128x64 blocks of 8 x 16
- * outputs lost (2048^3 tn 39.5 -> 33.8: 243 registers where they had 255
- * and ptxas's own hoisting), and the convolutions keep what they were
+ * 128x32), which gain; the 128x64 blocks of 8 x 16 outputs lost (243
+ * registers where they had 255, and ptxas's own hoisting; measurements:
+ * docs/notes/kernels.md), and the convolutions keep what they were
  * measured with. -DFFMA_PIPE forces it, -DNO_FFMA_PIPE turns it off. */
 #if defined(FFMA) && !defined(FFMA_PIPE) && !defined(NO_FFMA_PIPE) && BM * BN <= 4096 && BK % 8 == 0 && \
     !defined(CONV_X) && !defined(CONV_W)
@@ -117,11 +115,10 @@
 #endif
 /* FFMA_COLUMNS (FFMA): the order of a k-step's TM x TN FMAs, kernels/
  * gemm_ffma.cl. Column by column, each column's rows back and forth, in
- * every block that does not load a step ahead (H100: 4096^3 tn 48.0-48.3
- * -> 50.7-51.2, 8192^3 with a copied 48.5-48.9 -> 51.5-52.2 TFLOP/s, conv
- * layers unchanged); row by row in those that do (1024^3 through the CUDA
- * driver: 61.7 against 62.8 us by columns, and 62.4-63.6 for seven other
- * orders). -DFFMA_COLUMNS=0 / =1 forces either. */
+ * every block that does not load a step ahead (large products gain, conv
+ * layers do not move); row by row in those that do (there the fastest of
+ * the nine orders tried; measurements: docs/notes/kernels.md).
+ * -DFFMA_COLUMNS=0 / =1 forces either. */
 #if defined(FFMA) && !defined(FFMA_COLUMNS)
 #ifdef FFMA_PIPE
 #define FFMA_COLUMNS 0
@@ -131,9 +128,9 @@
 #endif
 /* FFMA_SUB (FFMA): k-steps per read of an operand whose k dim is
  * contiguous, kernels/gemm_ffma.cl. 2 in the 64x64 blocks that load a step
- * ahead with both operands so (x @ w^T's small blocks; H100, nt 1024^3
- * 60.5-60.9 -> 57.7-58.1 us), 4 elsewhere (with 2: the 64x32 blocks lost
- * 2-4% in nt and nn, the 128x64 ones did not move). -DFFMA_SUB=2 / =4
+ * ahead with both operands so (x @ w^T's small blocks, which gain), 4
+ * elsewhere (with 2 the 64x32 blocks lost in nt and nn, the 128x64 ones
+ * did not move; measurements: docs/notes/kernels.md). -DFFMA_SUB=2 / =4
  * forces either. */
 #if defined(FFMA) && !defined(FFMA_SUB)
 #if defined(FFMA_PIPE) && A_KCONT && B_KCONT && BM * BN == 4096
@@ -347,8 +344,8 @@ inline uint tf32_lo(uint x, uint hi)
  * ("full") issues its copies with no bounds checks at all. At an edge,
  * chunks outside are zero-filled (src-size 0) from a safe address. Giving
  * each thread whole rows instead (one address per tile, the chunks at
- * fixed offsets) ran at 227 against 398 TFLOP/s (bfloat16 8192^3, H100): a
- * warp's copies then touch 32 rows at once. */
+ * fixed offsets) ran at little more than half the speed (measurements:
+ * docs/notes/kernels.md): a warp's copies then touch 32 rows at once. */
 #if A_KCONT
 #define A_RSTRIDE as1
 #define A_KSTRIDE 1
@@ -518,12 +515,10 @@ inline uint tf32_lo(uint x, uint hi)
 #endif
 
 /* PAIR_STORE: a lane's two adjacent outputs (fragment elements q, q + 1)
- * leave in one store where the output's rows allow (H100, TFLOP/s: float16
- * 4096 x 4096 x 1024 x @ w^T 274-276 -> 337-338, 4096^3 nn 438-443 ->
- * 462-467, 8192^3 nn 432-460 -> 489-521, bfloat16 4096^3 443-446 -> 487;
- * tf32 mma.sync 2048^3 174-175 -> 178-179); not the float32 outputs of
- * float16 operands (ESCALE: 306-308 -> 295) nor tf32x3 (4096^3 60.4 ->
- * 57.4), nor the convolutions' outputs (not rows of the product) */
+ * leave in one store where the output's rows allow (the 16-bit and tf32
+ * products gain); not the float32 outputs of float16 operands (ESCALE) nor
+ * tf32x3, which lost with it (measurements: docs/notes/kernels.md), nor
+ * the convolutions' outputs (not rows of the product) */
 #if !defined(FFMA) && !defined(NO_PAIR_STORE) && !defined(CONV_X) && !defined(CONV_W) && !defined(ESCALE) && \
     !defined(TF32X3)
 #define PAIR_STORE
@@ -566,7 +561,7 @@ inline uint mma_pack2(float v0, float v1)
  * output is scaled back before the epilogue */
 #ifdef ESCALE
 #define ESCALE_PARAMS , __global const uint *esc
-/* by multiplications: ldexp here cost the 4096^3 product 146 us of 455 (H100) */
+/* by multiplications: ldexp here cost a large share of the product's time (measurements: docs/notes/kernels.md) */
 #define ESCALED(v, m, n) scale_pow2((v), -(tf32_half_exp(esc[m]) + tf32_half_exp(esc[M + (n)])))
 #else
 #define ESCALE_PARAMS

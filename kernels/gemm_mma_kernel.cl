@@ -180,9 +180,9 @@ void gemm_mma(__global O_T *out, long ooff, __global const A_T *a, long aoff, lo
          * tile fetched lies whole inside the operands (phase 0) its copies
          * need no bounds checks, and that copy of the loop carries none of
          * the edge code. One loop for both had the compiler predicate the
-         * two copy paths into one stream: 231 instructions per k-tile
-         * around 64 mma, 150 now (SASS of the bfloat16 128x128 kernel;
-         * 8192^3 410 -> 450 TFLOP/s). -DNO_UNSWITCH keeps one loop. */
+         * two copy paths into one stream, half again as many instructions
+         * per k-tile around the mma (SASS; measurements:
+         * docs/notes/kernels.md). -DNO_UNSWITCH keeps one loop. */
 #ifdef NO_UNSWITCH
         const int kfast = 0;
 #else

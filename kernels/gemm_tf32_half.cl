@@ -93,7 +93,7 @@ void to_half_rows(__global half *out, __global const float *in, long off, long s
 
 /* any other layout (rows adjacent where sr == 1): VW rows a work item
  * over KCH of k, atomic_max into maxima that start at 0 */
-#define KCH 64 /* H100, 4096^2 n-contiguous: 35 us against 42 at 128 and 16, 37 at 32 */
+#define KCH 64 /* the fastest of 16, 32, 64 and 128 (measurements: docs/notes/kernels.md) */
 __kernel void absmax_r(__global uint *mx, int moff, __global const float *in, long off, long sr, long sk, int R, int K)
 {
     const int r = get_global_id(0) * VW, k0 = get_global_id(1) * KCH, kend = min(K, k0 + KCH);
