@@ -44,13 +44,11 @@ static void choose(const nc_gemm_call *c, nc_gemm_cfg *cfg)
 
 /* the planner's question (backend conv_gemm_fast): does this pass's
  * implicit GEMM run on the pipelined kernel, at a plain product's speed?
- * (backward-weight: in how many K slices). Measured on an H200 against
- * im2col (examples/bench/layers.lua, ResNet-18's stride-2 layers at batch
- * 128): 1x1 windows gather x as a strided read, which pays in the forward
- * pass (0.031-0.044 ms against 0.045-0.058) but not in backward-weight
- * (0.100-0.135 against 0.057-0.080); with fewer than 64 output pixels an
- * image (the 256->512 3x3 layer's 4x4) the gathers lose both passes
- * (forward 0.198 against 0.145 ms, backward-weight 0.423 against 0.211). */
+ * (backward-weight: in how many K slices). Against im2col: 1x1 windows
+ * gather x as a strided read, which pays in the forward pass but not in
+ * backward-weight; with fewer than 64 output pixels an image (ResNet-18's
+ * 256->512 3x3 layer's 4x4) the gathers lose both passes (measurements,
+ * examples/bench/layers.lua: docs/notes/kernels.md). */
 int64_t nc_cl_conv_gemm_fast(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
 {
     if (g->KH * g->KW == 1) return pass == NC_CONV_PASS_FWD ? nc_ffma_conv_usable(dev, g, pass, dt) : 0;

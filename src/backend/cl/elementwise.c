@@ -41,8 +41,8 @@ netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *sr
         NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_rows", &k, &wg));
         NC_ARG(k, 0, d); NC_ARG(k, 1, s); NC_ARG(k, 2, m);
         /* 64 items a group: short rows share one, several rows to a group
-         * (rows of 64 floats took one group each with 8 of 64 items busy:
-         * a [128, 256, 64] transpose ran at 0.6 TB/s on an H200) */
+         * (rows of 64 floats took one group each with 8 of 64 items busy,
+         * far below memory speed; measurements: docs/notes/kernels.md) */
         size_t items = (size_t)(m.sizes[nd - 1] + 7) / 8;   /* RW in copy.cl */
         size_t lx = 1;
         while (lx < items && lx < 64) lx *= 2;

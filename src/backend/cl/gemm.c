@@ -137,16 +137,16 @@ void nc_gemm_default(const nc_gemm_call *g, nc_gemm_cfg *c)
         return;
     }
     /* GPUs: 128x128 tiles of 16x4 per thread (8x32 threads: the tuner's
-     * winner on an H100, 41 against 31 TFLOP/s for 16x16 threads at 4096^3)
-     * when they fill the device and do not waste much more of their work
+     * winner, well ahead of 16x16 threads in large products) when they
+     * fill the device and do not waste much more of their work
      * on padding than 64x64 tiles would (a 64-row product, conv
      * backward-weight per sample, idles half of a 128-row tile), smaller
      * tiles when the grid would leave compute units idle. Below K = 512 a
      * 128x128 block spends too much of its life filling its pipeline and
      * storing 64 outputs a thread; 64x64 blocks (four a compute unit where
-     * 128x128 fit two) overlap that with each other's work: H100, K = 128,
-     * 27.5 against 19.9 TFLOP/s; equal at K = 512, 128x128 ahead at 1024
-     * (37.5 against 30.7) */
+     * 128x128 fit two) overlap that with each other's work: ahead at
+     * K = 128, level at K = 512, behind from 1024 (measurements:
+     * docs/notes/kernels.md) */
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     if (g->K >= 512 && nc_gemm_groups(g, 128, 128) >= cu && nc_gemm_fill(g, 128) >= 0.8 * nc_gemm_fill(g, 64))
         *c = (nc_gemm_cfg){NC_GEMM_TILED, 128, 128, 16, 8, 32, 4, 4, 4, 4, 0, 0, 0, 0};
@@ -349,15 +349,13 @@ void nc_gemm_choose(const nc_gemm_call *g, nc_gemm_cfg *cfg, const char **why)
  * cp.async (gemm_mma.c) where an operand is transposed, or K >= 512, and its
  * small blocks (64x32, or 64x64 where w is k-contiguous) fill the device
  * or K >= 256 (a block's time grows with K, and few of the FFMA kernel's
- * beat many of gemm_tiled's: H100, nt 512 x 1024 x 1024 in 128 blocks
- * 74.5 -> 35.5 us; gemm_split.c splits such products' K where it can);
- * else the device type's default. H100: tn / nt
- * 4096^3 43-45 against 31-35 TFLOP/s for gemm_tiled, and the ResNet-18
- * convolutions' backward products with them (256x8^2 f+b 0.505 -> 0.440
- * ms); with both operands row-major only long products gain (8192^3 43
- * against 42), and Winograd's short-K ones lost (0.165 -> 0.189 ms).
- * Products of few blocks under K = 256, and nn ones under K = 512, keep
- * gemm_tiled's 32x32 tiles. */
+ * beat many of gemm_tiled's; gemm_split.c splits such products' K where it
+ * can); else the device type's default. The FFMA kernel beats gemm_tiled
+ * in large tn / nt products and in the ResNet-18 convolutions' backward
+ * products; with both operands row-major only long products gain, and
+ * Winograd's short-K ones lost. Products of few blocks under K = 256, and
+ * nn ones under K = 512, keep gemm_tiled's 32x32 tiles (measurements:
+ * docs/notes/kernels.md). */
 int64_t nc_ffma_few_blocks_k(const nc_gemm_call *g)
 {
     return layout_of(g->a) == 'n' && layout_of(g->w) == 'n' ? 512 : 256;
@@ -384,27 +382,19 @@ int nc_gemm_forced(netcl_device *dev)
 }
 
 /* Copies that turn a large float32 product into tn, the FFMA kernel's
- * fastest layout, where they pay (the copies' time counted).
- * a (row-major, k contiguous) to m-contiguous: H200, 4096^3 41.4 -> 46.6
- * and 8192^3 42.9 -> 49.0 TFLOP/s with the copy (0.10 / 0.20 ms) counted;
- * H100, 2048^3 39.8-39.9 -> 43.7-44.3, 1536^3 19.6-22.3 -> 30.3-30.7,
- * 8192 x 1024 x 1024 37.7-38.1 -> 40.5-41.4. Not where a configuration is
+ * fastest layout, where they pay (the copies' time counted; measurements:
+ * docs/notes/kernels.md).
+ * a (row-major, k contiguous) to m-contiguous. Not where a configuration is
  * forced (experiments), nor where M, N or K is below 1024 (the copy's share
  * of the time grows as 1 / N; K = 512 gained nothing), nor where the
  * product has at most four 64x64 tiles a multiprocessor: there the row-major
- * blocks fit the device in one wave and the copied product does not
- * (2048 x 1024 x 1024 33.4 -> 30.8; 1024^3 the same either way).
+ * blocks fit the device in one wave and the copied product does not.
  * w (k contiguous: nt, x @ w^T, and tt) to n-contiguous, its copy's share
  * of the time about 1 / M: where M >= 2048 and the tn product runs the
- * two-warp tn blocks, whose lead over the other layouts' blocks (H100,
- * 4096^3: tn 50.1-50.6 against 44.7-46.2 TFLOP/s nt / tt) is what pays;
- * nt needs a copied too, so N >= 2048 and a's rule as well. H100, TFLOP/s
- * with the copies: tt 2048^3 42.6-42.8 -> 45.2, 4096^3 46.0-46.2 -> 50.4,
- * 8192^3 47.1-47.2 -> 52.5-52.6, 4096 x 1024 x 1024 39.0-39.3 -> 41.0-41.3;
- * nt 4096^3 45.2-45.4 -> 49.2-49.3, 8192^3 46.2-46.5 -> 51.9-52.1, 8192 x
- * 4096 x 1024 42.8-43.7 -> 45.7. Left as they are: nt 3072^3, whose tn
- * product runs other blocks (40.0-40.2 against 38.9 copied), and nt 4096 x
- * 1024 x 1024, where a's copy costs N = 1024 (38.9-39.2 against 37.1-38.0). */
+ * two-warp tn blocks, whose lead over the other layouts' blocks is what
+ * pays; nt needs a copied too, so N >= 2048 and a's rule as well. Left as
+ * they are: nt 3072^3, whose tn product runs other blocks, and nt 4096 x
+ * 1024 x 1024, where a's copy costs N = 1024 (both slower copied). */
 /* The product matmul runs once its operands are copied: a fresh copy of
  * a [M, K] / w [K, N] with its m resp. k (trans) dim contiguous, or the
  * operand itself (NULL), no epilogue */
@@ -447,15 +437,14 @@ static int ffma_copies(netcl_device *dev, const nc_desc *a, const nc_desc *w, in
 /* An operand whose rows (along its contiguous dim) do not start on 32-byte
  * boundaries: its k-tile row segments then straddle sectors (a 64-byte one
  * takes three where it would take two), and the wgmma kernel, fed from L2,
- * slows down where cuBLAS does not. H100, float16 4096 x 4096 x K x @ w^T,
- * TFLOP/s: K = 4096 406, 4104 244, 4112 (32-byte rows, not 128) 358, 4128
- * 412. A large 16-bit product copies such an operand first, in its own
- * layout, into rows on whole 128-byte lines: x @ w^T 4104 244 -> 327 (the
- * two copies 43 us each), nn with a's rows of 4104 361 -> 382, tn with
- * a's rows of 4104 347 -> 385. Not a row-major w (nn with rows of N = 4104:
- * 345 either way, its 256-byte row segments straddling less), nor float32
- * (FFMA tn 4100 x 4096 x 4096 48.1 -> 48.3: what it loses there is the
- * edge tiles, 4 rows of 128). */
+ * slows down where cuBLAS does not (rows on 32-byte boundaries that miss
+ * 128-byte ones lose much less). A large 16-bit product copies such an
+ * operand first, in its own layout, into rows on whole 128-byte lines,
+ * which pays with the copies' time counted. Not a row-major w (nn with
+ * rows of N = 4104 runs the same either way, its 256-byte row segments
+ * straddling less), nor float32 (the FFMA kernel gains nothing: what it
+ * loses there is the edge tiles, 4 rows of 128). Measurements:
+ * docs/notes/kernels.md. */
 static int misaligned(const nc_desc *d)
 {
     int64_t ld = d->strides[2] == 1 ? d->strides[1] : d->strides[2], esz = netcl_dtype_size(d->dtype);

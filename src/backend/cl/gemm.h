@@ -149,10 +149,9 @@ typedef struct nc_split_sum {
 netcl_status nc_ffma_split_launch(const nc_gemm_call *g, const nc_gemm_cfg *cfg, const nc_split_sum *split);
 /* Whether split-K sums its slices inside the kernel of cfg (gemm_split.c):
  * the FFMA kernel's small blocks (64x64 outputs and fewer), whose last
- * block of a tile adds the partials, which saves gemm_slices' launch (H100:
- * 128 x 1024 x 1024 x @ w^T in 4 slices 20.9-33.1 -> 15.3-23.1 us). Not
- * the 128x64 blocks: the tn ones of 8 x 16 a thread lost 13-14% (512 x
- * 4096 x 4096 tn 365 -> 415 us), the others moved 1%.
+ * block of a tile adds the partials, which saves gemm_slices' launch. Not
+ * the 128x64 blocks: the tn ones of 8 x 16 a thread lost, the others
+ * hardly moved (measurements: docs/notes/kernels.md).
  * $NETCL_GEMM_SPLIT_SUM=pass keeps the separate pass everywhere, =kernel
  * sums in every FFMA kernel (for comparisons) */
 int nc_gemm_split_in_kernel(const nc_gemm_cfg *cfg);

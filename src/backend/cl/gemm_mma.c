@@ -117,9 +117,8 @@ int nc_ffma_usable(const nc_gemm_call *g)
 /* the FFMA defaults' blocks: 128 x 64 of 2 x 2 warps of 8 x 8 outputs, two
  * stages; for tn, 128 x 64 of 2 x 1 warps of 8 x 16, 16-deep tiles in four
  * stages; 64 x 64 of 4 x 8, three stages; 64 x 32 of 2 x 1 warps of 4 x 8,
- * 32-deep tiles in two stages (H100, against 16-deep in four: 1024^3
- * 60.6-61.6 -> 58.8-59.5 us, 1024 x 1024 x 2048 112.5 -> 109.2-109.9,
- * 2048 x 512 x 1024 60.9 -> 59.2-59.4, none slower) */
+ * 32-deep tiles in two stages (ahead of 16-deep tiles in four in every
+ * product measured: docs/notes/kernels.md) */
 static const nc_gemm_cfg ffma_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 32, 2, 2, 8, 8, 1, 0, 0, 0, 2, 8};
 static const nc_gemm_cfg ffma_tn_128x64 = {.kernel = NC_GEMM_FFMA, 128, 64, 16, 2, 1, 8, 16, 1, 0, 0, 0, 4, 8};
 static const nc_gemm_cfg ffma_64x64 = {.kernel = NC_GEMM_FFMA, 64, 64, 32, 2, 2, 4, 8, 1, 0, 0, 0, 3, 8};
@@ -149,53 +148,41 @@ static void ffma_blocks(const nc_gemm_call *g, nc_gemm_cfg *c, const nc_gemm_cfg
 {
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
     /* a m-contiguous and w n-contiguous (tn): 2x1 warps of 8 x 16 outputs,
-     * 16-deep tiles in 4 stages (H200: 4096^3 43.1 -> 46.1, 2048 x 8192 x
-     * 2048 43.7 -> 47.0 TFLOP/s; the same blocks lose 20% in the other
-     * transposed layouts) */
+     * 16-deep tiles in 4 stages (ahead in tn; the same blocks lose in the
+     * other transposed layouts; measurements: docs/notes/kernels.md) */
     int tn = !k_contig(g->a, 2) && !k_contig(g->w, 1);
     int64_t big = nc_gemm_fill(g, 128) >= 0.8 * nc_gemm_fill(g, 64) ? nc_gemm_groups(g, 128, 64) : 0;
     /* the tn blocks are of two warps: with fewer than three a multiprocessor
-     * they lose to 64x64 blocks (H100, TFLOP/s: tn 2048 x 1024 x 1024 25.3
-     * -> 31.7-32.7, 1536^3 27.1 -> 32.7, 1000 x 2000 x 1000 15.2 -> 25.0;
-     * 2048 x 2048 x 1024, 512 blocks, 41.7 against 36.9) */
+     * they lose to 64x64 blocks (measurements: docs/notes/kernels.md) */
     /* Rounds: four tn blocks run on a multiprocessor at once (251
      * registers), two of the four-warp 128x64 ones. A tn product of one to
      * three rounds whose last round is under 85% full waits on it; the
      * four-warp blocks serve where their own last round is fuller, else the
-     * small blocks (H100, TFLOP/s: tn 2048 x 3072 x 2048 36.5-36.8 -> 42.7-
-     * 42.8, 2560 x 4096 x 2048 40.3-41.6 -> 43.5-43.6, 3072^3 38.8-38.9 ->
-     * 40.4-40.6, 2048 x 2560 x 2048 30.9 -> 40.2-40.3 small; 2816^3, fuller,
-     * keeps them: 46.9-47.2 against 41.8-41.9). */
+     * small blocks (measurements: docs/notes/kernels.md). */
     if (tn && big >= 3 * cu) {
         if (rounds_fill(big, 4 * (int64_t)cu)) *c = ffma_tn_128x64;
         else if (last_round_fill(big, 2 * (int64_t)cu) >= 0.85) *c = ffma_128x64;
         else *c = *small;
     } else if (tn && big <= 2 * (int64_t)cu && last_round_fill(big, 2 * (int64_t)cu) >= 0.85) {
         /* one round of four-warp blocks, at least 85% full: those, with
-         * 16-deep tiles in four stages, since their interior blocks store
-         * float4s (H100, us against the small blocks: tn 2048 x 1024 x 512
-         * 63.4-64.2 -> 50.2-50.7, 2048 x 1024 x 1024 109.6-110.6 -> 94.6-
-         * 95.6, 4096 x 512 x 1024 110.4 -> 95.8-96.2; 32-deep tiles in two
-         * stages 5% slower). A round 73% full lost (1024 x 1536 x 2048:
-         * 154 -> 185), and so did a thin second one (1536^3, 2560 x 1024
-         * x 1024: 25-35%). */
+         * 16-deep tiles in four stages (32-deep tiles in two ran slower),
+         * since their interior blocks store float4s and so beat the small
+         * blocks. A round 73% full lost to the small blocks, and so did a
+         * thin second round (measurements: docs/notes/kernels.md). */
         *c = ffma_tn_round;
     } else if (!tn && big >= cu) {
         /* the same rounds for the four-warp blocks, two a multiprocessor
-         * (H100, TFLOP/s, against the small blocks: nt 1536^3 23.0-23.8 ->
-         * 30.6-32.3, nt 1536 x 1536 x 4096 24.6-24.9 -> 34.5-34.7, tt 1024 x
-         * 2560 x 1024 24.2-25.1 -> 35.0-35.6, 1536 x 2048 x 768 25.7-26.7 ->
-         * 33.1-34.5) */
+         * (ahead of the small blocks in nt and tt; measurements:
+         * docs/notes/kernels.md) */
         *c = rounds_fill(big, 2 * (int64_t)cu) ? ffma_128x64 : *small;
     } else *c = *small;
 }
 
 /* Products: the small blocks are 64 x 32 of two warps where w is not
- * k-contiguous (H100, TFLOP/s against 64 x 64: 1024^3 34.1-34.4 against
- * 33.1-33.3, tn 35.2-35.5 against 32.8-32.9, 768 x 1024 x 1024 27.5
- * against 25.3-25.4; twice as many blocks fill the device from half the
- * size, so 1024 x 512 x 2048 leaves gemm_tiled: 15.0 -> 32.4); with w
- * k-contiguous (nt) they lost 3%. */
+ * k-contiguous (a little ahead of 64 x 64, and twice as many blocks fill
+ * the device from half the size, so products such as 1024 x 512 x 2048
+ * leave gemm_tiled); with w k-contiguous (nt) they lost, and 64 x 64 stays
+ * (measurements: docs/notes/kernels.md). */
 static const nc_gemm_cfg *small_blocks(const nc_gemm_call *g)
 {
     return k_contig(g->w, 1) ? &ffma_64x64 : &ffma_64x32;
@@ -224,22 +211,18 @@ int64_t nc_ffma_small_groups(const nc_gemm_call *g)
  * accumulators a thread; 192 registers: two blocks a multiprocessor, and
  * three at 168 gained nothing, the blocks being fed by L2), k-tiles of 32
  * 16-bit elements (A's 64-byte rows: the 64-byte swizzle; an n-contiguous
- * B in 128-byte atoms) in three stages. H100, TFLOP/s at 4096^3 / 8192^3
- * against mma.sync in the same calls: row-major float16 428 / 491 against
- * 376 / 330, bfloat16 435 / 511 against 380 / 356; x @ w^T float16 390 /
- * 448 (two warpgroups of one slab: 385-396 / 433-451) against 356-362 /
- * 404-416. Wider blocks lost: 128 x 256 holds two stages of 64-byte rows
- * (282 / 319 nt) or four of 32-byte ones (324 / 361); so did 32-byte rows
- * at 128 x 128 (six stages: 237 / 253), every k-tile's barrier and wait
- * costing more than the stages give. tf32 keeps mma.sync: wgmma reads its
- * operands straight from local memory, where rounding them to the nearest
- * tf32 (WG_ROUND_OWN) costs more than wgmma gains (152-163 / 162-178
- * against 176-182 / 181-194; truncated, 214-221 / 233-242, with
- * truncation's bias), except large products, whose operands are rounded
- * first (gemm_tf32.c). Products of a round of such blocks at least, in
- * every 16-bit layout: an m-contiguous a read transposed too (tn 4096^3 /
- * 8192^3 float16 419 / 484 against mma.sync's 371 / 394; tt 358 / 447
- * against 362 / 402). */
+ * B in 128-byte atoms) in three stages: ahead of mma.sync in float16 and
+ * bfloat16, row-major and x @ w^T alike (two warpgroups of one slab gained
+ * nothing). Wider blocks lost: 128 x 256 holds two stages of 64-byte rows
+ * or four of 32-byte ones; so did 32-byte rows at 128 x 128 (six stages),
+ * every k-tile's barrier and wait costing more than the stages give. tf32
+ * keeps mma.sync: wgmma reads its operands straight from local memory,
+ * where rounding them to the nearest tf32 (WG_ROUND_OWN) costs more than
+ * wgmma gains (truncating them runs ahead, with truncation's bias),
+ * except large products, whose operands are rounded first (gemm_tf32.c).
+ * Products of a round of such blocks at least, in every 16-bit layout: an
+ * m-contiguous a read transposed too (tn ahead of mma.sync, tt level with
+ * it at 4096^3 and ahead at 8192^3). Measurements: docs/notes/kernels.md. */
 static int wgmma_default(const nc_gemm_call *g, nc_gemm_cfg *c)
 {
     int cu = g->dev->compute_units > 0 ? g->dev->compute_units : 1;
@@ -322,9 +305,9 @@ static const char *const candidates_ffma[] = {
     "ffma mwg=128 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=8 vwn=8 stages=2 gm=8",
     "ffma mwg=64 nwg=64 kwg=32 mdimc=2 ndimc=2 vwm=4 vwn=8 stages=3 gm=8",
     "ffma mwg=64 nwg=128 kwg=32 mdimc=1 ndimc=4 vwm=8 vwn=8 stages=2 gm=8",
-    /* two-warp blocks that win some mid-size tn products (H100, TFLOP/s):
-     * 128x32, 1024^3 35.5 against the default's 33.5; 64x64 of 4 x 16,
-     * 1000 x 2000 x 1000 31.4-31.9 against 25.0 */
+    /* two-warp blocks that win some mid-size tn products against the
+     * default: 128x32 (1024^3), 64x64 of 4 x 16 (1000 x 2000 x 1000);
+     * measurements: docs/notes/kernels.md */
     "ffma mwg=128 nwg=32 kwg=16 mdimc=2 ndimc=1 vwm=8 vwn=8 stages=4 gm=8",
     "ffma mwg=64 nwg=64 kwg=16 mdimc=2 ndimc=1 vwm=4 vwn=16 stages=4 gm=8",
     /* the small products' default where w is not k-contiguous, for the

@@ -14,20 +14,16 @@
  * tn's two-warp blocks where neither operand is k-contiguous). A product
  * with fewer of them than 85% of one round splits into the fewest
  * power-of-two slices that make a round, none shorter than 1024 (shorter
- * ones lost: 1024^3 in two slices 35.4 -> 28.4 TFLOP/s, H100); where no
- * split makes a round it is not split. nn (w n-contiguous, a not) aims at
- * one block a multiprocessor: its small 64 x 32 blocks serve such products
- * well (1024 x 1024 x 2048 in two slices 37.9 -> 34.8). Where no split
- * makes a round, a product the small blocks fill runs whole, the others in
- * the most slices. H100, TFLOP/s, the
- * generic rule's slices (3, 4) against these: x @ w^T 512 x 4096 x 4096
- * 38.2 -> 44.4 (none), 256 x 4096 x 4096 39.3 -> 41.2 (2), 512 x 2048 x
- * 8192 37.3 -> 43.4 (2), 2048 x 1024 x 4096 38.7 -> 44.5 (none); tn 512 x
- * 4096 x 4096 37.7 -> 46.1 (2). Products that need more than 8 slices
- * for a round (long K, few outputs: a convolution's backward-weight
- * product) keep the generic rule (0), which gives them more than one round
- * (64 x 576 x 131072 31.4 TFLOP/s in 53 slices against 28.0 in 32), as do
- * forced configurations and the tensor cores. */
+ * ones lost); where no split makes a round it is not split. nn (w
+ * n-contiguous, a not) aims at one block a multiprocessor: its small
+ * 64 x 32 blocks serve such products well (splitting one in two lost).
+ * Where no split makes a round, a product the small blocks fill runs
+ * whole, the others in the most slices. These slices beat the generic
+ * rule's (3, 4). Products that need more than 8 slices for a round (long
+ * K, few outputs: a convolution's backward-weight product) keep the
+ * generic rule (0), which gives them more than one round (more slices ran
+ * faster there), as do forced configurations and the tensor cores.
+ * Measurements: docs/notes/kernels.md. */
 int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w, int fp32)
 {
     int64_t M = a->sizes[1], K = a->sizes[2], N = w->sizes[2];
@@ -52,10 +48,9 @@ int nc_cl_gemm_split(netcl_device *dev, const nc_desc *a, const nc_desc *w, int 
     /* Few outputs (x @ w^T of a small batch): the small blocks, in the
      * fewest power-of-two slices that give every multiprocessor one, none
      * shorter than the kernel takes such a product (nc_ffma_few_blocks_k:
-     * 256, 512 for nn). A block's time grows with its K, not with how many run:
-     * H100, us, gemm_tiled against the slices: nt 512 x 1024 x 1024 74.7 ->
-     * 37.0 (2 slices), 512 x 512 x 1024 61.7 -> 23.3-25.9 (4), nn 512 x 512
-     * x 1024 63.2 -> 23.6-26.1 (2); PyTorch 34.7, 25.5, 20.6. */
+     * 256, 512 for nn). A block's time grows with its K, not with how many
+     * run, so the slices take such products in well under gemm_tiled's
+     * time (measurements: docs/notes/kernels.md). */
     int64_t min_k = nc_ffma_few_blocks_k(&g), T = 1;
     while (T < 16 && T * small < cu && K / (2 * T) >= min_k) T *= 2;
     return (int)T;

@@ -16,8 +16,7 @@
 #include <string.h>
 
 /* The one configuration: the untuned 16-bit block, its 64-byte rows
- * holding 16 float32 (truncated, H100: 218-225 / 239-240 TFLOP/s at
- * 4096^3 / 8192^3 nt against mma.sync's 174 / 190). */
+ * holding 16 float32 (truncated; ahead of mma.sync: docs/notes/kernels.md). */
 static const nc_gemm_cfg wgmma_tf32 = {NC_GEMM_WGMMA, 128, 128, 16, 4, 1, 1, 1, 1, 0, 0, 0, 3, 8};
 
 static int half_usable(const nc_gemm_call *g);
@@ -25,9 +24,8 @@ static int half_usable(const nc_gemm_call *g);
 /* A workspace of rows x cols (cols contiguous, or rows where trans),
  * each row along the contiguous dim starting on a 128-byte line: a
  * k-tile's row segment then takes whole 32-byte sectors of one line.
- * Unpadded rows of K = 1028 floats ran the 4096 x 4096 product at 99
- * TFLOP/s, K = 1056 at 151; float16 rows of 4104 at 240 where 4160 ran
- * at 404 (H100) */
+ * Unpadded rows off the lines ran the product far slower, float32 and
+ * float16 alike (measurements: docs/notes/kernels.md) */
 static void ws_desc(nc_desc *d, cl_mem buf, netcl_dtype dt, int64_t rows, int64_t cols, int trans)
 {
     nc_matrix_desc(d, buf, dt, rows, cols, trans);
@@ -48,10 +46,8 @@ static void workspace_descs(const nc_gemm_call *g, cl_mem ra, cl_mem rw, nc_desc
 /* Where it pays: tf32 allowed, one float32 product, nothing forced or
  * tuned for it, K >= 1024 and M, N >= 2048 where an operand is not
  * k-contiguous (mma.sync's slower layouts), else 3072 through float16
- * (4096 through float32 workspaces). H100, TFLOP/s, float16 / float32
- * workspaces / mma.sync: nn 2048^3 149 / 155 / 149, 3072^3 202 / 159 /
- * 132; nt 2048^3 115-173 / 143-151 / 167-170, 3072^3 227 / 157 / 159,
- * 4096 x 4096 x 1024 188 / 152 / 150.
+ * (4096 through float32 workspaces): the sizes from which each way
+ * measured at least level with mma.sync (docs/notes/kernels.md).
  * NETCL_TF32_ROUND_FIRST=0 turns it off, =1 takes it at any size (tests). */
 nc_tf32_way nc_gemm_tf32_round_first(const nc_gemm_call *g)
 {
@@ -94,9 +90,9 @@ static const nc_gemm_cfg wgmma_half = {NC_GEMM_WGMMA, 128, 128, 32, 4, 1, 1, 1, 
 
 /* The workspaces keep their operand's layout: an n-contiguous w and an
  * m-contiguous a (whose float16 rows of M must be whole 16-byte chunks)
- * are the layouts float16 wgmma reads fastest (from 128-byte atoms; H100,
- * tn 4096^3 291-292 TFLOP/s, 272-275 in an earlier session's calls with a
- * transposed to k-contiguous); the others are k-contiguous */
+ * are the layouts float16 wgmma reads fastest (from 128-byte atoms; ahead
+ * of a transposed to k-contiguous: docs/notes/kernels.md); the others are
+ * k-contiguous */
 static int w_n_contig(const nc_gemm_call *g) { return g->w->strides[2] == 1 && g->w->strides[1] != 1; }
 static int a_m_contig(const nc_gemm_call *g) { return g->a->strides[1] == 1 && g->a->strides[2] != 1 && g->M % 8 == 0; }
 

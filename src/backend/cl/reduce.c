@@ -13,7 +13,7 @@ static size_t acc_size(netcl_dtype dt)
 /* Parts per row: split long rows when there are too few rows to fill the device. */
 static cl_long parts_for(netcl_device *dev, int64_t rows, int64_t R, size_t wg)
 {
-    /* 16 groups per compute unit measured best for one 64M-element row on an H100 */
+    /* 16 groups per compute unit: the best split of one long row (measurements: docs/notes/kernels.md) */
     int64_t want_groups = (int64_t)(dev->compute_units > 0 ? dev->compute_units : 1) * 16;
     if (rows >= want_groups || R <= (int64_t)wg * 8) return 1;
     int64_t p = want_groups / rows, max_p = (R + (int64_t)wg * 4 - 1) / ((int64_t)wg * 4);
@@ -27,11 +27,11 @@ static cl_long parts_for(netcl_device *dev, int64_t rows, int64_t R, size_t wg)
  * neighbours sit next to each other, a reduction over a leading dim: lanes
  * then read adjacent words); 2, reduce_cols (such rows, too few to fill
  * the device one per item: 32 neighbours per work-group, their elements
- * shared among its other 7 lanes each; ResNet's 1x1 stride-2 backward-weight sums
- * 128 per-sample [128, 64] products in 6.3 us against reduce_part's
- * 15.9 on an H200, LeNet conv2's 256 weight parts 7.0 against 11.6),
- * while there are work-groups for a quarter of the compute units (below
- * that, LeNet conv1's 150 weights, a work-group per row reads faster); 0,
+ * shared among its other 7 lanes each; ResNet's 1x1 stride-2
+ * backward-weight sums of per-sample products, and LeNet conv2's weight
+ * parts, run faster so than in reduce_part: docs/notes/kernels.md), while
+ * there are work-groups for a quarter of the compute units (below that,
+ * LeNet conv1's 150 weights, a work-group per row reads faster); 0,
  * reduce_part (a work-group, or several, per row). */
 static int row_kernel(netcl_device *dev, int64_t rows, int64_t R, int64_t rstride, int64_t row_step)
 {
