@@ -54,10 +54,10 @@ static void env_after_load(const char *name, int set)
 
 /* OpenBLAS 0.3.21 (Debian 12) does not recognise newer Intel Xeons,
  * notably under a hypervisor's generic CPU name, and falls back to a slow
- * generic kernel: on the GPU host's 16-core Xeon sgemm 1024^3 ran at 156
- * GFLOP/s, and at 875 with OPENBLAS_CORETYPE=SkylakeX (PyTorch: 918). The
- * kernel family is named from the CPU's own features on Intel; AMD parts
- * are recognised as they are. */
+ * generic kernel, several times slower than the one OPENBLAS_CORETYPE
+ * names (measurements: docs/notes/kernels.md). The kernel family is named
+ * from the CPU's own features on Intel; AMD parts are recognised as they
+ * are. */
 static const char *intel_core_type(void)
 {
 #if !defined(__x86_64__) && !defined(__i386__)

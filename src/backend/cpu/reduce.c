@@ -119,9 +119,10 @@ static void lane_sum(double *lanes, const double *t, int64_t m)
  * the span start) is summed in 32 float lanes (lane = index mod 32, in
  * order), and the lanes fold as ((F[k] + F[k+8]) + (F[k+16] + F[k+24])) into
  * double lane k. Converting every float to double made the loop compute
- * bound (8 GB/s on one core); float adds run at memory speed, and a chunk's
- * rounding error stays within ~10 float eps of its absolute sum. Every
- * float32 path (contiguous, gathered, columns_sum) uses this arithmetic. */
+ * bound, well below memory speed (measurements: docs/notes/kernels.md);
+ * float adds run at memory speed, and a chunk's rounding error stays
+ * within ~10 float eps of its absolute sum. Every float32 path
+ * (contiguous, gathered, columns_sum) uses this arithmetic. */
 #define FLANES 32
 typedef float v4f __attribute__((vector_size(16)));
 
