@@ -130,7 +130,7 @@
         FFMA_FMAS(av, bv);                                                                                   \
     } while (0)
 /* Stores. Scalar stores queued in the load-store unit for a good share of
- * a short product's time (docs/gemm.md, "Stores"; docs/notes/kernels.md), so
+ * a short product's time (docs/gemm.md, "Loop and stores"; docs/notes/kernels.md), so
  * gemm_mma_kernel.cl stores an interior block of a 16-byte-aligned output as
  * float4s, one of two ways by the layout of w; -DNO_FFMA_VEC_STORE turns
  * both off. FFMA_STORE4: outputs (m, n .. n + 3) of values x0 .. x3,
