@@ -1,33 +1,33 @@
 /* binary.cl — the elementwise family's binary kernels: one kernel per
- * binary op (macros in ops.cl) in four forms:
+ * binary op (OP_<NAME>, generated from src/base/elementwise_ops.h) in four forms:
  * strided (meta_t: out 0, a 1, b 2), contiguous "_c", and with a scalar s
  * ("_s" strided, "_sc" contiguous; s op a when rev). The contiguous forms
  * take 4 elements per work item (ceil(n / 4) items; the first few also take
  * the tail). With -DCOMPARE only the
  * comparisons, storing 0/1 (TO = bool). */
-#define BINARY(name, F)                                                                         \
-    __kernel void binary_##name(__global O_T *out, __global const A_T *a, __global const A_T *b, meta_t m) \
+#define BINARY(kname, F)                                                                         \
+    __kernel void kname(__global O_T *out, __global const A_T *a, __global const A_T *b, meta_t m) \
     {                                                                                           \
         GRID_LOOP(i, m.n) {                                                                     \
             A_CT x = A_LOAD(a, meta_offset(&m, 1, i)), y = A_LOAD(b, meta_offset(&m, 2, i));    \
             O_STORE(out, meta_offset(&m, 0, i), F(x, y));                                       \
         }                                                                                       \
     }                                                                                           \
-    __kernel void binary_##name##_c(__global O_T *out, long oo, __global const A_T *a, long ao, \
+    __kernel void kname##_c(__global O_T *out, long oo, __global const A_T *a, long ao, \
                                     __global const A_T *b, long bo, long n)                     \
     {                                                                                           \
         GRID_LOOP(i, n >> 2) { VEC4_APPLY2(a + ao, b + bo, out + oo, i, F); }                   \
         long t = (n & ~3L) + get_global_id(0);                                                  \
         if (t < n) { A_CT x = A_LOAD(a, ao + t), y = A_LOAD(b, bo + t); O_STORE(out, oo + t, F(x, y)); } \
     }                                                                                           \
-    __kernel void binary_##name##_s(__global O_T *out, __global const A_T *a, A_CT s, int rev, meta_t m) \
+    __kernel void kname##_s(__global O_T *out, __global const A_T *a, A_CT s, int rev, meta_t m) \
     {                                                                                           \
         GRID_LOOP(i, m.n) {                                                                     \
             A_CT x = A_LOAD(a, meta_offset(&m, 1, i));                                          \
             O_STORE(out, meta_offset(&m, 0, i), rev ? F(s, x) : F(x, s));                       \
         }                                                                                       \
     }                                                                                           \
-    __kernel void binary_##name##_sc(__global O_T *out, long oo, __global const A_T *a, long ao, A_CT s, \
+    __kernel void kname##_sc(__global O_T *out, long oo, __global const A_T *a, long ao, A_CT s, \
                                      int rev, long n)                                           \
     {                                                                                           \
         if (rev) { GRID_LOOP(i, n >> 2) { VEC4_APPLY_SR(a + ao, out + oo, i, F, s); } }        \
@@ -36,26 +36,10 @@
         if (t < n) { A_CT x = A_LOAD(a, ao + t); O_STORE(out, oo + t, rev ? F(s, x) : F(x, s)); } \
     }
 
+/* one kernel set per op the compute type has (the generated lists) */
+#define BINARY_OF(kname, NAME) BINARY(kname, OP_##NAME)
 #ifdef COMPARE
-BINARY(eq, OP_EQ)
-BINARY(ne, OP_NE)
-BINARY(lt, OP_LT)
-BINARY(le, OP_LE)
-BINARY(gt, OP_GT)
-BINARY(ge, OP_GE)
-BINARY(logical_and, OP_LOGICAL_AND)
-BINARY(logical_or, OP_LOGICAL_OR)
-BINARY(logical_xor, OP_LOGICAL_XOR)
+NC_COMPARE_KERNELS(BINARY_OF)
 #else
-BINARY(add, OP_ADD)
-BINARY(sub, OP_SUB)
-BINARY(mul, OP_MUL)
-BINARY(div, OP_DIV)
-BINARY(maximum, OP_MAXIMUM)
-BINARY(minimum, OP_MINIMUM)
-BINARY(fmod, OP_FMOD)
-#if A_FLOAT
-BINARY(pow, OP_POW)
-BINARY(atan2, OP_ATAN2)
-#endif
+NC_BINARY_KERNELS(BINARY_OF)
 #endif

@@ -1,18 +1,18 @@
 /* unary.cl — the elementwise family's unary kernels: one kernel per unary
- * op (macros in ops.cl), in a strided form
+ * op (OP_<NAME>, generated from src/base/elementwise_ops.h), in a strided form
  * (meta_t: out is operand 0, input operand 1) and a contiguous "_c" form
  * that takes 4 elements per work item (16-byte loads for float32; launch
  * ceil(n / 4) items: the first few also take the n % 4 tail).
  * Parameters p1, p2: leaky_relu slope, elu alpha, clamp bounds. */
-#define UNARY(name, F)                                                                          \
-    __kernel void unary_##name(__global O_T *out, __global const A_T *a, meta_t m, A_CT p1, A_CT p2) \
+#define UNARY(kname, F)                                                                         \
+    __kernel void kname(__global O_T *out, __global const A_T *a, meta_t m, A_CT p1, A_CT p2)   \
     {                                                                                           \
         GRID_LOOP(i, m.n) {                                                                     \
             A_CT x = A_LOAD(a, meta_offset(&m, 1, i));                                          \
             O_STORE(out, meta_offset(&m, 0, i), F(x));                                          \
         }                                                                                       \
     }                                                                                           \
-    __kernel void unary_##name##_c(__global O_T *out, long oo, __global const A_T *a, long ao, long n, A_CT p1, \
+    __kernel void kname##_c(__global O_T *out, long oo, __global const A_T *a, long ao, long n, A_CT p1, \
                                    A_CT p2)                                                     \
     {                                                                                           \
         GRID_LOOP(i, n >> 2) {                                                                  \
@@ -22,36 +22,23 @@
         if (t < n) { A_CT x = A_LOAD(a, ao + t); O_STORE(out, oo + t, F(x)); }                 \
     }
 
-UNARY(neg, OP_NEG)
-UNARY(abs, OP_ABS)
-UNARY(relu, OP_RELU)
-UNARY(sign, OP_SIGN)
-UNARY(square, OP_SQUARE)
-UNARY(clamp, OP_CLAMP)
+/* one kernel pair per op the compute type has (the generated list) */
+#define UNARY_OF(kname, gname, NAME) UNARY(kname, OP_##NAME)
+NC_UNARY_KERNELS(UNARY_OF)
+
+/* unary_grad_<op>: gin = the input's gradient from g (the output's), the
+ * input x and the output y (meta_t operands 0 gin, 1 g, 2 x, 3 y; one
+ * float dtype), by the op's GRAD formula (base/elementwise_ops.h) */
 #if A_FLOAT
-UNARY(exp, OP_EXP)
-UNARY(log, OP_LOG)
-UNARY(sqrt, OP_SQRT)
-UNARY(sigmoid, OP_SIGMOID)
-UNARY(tanh, OP_TANH)
-UNARY(reciprocal, OP_RECIPROCAL)
-UNARY(rsqrt, OP_RSQRT)
-UNARY(expm1, OP_EXPM1)
-UNARY(log1p, OP_LOG1P)
-UNARY(log2, OP_LOG2)
-UNARY(sin, OP_SIN)
-UNARY(cos, OP_COS)
-UNARY(tan, OP_TAN)
-UNARY(floor, OP_FLOOR)
-UNARY(ceil, OP_CEIL)
-UNARY(round, OP_ROUND)
-UNARY(trunc, OP_TRUNC)
-UNARY(silu, OP_SILU)
-UNARY(gelu, OP_GELU)
-UNARY(gelu_tanh, OP_GELU_TANH)
-UNARY(softplus, OP_SOFTPLUS)
-UNARY(relu6, OP_RELU6)
-UNARY(leaky_relu, OP_LEAKY_RELU)
-UNARY(elu, OP_ELU)
-UNARY(erf, OP_ERF)
+#define UNARY_GRAD(kname, gname, NAME)                                                          \
+    __kernel void gname(__global O_T *gin, __global const A_T *g, __global const A_T *x, \
+                                    __global const A_T *y, meta_t m, A_CT p1, A_CT p2)          \
+    {                                                                                           \
+        GRID_LOOP(i, m.n) {                                                                     \
+            A_CT gv = A_LOAD(g, meta_offset(&m, 1, i)), xv = A_LOAD(x, meta_offset(&m, 2, i));  \
+            A_CT yv = A_LOAD(y, meta_offset(&m, 3, i));                                         \
+            O_STORE(gin, meta_offset(&m, 0, i), GRAD_##NAME(gv, xv, yv));                      \
+        }                                                                                       \
+    }
+NC_UNARY_KERNELS(UNARY_GRAD)
 #endif

@@ -31,7 +31,7 @@ netcl_status nc_untracked_write_check(const netcl_tensor *t, const char *op);
 /* One entry per recorded node kind, grouped by family; optable.c has the
  * table of rules. */
 typedef enum nc_rule {
-    NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_WHERE,   /* elementwise*.c */
+    NC_RULE_UNARY, NC_RULE_BINARY, NC_RULE_BINARY_SCALAR, NC_RULE_WHERE,   /* elementwise.c */
     NC_RULE_REDUCE, NC_RULE_REDUCE_INDEX,                                  /* reduce.c */
     NC_RULE_MATMUL,                                                        /* linalg.c */
     NC_RULE_RESHAPE, NC_RULE_TRANSPOSE, NC_RULE_PERMUTE, NC_RULE_EXPAND,   /* views.c */
@@ -136,7 +136,7 @@ netcl_status nc_rule_mask(netcl_tensor **o, netcl_op cmp, netcl_tensor *a, netcl
 
 /* The rules, by family file. */
 #define NC_RULE_FN(name) netcl_status nc_rule_##name(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
-NC_RULE_FN(unary); NC_RULE_FN(binary); NC_RULE_FN(binary_scalar); NC_RULE_FN(where);   /* elementwise*.c */
+NC_RULE_FN(unary); NC_RULE_FN(binary); NC_RULE_FN(binary_scalar); NC_RULE_FN(where);   /* elementwise.c */
 NC_RULE_FN(reduce); NC_RULE_FN(reduce_index);                                         /* reduce.c */
 NC_RULE_FN(matmul);                                                                   /* linalg.c */
 NC_RULE_FN(reshape); NC_RULE_FN(transpose); NC_RULE_FN(permute); NC_RULE_FN(expand);  /* views.c */

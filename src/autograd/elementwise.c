@@ -1,8 +1,8 @@
 /* elementwise.c — the elementwise family with autograd: the public entry
  * points of unary, binary and scalar ops and where (forward:
- * src/ops/elementwise.c; kernels: backend elementwise), the backward rules
- * of the binary ops and where (the unary ops' derivatives:
- * elementwise_unary.c), and lerp, a composite. */
+ * src/ops/elementwise.c; kernels: backend elementwise; every op's formula
+ * and its gradient: src/base/elementwise_ops.h), their backward rules, and
+ * lerp, a composite. */
 #include "autograd/expr.h"
 #include <math.h>
 #include <string.h>
@@ -73,6 +73,18 @@ netcl_status netcl_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a
 
 static netcl_status mul(netcl_tensor **o, netcl_tensor *a, netcl_tensor *b) { return nc_fwd_binary(o, NETCL_OP_MUL, a, b); }
 static netcl_status muls(netcl_tensor **o, netcl_tensor *a, double s) { return nc_fwd_binary_scalar(o, NETCL_OP_MUL, a, s, 0); }
+
+
+/* unary ops: one kernel from g, the saved input and output, by the op's
+ * GRAD formula (base/elementwise_ops.h) */
+netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
+{
+    netcl_tensor *x, *y, *t;
+    NC_TRY(nc_node_saved(n, 0, &x));
+    NC_TRY(nc_node_saved(n, 1, &y));
+    NC_TRY(nc_fwd_unary_grad(&t, (netcl_op)n->p[0], g, x, y, n->p[1], n->p[2]));
+    return nc_rule_finish(n, 0, t, &gin[0]);
+}
 
 /* d/da and d/db of a op b for the tensor-tensor form */
 netcl_status nc_rule_binary(nc_node *n, netcl_tensor *g, netcl_tensor **gin)

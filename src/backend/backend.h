@@ -280,6 +280,12 @@ typedef struct nc_be_elementwise {
     /* out = op(a; p1, p2); out contiguous, same dtype as a (a float dtype
      * unless nc_op_int_ok(op), which the ops layer guarantees) */
     netcl_status (*unary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
+    /* gin = the gradient of a unary op's input from g (its output's), its
+     * input x and output y, by the op's GRAD formula
+     * (base/elementwise_ops.h); all four of one shape and one float dtype,
+     * any strides; gin aliases none of the others. */
+    netcl_status (*unary_grad)(netcl_device *dev, netcl_op op, const nc_desc *gin, const nc_desc *g, const nc_desc *x,
+                               const nc_desc *y, double p1, double p2);
     /* out = a op b; a and b share one dtype, out has it too, or bool for
      * comparisons; b == NULL means the scalar `s` (reversed: s op a). */
     netcl_status (*binary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b,

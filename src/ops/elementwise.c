@@ -149,6 +149,45 @@ netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor 
     return st;
 }
 
+/* The gradient of a unary op's input: one kernel over g, the input x and
+ * the output y (their dtypes meet at y's, a float dtype), by the op's GRAD
+ * formula. */
+netcl_status nc_fwd_unary_grad(netcl_tensor **gin, netcl_op op, netcl_tensor *g, netcl_tensor *x, netcl_tensor *y,
+                               double p1, double p2)
+{
+    *gin = NULL;
+    const char *name = netcl_op_name(op);
+    if (!nc_op_is_unary(op)) return nc_fail(NETCL_ERR_ARGUMENT, "unary_grad: %s (%d) is not a unary op", name, (int)op);
+    NC_TRY(nc_same_device(name, g, x));
+    NC_TRY(nc_same_device(name, g, y));
+    if (!nc_dtype_is_float(y->dtype) || g->ndim != y->ndim || x->ndim != y->ndim ||
+        memcmp(g->sizes, y->sizes, sizeof(int64_t) * (size_t)y->ndim) != 0 ||
+        memcmp(x->sizes, y->sizes, sizeof(int64_t) * (size_t)y->ndim) != 0)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s backward: gradient %s, input %s and output %s must share a shape and a float output",
+                       name, nc_describe(g), nc_describe(x), nc_describe(y));
+    netcl_tensor *gc = NULL, *xc = NULL;
+    netcl_status st = nc_cast_in_place(&g, y->dtype, &gc);
+    if (st == NETCL_OK) st = nc_cast_in_place(&x, y->dtype, &xc);
+    if (st == NETCL_OK) st = nc_tensor_new(gin, nc_dev(y), y->dtype, y->ndim, y->sizes);
+    if (st == NETCL_OK && netcl_tensor_numel(y) > 0) {
+        nc_desc dgin, dg, dx, dy;
+        nc_desc_of(&dgin, *gin);
+        nc_desc_of(&dg, g);
+        nc_desc_of(&dx, x);
+        nc_desc_of(&dy, y);
+        netcl_device *dev = nc_dev(y);
+        st = dev->backend->elementwise.unary_grad(dev, op, &dgin, &dg, &dx, &dy, p1, p2);
+    }
+    netcl_tensor_release(gc);
+    netcl_tensor_release(xc);
+    if (st != NETCL_OK) {
+        netcl_tensor_release(*gin);
+        *gin = NULL;
+        nc_error_prefix("%s backward %s: ", name, nc_describe(y));
+    }
+    return st;
+}
+
 /* ---- where ------------------------------------------------------------------ */
 
 /* Broadcast shape of up to three tensors (NULL entries skipped). */

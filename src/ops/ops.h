@@ -25,6 +25,10 @@ void nc_unary_params(netcl_op op, double *p1, double *p2);
 netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2);
 netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
 netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed);
+/* the gradient of a unary op's input from g (the output's), the input x and
+ * the output y, in one kernel: a new tensor of y's shape and dtype */
+netcl_status nc_fwd_unary_grad(netcl_tensor **gin, netcl_op op, netcl_tensor *g, netcl_tensor *x, netcl_tensor *y,
+                               double p1, double p2);
 /* cond ? a : b (a NULL: the scalar sa; b NULL: sb), broadcast */
 netcl_status nc_fwd_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb);
 /* In-place forms: the result of the op written into `out` (any strides;

@@ -104,6 +104,8 @@ netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *sr
 netcl_status nc_cl_fill(netcl_device *dev, const nc_desc *dst, double value);
 netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, double step);
 netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
+netcl_status nc_cl_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gin, const nc_desc *g, const nc_desc *x,
+                              const nc_desc *y, double p1, double p2);
 netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);
 netcl_status nc_cl_where(netcl_device *dev, const nc_desc *out, const nc_desc *cond, const nc_desc *a,
                          const nc_desc *b, double sa, double sb);
@@ -188,6 +190,10 @@ netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const v
 void nc_cl_settle(netcl_device *dev, void *event, int on_device);
 void nc_cl_release_transfers(nc_cl_device *cd);
 
+/* The OpenCL text of the elementwise ops and their gradients, generated
+ * from src/base/elementwise_ops.h (elementwise_ops.c); NULL when out of
+ * memory. */
+const char *nc_cl_elementwise_source(void);
 /* $NETCL_DEBUG as a number (0 when unset), read once (program.c) */
 int nc_cl_debug_level(void);
 /* NETCL_ERR_FORK when called in a process forked after OpenCL was

@@ -133,6 +133,27 @@ netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, con
     return nc_cl_launch(cd, k, wg, contig ? (m.n + 3) / 4 : m.n);   /* 4 elements per item */
 }
 
+netcl_status nc_cl_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gin, const nc_desc *g, const nc_desc *x,
+                              const nc_desc *y, double p1, double p2)
+{
+    NC_TRY(nc_cl_enter(dev, netcl_op_name(op), g->dtype, gin->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96], name[64];
+    nc_cl_dtype_opts(opts, sizeof opts, g->dtype, gin->dtype);
+    nc_cl_meta m;
+    const nc_desc *ops[4] = {gin, g, x, y};
+    nc_cl_meta_of(&m, 4, ops);
+    snprintf(name, sizeof name, "unary_grad_%s", netcl_op_name(op));
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "unary", opts, name, &k, &wg));
+    cl_mem o = gin->buf, gb = g->buf, xb = x->buf, yb = y->buf;
+    NC_ARG(k, 0, o); NC_ARG(k, 1, gb); NC_ARG(k, 2, xb); NC_ARG(k, 3, yb); NC_ARG(k, 4, m);
+    NC_TRY(nc_cl_set_scalar(k, 5, g->dtype, p1));
+    NC_TRY(nc_cl_set_scalar(k, 6, g->dtype, p2));
+    return nc_cl_launch(cd, k, wg, m.n);
+}
+
 netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b,
                           double s, int reversed)
 {

@@ -2,7 +2,8 @@
  * prepended to every family), builds with the build log in errors, an
  * in-memory cache per device and a disk cache of program binaries keyed by
  * source, options, device, driver and netcl version (written atomically).
- * Every program is common.cl + ops.cl (type and op macros) + its family. */
+ * Every program is common.cl (types, loads, stores) + the elementwise ops
+ * (elementwise_ops.c) + ops.cl (the fused activation) + its family. */
 #include "cl.h"
 #include <errno.h>
 #include <stdio.h>
@@ -159,7 +160,8 @@ static void print_build_log(nc_cl_device *cd, cl_program prog, const char *famil
 static netcl_status build(nc_cl_device *cd, const char *family, const char *options, cl_program *out)
 {
     char *common = kernel_source("common"), *ops = kernel_source("ops"), *body = family_source(family);
-    if (!common || !ops || !body) {
+    const char *ew = nc_cl_elementwise_source();
+    if (!common || !ops || !body || !ew) {
         free(common);
         free(ops);
         free(body);
@@ -177,9 +179,9 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
         free(body);
         return nc_fail(NETCL_ERR_BACKEND, "OpenCL: the build options of program %s are too long (NETCL_CL_OPTIONS?)", family);
     }
-    const char *srcs[3] = {common, ops, body};
+    const char *srcs[4] = {common, ew, ops, body};
     uint64_t h = 0xcbf29ce484222325ULL;
-    h = fnv1a(h, common); h = fnv1a(h, ops); h = fnv1a(h, body); h = fnv1a(h, opts);
+    h = fnv1a(h, common); h = fnv1a(h, ew); h = fnv1a(h, ops); h = fnv1a(h, body); h = fnv1a(h, opts);
     h = fnv1a(h, cd->dev->hw_name); h = fnv1a(h, cd->dev->driver); h = fnv1a(h, cd->dev->platform); h = fnv1a(h, NC_VERSION);
     char dir[900], path[1000];
     int have_dir = nc_cl_cache_dir(dir, sizeof dir);
@@ -191,7 +193,7 @@ static netcl_status build(nc_cl_device *cd, const char *family, const char *opti
     netcl_status st = NETCL_OK;
     if (!prog) {
         cl_int err;
-        prog = nc_cl.clCreateProgramWithSource(cd->ctx, 3, srcs, NULL, &err);
+        prog = nc_cl.clCreateProgramWithSource(cd->ctx, 4, srcs, NULL, &err);
         if (err != CL_SUCCESS) st = nc_cl_fail(err, "clCreateProgramWithSource", __FILE__, __LINE__);
         else if ((err = nc_cl.clBuildProgram(prog, 1, &cd->id, opts, NULL, NULL)) != CL_SUCCESS) {
             size_t loglen = 0;

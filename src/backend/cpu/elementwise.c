@@ -6,6 +6,7 @@
  * both run the same block kernels, so the layout never changes a result.
  * Block kernels switch on the op outside their loops. */
 #include "cpu.h"
+#include "base/elementwise_ops.h"
 #include <tgmath.h>
 #include <string.h>
 
@@ -126,147 +127,78 @@ static void scatter_u8(void *base, netcl_dtype dt, int64_t off, int64_t step, in
 /* ---- block kernels -------------------------------------------------------------
  * One definition per compute type; the op switch sits outside each loop. */
 
-/* Float unary ops written once with type-generic math (<tgmath.h>): T is
- * float or double, p1/p2 the op's parameters. */
-#define UNARY_LOOP(expr) for (int64_t i = 0; i < n; i++) { T v = x[i]; (void)v; o[i] = (expr); } break;
-#define DEFINE_UNARY_FLOAT(NAME, T)                                                          \
-    static void NAME(netcl_op op, T *o, const T *x, int64_t n, T p1, T p2)                   \
-    {                                                                                        \
-        const T half = (T)0.5, rsqrt2 = (T)0.70710678118654752440, c = (T)0.79788456080286535588; \
-        switch (op) {                                                                        \
-        case NETCL_OP_NEG: UNARY_LOOP(-v)                                                    \
-        case NETCL_OP_ABS: UNARY_LOOP(fabs(v))                                               \
-        case NETCL_OP_EXP: UNARY_LOOP(exp(v))                                                \
-        case NETCL_OP_LOG: UNARY_LOOP(log(v))                                                \
-        case NETCL_OP_SQRT: UNARY_LOOP(sqrt(v))                                              \
-        case NETCL_OP_RELU: UNARY_LOOP(v > 0 ? v : 0)                                        \
-        case NETCL_OP_TANH: UNARY_LOOP(tanh(v))                                              \
-        case NETCL_OP_SIGMOID: /* exp of a non-positive number only: never overflows */      \
-            UNARY_LOOP(v < 0 ? exp(v) / (1 + exp(v)) : 1 / (1 + exp(-v)))                    \
-        case NETCL_OP_SIGN: UNARY_LOOP((T)((v > 0) - (v < 0)))                               \
-        case NETCL_OP_RECIPROCAL: UNARY_LOOP(1 / v)                                          \
-        case NETCL_OP_SQUARE: UNARY_LOOP(v * v)                                              \
-        case NETCL_OP_RSQRT: UNARY_LOOP(1 / sqrt(v))                                         \
-        case NETCL_OP_EXPM1: UNARY_LOOP(expm1(v))                                            \
-        case NETCL_OP_LOG1P: UNARY_LOOP(log1p(v))                                            \
-        case NETCL_OP_LOG2: UNARY_LOOP(log2(v))                                              \
-        case NETCL_OP_SIN: UNARY_LOOP(sin(v))                                                \
-        case NETCL_OP_COS: UNARY_LOOP(cos(v))                                                \
-        case NETCL_OP_TAN: UNARY_LOOP(tan(v))                                                \
-        case NETCL_OP_FLOOR: UNARY_LOOP(floor(v))                                            \
-        case NETCL_OP_CEIL: UNARY_LOOP(ceil(v))                                              \
-        case NETCL_OP_ROUND: UNARY_LOOP(rint(v))                                             \
-        case NETCL_OP_TRUNC: UNARY_LOOP(trunc(v))                                            \
-        case NETCL_OP_SILU: UNARY_LOOP(v < 0 ? v * exp(v) / (1 + exp(v)) : v / (1 + exp(-v))) \
-        case NETCL_OP_GELU: UNARY_LOOP(half * v * (1 + erf(v * rsqrt2)))                     \
-        case NETCL_OP_GELU_TANH: UNARY_LOOP(half * v * (1 + tanh(c * (v + (T)0.044715 * v * v * v)))) \
-        case NETCL_OP_SOFTPLUS: /* p1: beta, p2: threshold (normalised by the ops layer) */  \
-            UNARY_LOOP(v * p1 > p2 ? v : ((v * p1 > 0 ? v * p1 : 0) + log1p(exp(-fabs(v * p1)))) / p1) \
-        case NETCL_OP_RELU6: UNARY_LOOP(v > 0 ? (v < 6 ? v : 6) : 0)                         \
-        case NETCL_OP_LEAKY_RELU: UNARY_LOOP(v > 0 ? v : p1 * v)                             \
-        case NETCL_OP_ELU: UNARY_LOOP(v > 0 ? v : p1 * expm1(v))                             \
-        case NETCL_OP_CLAMP: UNARY_LOOP(v < p1 ? p1 : (v > p2 ? p2 : v))                     \
-        case NETCL_OP_ERF: UNARY_LOOP(erf(v))                                                \
-        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                            \
-        }                                                                                    \
+/* The ops' formulas come from their single definition
+ * (src/base/elementwise_ops.h), expanded into each block kernel's switch:
+ * a and b are the operands, p1 and p2 the parameters, K(c) a constant of
+ * the compute type T; float ops use type-generic math (<tgmath.h>). */
+#define I64 int64_t
+#define U64 uint64_t
+#define K(c) ((T)(c))
+
+#define UNARY_CASE(NAME, name, FLOAT, INT, GRAD) \
+    case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i]; (void)a; o[i] = (FLOAT); } break;
+#define GRAD_CASE(NAME, name, FLOAT, INT, GRAD) \
+    case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T g = dy[i], a = x[i], y = yv[i]; (void)g; (void)a; (void)y; o[i] = (GRAD); } break;
+#define BINARY_CASE(NAME, name, FLOAT, INT) \
+    case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (FLOAT); } break;
+#define COMPARE_CASE(NAME, name, EXPR) \
+    case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); } break;
+#define INT_UNARY_CASE(NAME, name, FLOAT, INT, GRAD) \
+    case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i]; (void)a; o[i] = (INT); } break;
+#define INT_BINARY_CASE(NAME, name, FLOAT, INT) \
+    case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; (void)a; (void)b; o[i] = (INT); } break;
+
+#define DEFINE_UNARY(NAME, T_, CASE)                                                           \
+    static void NAME(netcl_op op, T_ *o, const T_ *x, int64_t n, T_ p1, T_ p2)                 \
+    {                                                                                          \
+        typedef T_ T;                                                                          \
+        (void)p1; (void)p2;                                                                    \
+        switch (op) {                                                                          \
+        NC_UNARY_OPS(CASE)                                                                     \
+        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                              \
+        }                                                                                      \
+    }
+/* gradient: o = the input's gradient from dy (the output's), x and the output yv */
+#define DEFINE_UNARY_GRAD(NAME, T_)                                                            \
+    static void NAME(netcl_op op, T_ *o, const T_ *dy, const T_ *x, const T_ *yv, int64_t n, T_ p1, T_ p2) \
+    {                                                                                          \
+        typedef T_ T;                                                                          \
+        (void)p1; (void)p2;                                                                    \
+        switch (op) {                                                                          \
+        NC_UNARY_OPS(GRAD_CASE)                                                                \
+        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                              \
+        }                                                                                      \
+    }
+#define DEFINE_BINARY(NAME, T_, OPS, CASE)                                                     \
+    static void NAME(netcl_op op, T_ *o, const T_ *x, const T_ *y, int64_t n)                  \
+    {                                                                                          \
+        typedef T_ T;                                                                          \
+        switch (op) {                                                                          \
+        OPS(CASE)                                                                              \
+        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                              \
+        }                                                                                      \
+    }
+#define DEFINE_COMPARE(NAME, T_)                                                               \
+    static void NAME(netcl_op op, uint8_t *o, const T_ *x, const T_ *y, int64_t n)             \
+    {                                                                                          \
+        typedef T_ T;                                                                          \
+        switch (op) {                                                                          \
+        NC_COMPARE_OPS(COMPARE_CASE)                                                           \
+        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                              \
+        }                                                                                      \
     }
 
-#define T float
-DEFINE_UNARY_FLOAT(unary_f32, float)
-#undef T
-#define T double
-DEFINE_UNARY_FLOAT(unary_f64, double)
-#undef T
-
-/* NaN-propagating max/min (x + y is NaN when either is). */
-#define NAN_MAX(x, y) ((x) != (x) || (y) != (y) ? (x) + (y) : (x) > (y) ? (x) : (y))
-#define NAN_MIN(x, y) ((x) != (x) || (y) != (y) ? (x) + (y) : (x) < (y) ? (x) : (y))
-
-#define DEFINE_BINARY_FLOAT(NAME, T, POW, FMOD, ATAN2)                                       \
-    static void NAME(netcl_op op, T *o, const T *x, const T *y, int64_t n)                  \
-    {                                                                                        \
-        switch (op) {                                                                        \
-        case NETCL_OP_ADD: for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i]; break;        \
-        case NETCL_OP_SUB: for (int64_t i = 0; i < n; i++) o[i] = x[i] - y[i]; break;        \
-        case NETCL_OP_MUL: for (int64_t i = 0; i < n; i++) o[i] = x[i] * y[i]; break;        \
-        case NETCL_OP_DIV: for (int64_t i = 0; i < n; i++) o[i] = x[i] / y[i]; break;        \
-        case NETCL_OP_POW: for (int64_t i = 0; i < n; i++) o[i] = POW(x[i], y[i]); break;    \
-        case NETCL_OP_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = NAN_MAX(x[i], y[i]); break; \
-        case NETCL_OP_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = NAN_MIN(x[i], y[i]); break; \
-        case NETCL_OP_FMOD: for (int64_t i = 0; i < n; i++) o[i] = FMOD(x[i], y[i]); break;  \
-        case NETCL_OP_ATAN2: for (int64_t i = 0; i < n; i++) o[i] = ATAN2(x[i], y[i]); break; \
-        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                            \
-        }                                                                                    \
-    }
-
-DEFINE_BINARY_FLOAT(binary_f32, float, powf, fmodf, atan2f)
-DEFINE_BINARY_FLOAT(binary_f64, double, pow, fmod, atan2)
-
-#define DEFINE_COMPARE(NAME, T)                                                              \
-    static void NAME(netcl_op op, uint8_t *o, const T *x, const T *y, int64_t n)            \
-    {                                                                                        \
-        switch (op) {                                                                        \
-        case NETCL_OP_EQ: for (int64_t i = 0; i < n; i++) o[i] = x[i] == y[i]; break;        \
-        case NETCL_OP_NE: for (int64_t i = 0; i < n; i++) o[i] = x[i] != y[i]; break;        \
-        case NETCL_OP_LT: for (int64_t i = 0; i < n; i++) o[i] = x[i] < y[i]; break;         \
-        case NETCL_OP_LE: for (int64_t i = 0; i < n; i++) o[i] = x[i] <= y[i]; break;        \
-        case NETCL_OP_GT: for (int64_t i = 0; i < n; i++) o[i] = x[i] > y[i]; break;         \
-        case NETCL_OP_GE: for (int64_t i = 0; i < n; i++) o[i] = x[i] >= y[i]; break;        \
-        case NETCL_OP_LOGICAL_AND: for (int64_t i = 0; i < n; i++) o[i] = x[i] != 0 && y[i] != 0; break; \
-        case NETCL_OP_LOGICAL_OR: for (int64_t i = 0; i < n; i++) o[i] = x[i] != 0 || y[i] != 0; break; \
-        case NETCL_OP_LOGICAL_XOR: for (int64_t i = 0; i < n; i++) o[i] = (x[i] != 0) != (y[i] != 0); break; \
-        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                            \
-        }                                                                                    \
-    }
-
+DEFINE_UNARY(unary_f32, float, UNARY_CASE)
+DEFINE_UNARY(unary_f64, double, UNARY_CASE)
+DEFINE_UNARY(unary_i64, int64_t, INT_UNARY_CASE)
+DEFINE_UNARY_GRAD(unary_grad_f32, float)
+DEFINE_UNARY_GRAD(unary_grad_f64, double)
+DEFINE_BINARY(binary_f32, float, NC_BINARY_OPS, BINARY_CASE)
+DEFINE_BINARY(binary_f64, double, NC_BINARY_OPS, BINARY_CASE)
+DEFINE_BINARY(binary_i64, int64_t, NC_BINARY_OPS, INT_BINARY_CASE)
 DEFINE_COMPARE(compare_f32, float)
 DEFINE_COMPARE(compare_f64, double)
 DEFINE_COMPARE(compare_i64, int64_t)
-
-static void unary_i64(netcl_op op, int64_t *o, const int64_t *x, int64_t n, int64_t p1, int64_t p2)
-{
-    /* negation in unsigned: -INT64_MIN wraps instead of being UB */
-    switch (op) {
-    case NETCL_OP_NEG: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)(0 - (uint64_t)x[i]); break;
-    case NETCL_OP_ABS: for (int64_t i = 0; i < n; i++) o[i] = x[i] < 0 ? (int64_t)(0 - (uint64_t)x[i]) : x[i]; break;
-    case NETCL_OP_RELU: for (int64_t i = 0; i < n; i++) o[i] = x[i] > 0 ? x[i] : 0; break;
-    case NETCL_OP_SIGN: for (int64_t i = 0; i < n; i++) o[i] = (x[i] > 0) - (x[i] < 0); break;
-    case NETCL_OP_SQUARE: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)x[i] * (uint64_t)x[i]); break;
-    case NETCL_OP_CLAMP: for (int64_t i = 0; i < n; i++) o[i] = x[i] < p1 ? p1 : (x[i] > p2 ? p2 : x[i]); break;
-    default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;
-    }
-}
-
-/* x^y for integers by squaring (wrapping); negative exponents give 0 except
- * for bases 1 and -1, as integer pow does elsewhere. */
-static int64_t ipow(int64_t x, int64_t y)
-{
-    if (y < 0) return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)x;
-    for (; y; y >>= 1, b *= b)
-        if (y & 1) r *= b;
-    return (int64_t)r;
-}
-
-static void binary_i64(netcl_op op, int64_t *o, const int64_t *x, const int64_t *y, int64_t n)
-{
-    switch (op) {
-    case NETCL_OP_ADD: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)x[i] + (uint64_t)y[i]); break;
-    case NETCL_OP_SUB: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)x[i] - (uint64_t)y[i]); break;
-    case NETCL_OP_MUL: for (int64_t i = 0; i < n; i++) o[i] = (int64_t)((uint64_t)x[i] * (uint64_t)y[i]); break;
-    case NETCL_OP_DIV: /* truncating; x/0 -> 0 and INT64_MIN/-1 wraps, never SIGFPE */
-        for (int64_t i = 0; i < n; i++)
-            o[i] = y[i] == 0 ? 0 : y[i] == -1 ? (int64_t)(0 - (uint64_t)x[i]) : x[i] / y[i];
-        break;
-    case NETCL_OP_POW: for (int64_t i = 0; i < n; i++) o[i] = ipow(x[i], y[i]); break;
-    case NETCL_OP_MAXIMUM: for (int64_t i = 0; i < n; i++) o[i] = x[i] > y[i] ? x[i] : y[i]; break;
-    case NETCL_OP_MINIMUM: for (int64_t i = 0; i < n; i++) o[i] = x[i] < y[i] ? x[i] : y[i]; break;
-    case NETCL_OP_FMOD: /* sign of the dividend; x % 0 -> 0 and INT64_MIN % -1 -> 0, never SIGFPE */
-        for (int64_t i = 0; i < n; i++) o[i] = (y[i] == 0 || y[i] == -1) ? 0 : x[i] % y[i];
-        break;
-    default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;
-    }
-}
 
 static int is_compare(netcl_op op) { return nc_op_is_predicate(op); }
 
@@ -535,6 +467,60 @@ netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, co
     const nc_desc *ops[2] = {out, a};
     nc_iter_init(&c.it, 2, ops);
     nc_parallel_for(nc_iter_numel(&c.it), GRAIN, unary_range, &c);
+    return NETCL_OK;
+}
+
+/* ---- unary gradients ---------------------------------------------------------------
+ * gin = the input's gradient of a unary op from g (the output's), the
+ * input x and the output y, by the op's GRAD formula; all four share one
+ * float dtype, any strides. */
+
+typedef struct {
+    netcl_op op;
+    const nc_desc *gin, *g, *x, *y;
+    double p1, p2;
+    nc_iter it;
+} grad_ctx;
+
+static void unary_grad_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
+{
+    grad_ctx *c = vctx;
+    netcl_dtype dt = c->gin->dtype;
+    for (int64_t j0 = 0; j0 < n; j0 += BLK) {
+        int64_t m = n - j0 < BLK ? n - j0 : BLK, o[4];
+        for (int k = 0; k < 4; k++) o[k] = off[k] + j0 * step[k];
+        if (dt == NETCL_DTYPE_FLOAT64) {
+            double t[3][BLK];
+            gather_f64(c->g->buf, dt, o[1], step[1], m, t[0]);
+            gather_f64(c->x->buf, dt, o[2], step[2], m, t[1]);
+            gather_f64(c->y->buf, dt, o[3], step[3], m, t[2]);
+            unary_grad_f64(c->op, t[0], t[0], t[1], t[2], m, c->p1, c->p2);
+            scatter_f64(c->gin->buf, dt, o[0], step[0], m, t[0]);
+        } else {
+            float t[3][BLK];
+            nc_cpu_gather_f32(c->g->buf, dt, o[1], step[1], m, t[0]);
+            nc_cpu_gather_f32(c->x->buf, dt, o[2], step[2], m, t[1]);
+            nc_cpu_gather_f32(c->y->buf, dt, o[3], step[3], m, t[2]);
+            unary_grad_f32(c->op, t[0], t[0], t[1], t[2], m, (float)c->p1, (float)c->p2);
+            scatter_f32(c->gin->buf, dt, o[0], step[0], m, t[0]);
+        }
+    }
+}
+
+static void unary_grad_range(void *vctx, int64_t start, int64_t end)
+{
+    grad_ctx *c = vctx;
+    nc_iter_range(&c->it, start, end, unary_grad_row, c);
+}
+
+netcl_status nc_cpu_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gin, const nc_desc *g, const nc_desc *x,
+                               const nc_desc *y, double p1, double p2)
+{
+    (void)dev;
+    grad_ctx c = {op, gin, g, x, y, p1, p2, {0}};
+    const nc_desc *ops[4] = {gin, g, x, y};
+    nc_iter_init(&c.it, 4, ops);
+    nc_parallel_for(nc_iter_numel(&c.it), GRAIN, unary_grad_range, &c);
     return NETCL_OK;
 }
 
