@@ -245,8 +245,9 @@ typedef struct nc_gemm_problem {
 typedef struct nc_be_runtime {
     /* a process-wide total of this backend */
     int64_t (*counter)(nc_counter which);
-    /* the per-kernel device-time report (NETCL_PROFILE) into buf, as
-     * netcl_profile_report (netcl.h) */
+    /* the rows of the per-kernel device-time report (NETCL_PROFILE) into
+     * buf, cut at len; returns the length they need, 0 when there are none
+     * (netcl_profile_report in core/runtime.c frames them) */
     int (*profile_report)(char *buf, int len, int reset);
     /* measures configurations for p and caches the winner (report: a
      * human-readable account, len bytes) */

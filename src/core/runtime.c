@@ -4,6 +4,8 @@
  * device's tensor cores. */
 #include "core/core.h"
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* the sum of one counter over every backend in use */
 static int64_t counter_total(nc_counter which)
@@ -27,15 +29,22 @@ int64_t netcl_runtime_programs_loaded(void) { return counter_total(NC_COUNT_PROG
 int64_t netcl_runtime_kernels_launched(void) { return counter_total(NC_COUNT_KERNELS_LAUNCHED); }
 int64_t netcl_runtime_enqueue_ns(void) { return counter_total(NC_COUNT_ENQUEUE_NS); }
 
-/* The report of the (one) backend that profiles its kernels. */
+/* NETCL_PROFILE turns kernel profiling on (read by the backends before
+ * their first launch); the rows come from the backend that profiles its
+ * kernels (OpenCL). */
 int netcl_profile_report(char *buf, int len, int reset)
 {
     if (!buf || len <= 0) return 0;
-    for (int i = 0; i < netcl_device_count(); i++) {
+    buf[0] = 0;
+    const char *e = getenv("NETCL_PROFILE");
+    if (!e || !*e || strcmp(e, "0") == 0)
+        return snprintf(buf, (size_t)len, "kernel profiling is off (set NETCL_PROFILE=1 before the first device call)\n");
+    int n = 0;
+    for (int i = 0; i < netcl_device_count() && n == 0; i++) {
         const nc_backend *be = netcl_device_at(i)->backend;
-        if (be->runtime.profile_report) return be->runtime.profile_report(buf, len, reset);
+        if (be->runtime.profile_report) n = be->runtime.profile_report(buf, len, reset);
     }
-    return snprintf(buf, (size_t)len, "kernel profiling is off (set NETCL_PROFILE=1 before the first device call)\n");
+    return n > 0 ? n : snprintf(buf, (size_t)len, "no OpenCL kernel launched yet\n");
 }
 
 const char *netcl_cpu_blas(void) { return nc_cpu_blas_name(); }

@@ -109,9 +109,8 @@ static int by_total(const void *a, const void *b)
 
 int nc_cl_profile_report(char *buf, int len, int reset)
 {
-    if (!buf || len <= 0) return 0;
+    if (!buf || len <= 0 || !nc_cl_profiling()) return 0;
     buf[0] = 0;
-    if (!nc_cl_profiling()) return snprintf(buf, (size_t)len, "kernel profiling is off (set NETCL_PROFILE=1 before the first device call)\n");
     int n = 0;
 #define PUT(...) (n += snprintf(buf + (n < len ? n : len - 1), (size_t)(n < len ? len - n : 1), __VA_ARGS__))
     pthread_mutex_lock(&lock);
@@ -129,7 +128,6 @@ int nc_cl_profile_report(char *buf, int len, int reset)
                 (double)r->total_ns * 1e-3 / (double)r->calls, (double)r->max_ns * 1e-3, r->key);
         }
     }
-    if (n == 0) PUT("no OpenCL kernel launched yet\n");
     /* cleared only when the caller got the whole table */
     if (reset && n < len)
         for (nc_cl_profile *p = profiles; p; p = p->next) p->nrows = 0;
