@@ -38,8 +38,30 @@
 
 /* one kernel set per op the compute type has (the generated lists) */
 #define BINARY_OF(kname, NAME) BINARY(kname, OP_##NAME)
+#define ARITH_OF(kname, ka, kb, NAME) BINARY(kname, OP_##NAME)
 #ifdef COMPARE
 NC_COMPARE_KERNELS(BINARY_OF)
 #else
-NC_BINARY_KERNELS(BINARY_OF)
+NC_BINARY_KERNELS(ARITH_OF)
+#endif
+
+/* binary_grad_a_<op> / binary_grad_b_<op>: out = the gradient of operand a
+ * (b) from g and the operands (meta_t: 0 out, 1 g, 2 a, 3 b; an absent
+ * operand aliases out, is not read, and its scalar sa / sb stands in), by
+ * the op's GRAD_A / GRAD_B formula (base/elementwise_ops.h); one float
+ * dtype */
+#if !defined(COMPARE) && A_FLOAT
+#define BINARY_GRAD(kname, G)                                                                   \
+    __kernel void kname(__global O_T *out, __global const A_T *g, __global const A_T *a,        \
+                        __global const A_T *b, meta_t m, A_CT sa, A_CT sb, int has_a, int has_b) \
+    {                                                                                           \
+        GRID_LOOP(i, m.n) {                                                                     \
+            A_CT gv = A_LOAD(g, meta_offset(&m, 1, i));                                         \
+            A_CT av = has_a ? A_LOAD(a, meta_offset(&m, 2, i)) : sa;                            \
+            A_CT bv = has_b ? A_LOAD(b, meta_offset(&m, 3, i)) : sb;                            \
+            O_STORE(out, meta_offset(&m, 0, i), G(gv, av, bv));                                 \
+        }                                                                                       \
+    }
+#define BINARY_GRADS_OF(kname, ka, kb, NAME) BINARY_GRAD(ka, GRAD_A_##NAME) BINARY_GRAD(kb, GRAD_B_##NAME)
+NC_BINARY_KERNELS(BINARY_GRADS_OF)
 #endif

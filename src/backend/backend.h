@@ -287,6 +287,14 @@ typedef struct nc_be_elementwise {
      * any strides; gin aliases none of the others. */
     netcl_status (*unary_grad)(netcl_device *dev, netcl_op op, const nc_desc *gin, const nc_desc *g, const nc_desc *x,
                                const nc_desc *y, double p1, double p2);
+    /* out = the gradient of operand `which` (0: a, 1: b) of a binary
+     * arithmetic op from g (the output's) and the operands a and b (NULL:
+     * the scalar sa / sb), by the op's GRAD_A / GRAD_B formula
+     * (base/elementwise_ops.h); out, g and the operands of out's shape (a
+     * broadcast operand has stride 0) and one float dtype; out aliases none
+     * of them. */
+    netcl_status (*binary_grad)(netcl_device *dev, netcl_op op, int which, const nc_desc *out, const nc_desc *g,
+                                const nc_desc *a, const nc_desc *b, double sa, double sb);
     /* out = a op b; a and b share one dtype, out has it too, or bool for
      * comparisons; b == NULL means the scalar `s` (reversed: s op a). */
     netcl_status (*binary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b,

@@ -22,8 +22,10 @@
  *          this op in float32 (nc_op_int_ok)
  *   GRAD   the input's gradient given g, a, y, p1, p2 (piecewise ops take
  *          the branch that produced y: relu at 0 passes 0)
- * NC_BINARY_OPS(X): X(NAME, name, FLOAT, INT)   arithmetic; the result has the
- *   operands' dtype (integer DIV, POW and ATAN2 compute in float32)
+ * NC_BINARY_OPS(X): X(NAME, name, FLOAT, INT, GRAD_A, GRAD_B)   arithmetic;
+ *   the result has the operands' dtype (integer DIV, POW and ATAN2 compute
+ *   in float32); GRAD_A and GRAD_B are the operands' gradients given g, a
+ *   and b (a tie of maximum/minimum splits g in half, as PyTorch)
  * NC_COMPARE_OPS(X): X(NAME, name, EXPR)        comparisons and logical ops, on
  *   any compute type, giving 0 or 1 (a bool result) */
 #ifndef NETCL_ELEMENTWISE_OPS_H
@@ -76,15 +78,17 @@
 
 /* NaN-propagating max/min: a + b is NaN when either is. */
 #define NC_BINARY_OPS(X)                                                                                  \
-    X(ADD, add, a + b, (I64)((U64)a + (U64)b))                                                                 \
-    X(SUB, sub, a - b, (I64)((U64)a - (U64)b))                                                                 \
-    X(MUL, mul, a * b, (I64)((U64)a * (U64)b))                                                                 \
-    X(DIV, div, a / b, b == 0 ? 0 : (b == -1 ? (I64)(0 - (U64)a) : a / b))                                     \
-    X(POW, pow, pow(a, b), NC_FLOAT_ONLY)                                                                      \
-    X(MAXIMUM, maximum, a != a || b != b ? a + b : (a > b ? a : b), a > b ? a : b)                                 \
-    X(MINIMUM, minimum, a != a || b != b ? a + b : (a < b ? a : b), a < b ? a : b)                                 \
-    X(FMOD, fmod, fmod(a, b), (b == 0 || b == -1) ? 0 : a % b)                                                  \
-    X(ATAN2, atan2, atan2(a, b), NC_FLOAT_ONLY)
+    X(ADD, add, a + b, (I64)((U64)a + (U64)b), g, g)                                                      \
+    X(SUB, sub, a - b, (I64)((U64)a - (U64)b), g, -g)                                                     \
+    X(MUL, mul, a * b, (I64)((U64)a * (U64)b), g * b, g * a)                                              \
+    X(DIV, div, a / b, b == 0 ? 0 : (b == -1 ? (I64)(0 - (U64)a) : a / b), g / b, -(g * a / (b * b)))     \
+    X(POW, pow, pow(a, b), NC_FLOAT_ONLY, g * (b * pow(a, b - K(1))), g * (pow(a, b) * log(a)))           \
+    X(MAXIMUM, maximum, a != a || b != b ? a + b : (a > b ? a : b), a > b ? a : b,                        \
+      g * (a > b ? K(1) : (a == b ? K(0.5) : K(0))), g * (K(1) - (a > b ? K(1) : (a == b ? K(0.5) : K(0))))) \
+    X(MINIMUM, minimum, a != a || b != b ? a + b : (a < b ? a : b), a < b ? a : b,                        \
+      g * (a < b ? K(1) : (a == b ? K(0.5) : K(0))), g * (K(1) - (a < b ? K(1) : (a == b ? K(0.5) : K(0))))) \
+    X(FMOD, fmod, fmod(a, b), (b == 0 || b == -1) ? 0 : a % b, g, g * -trunc(a / b))                      \
+    X(ATAN2, atan2, atan2(a, b), NC_FLOAT_ONLY, g * b / (a * a + b * b), -(g * a / (a * a + b * b)))
 
 #define NC_COMPARE_OPS(X)                                                                                 \
     X(EQ, eq, a == b)                                                                                         \

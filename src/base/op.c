@@ -20,7 +20,7 @@ const char *netcl_op_name(netcl_op op)
 /* Unary ops that integers keep their dtype for; every other unary op (and
  * true division, pow) computes integer inputs in float32. */
 #define UNARY_INT(NAME, name, FLOAT, INT, GRAD) case NETCL_OP_##NAME: return strcmp(#INT, "NC_FLOAT_ONLY") != 0;
-#define BINARY_INT(NAME, name, FLOAT, INT) case NETCL_OP_##NAME: return strcmp(#INT, "NC_FLOAT_ONLY") != 0;
+#define BINARY_INT(NAME, name, FLOAT, INT, GRAD_A, GRAD_B) case NETCL_OP_##NAME: return strcmp(#INT, "NC_FLOAT_ONLY") != 0;
 bool nc_op_int_ok(netcl_op op)
 {
     if (op == NETCL_OP_DIV) return false;   /* true division: integers divide in float32 */

@@ -188,6 +188,50 @@ netcl_status nc_fwd_unary_grad(netcl_tensor **gin, netcl_op op, netcl_tensor *g,
     return st;
 }
 
+/* The gradient of operand `which` (0: a, 1: b) of a binary op: one kernel
+ * over g and the operands (a or b NULL: the scalar sa or sb), broadcast to
+ * g's shape and cast to its float dtype. */
+netcl_status nc_fwd_binary_grad(netcl_tensor **out, netcl_op op, int which, netcl_tensor *g, netcl_tensor *a,
+                                netcl_tensor *b, double sa, double sb)
+{
+    *out = NULL;
+    const char *name = netcl_op_name(op);
+    if (!nc_op_is_binary(op) || nc_op_is_predicate(op) || (!a && !b) || !nc_dtype_is_float(g->dtype))
+        return nc_fail(NETCL_ERR_ARGUMENT, "binary_grad: %s of %s with %s operands", name, nc_describe(g),
+                       a && b ? "two" : a || b ? "one" : "no");
+    netcl_tensor *ops[2] = {a, b}, *owned[2] = {NULL, NULL};
+    netcl_status st = NETCL_OK;
+    for (int k = 0; k < 2 && st == NETCL_OK; k++) {
+        if (!ops[k]) continue;
+        int ndim;
+        int64_t sizes[NC_MAX_DIMS];
+        st = nc_same_device(name, g, ops[k]);
+        if (st == NETCL_OK) st = nc_broadcast_shape(name, g, ops[k], &ndim, sizes);
+        if (st == NETCL_OK && (ndim != g->ndim || memcmp(sizes, g->sizes, sizeof(int64_t) * (size_t)ndim) != 0))
+            st = nc_fail(NETCL_ERR_ARGUMENT, "%s backward: operand %s does not broadcast to the gradient %s", name,
+                         nc_describe(ops[k]), nc_describe(g));
+        if (st == NETCL_OK) st = nc_cast_in_place(&ops[k], g->dtype, &owned[k]);
+    }
+    if (st == NETCL_OK) st = nc_tensor_new(out, nc_dev(g), g->dtype, g->ndim, g->sizes);
+    if (st == NETCL_OK && netcl_tensor_numel(g) > 0) {
+        nc_desc dout, dg, da, db;
+        nc_desc_of(&dout, *out);
+        nc_desc_of(&dg, g);
+        if (ops[0]) nc_broadcast_desc(&da, ops[0], g->ndim, g->sizes);
+        if (ops[1]) nc_broadcast_desc(&db, ops[1], g->ndim, g->sizes);
+        netcl_device *dev = nc_dev(g);
+        st = dev->backend->elementwise.binary_grad(dev, op, which, &dout, &dg, ops[0] ? &da : NULL, ops[1] ? &db : NULL, sa, sb);
+    }
+    netcl_tensor_release(owned[0]);
+    netcl_tensor_release(owned[1]);
+    if (st != NETCL_OK) {
+        netcl_tensor_release(*out);
+        *out = NULL;
+        nc_error_prefix("%s backward %s: ", name, nc_describe(g));
+    }
+    return st;
+}
+
 /* ---- where ------------------------------------------------------------------ */
 
 /* Broadcast shape of up to three tensors (NULL entries skipped). */

@@ -25,6 +25,11 @@ void nc_unary_params(netcl_op op, double *p1, double *p2);
 netcl_status nc_fwd_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2);
 netcl_status nc_fwd_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b);
 netcl_status nc_fwd_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed);
+/* the gradient of operand `which` (0: a, 1: b) of a binary arithmetic op
+ * from g (the output's) and the operands (a or b NULL: the scalar sa or
+ * sb), in one kernel: a new tensor of g's shape and dtype */
+netcl_status nc_fwd_binary_grad(netcl_tensor **out, netcl_op op, int which, netcl_tensor *g, netcl_tensor *a,
+                                netcl_tensor *b, double sa, double sb);
 /* the gradient of a unary op's input from g (the output's), the input x and
  * the output y, in one kernel: a new tensor of y's shape and dtype */
 netcl_status nc_fwd_unary_grad(netcl_tensor **gin, netcl_op op, netcl_tensor *g, netcl_tensor *x, netcl_tensor *y,

@@ -154,6 +154,30 @@ netcl_status nc_cl_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gin
     return nc_cl_launch(cd, k, wg, m.n);
 }
 
+netcl_status nc_cl_binary_grad(netcl_device *dev, netcl_op op, int which, const nc_desc *out, const nc_desc *g,
+                               const nc_desc *a, const nc_desc *b, double sa, double sb)
+{
+    NC_TRY(nc_cl_enter(dev, netcl_op_name(op), g->dtype, out->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96], name[64];
+    nc_cl_dtype_opts(opts, sizeof opts, g->dtype, out->dtype);
+    nc_cl_meta m;
+    /* an absent operand aliases out (never read) so the geometry stays one */
+    const nc_desc *ops[4] = {out, g, a ? a : out, b ? b : out};
+    nc_cl_meta_of(&m, 4, ops);
+    snprintf(name, sizeof name, "binary_grad_%c_%s", which ? 'b' : 'a', netcl_op_name(op));
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "binary", opts, name, &k, &wg));
+    cl_mem o = out->buf, gb = g->buf, ab = a ? a->buf : out->buf, bb = b ? b->buf : out->buf;
+    cl_int has_a = a != NULL, has_b = b != NULL;
+    NC_ARG(k, 0, o); NC_ARG(k, 1, gb); NC_ARG(k, 2, ab); NC_ARG(k, 3, bb); NC_ARG(k, 4, m);
+    NC_TRY(nc_cl_set_scalar(k, 5, g->dtype, sa));
+    NC_TRY(nc_cl_set_scalar(k, 6, g->dtype, sb));
+    NC_ARG(k, 7, has_a); NC_ARG(k, 8, has_b);
+    return nc_cl_launch(cd, k, wg, m.n);
+}
+
 netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b,
                           double s, int reversed)
 {

@@ -14,11 +14,11 @@
 
 /* op and gradient rows as text */
 typedef struct { const char *name, *lname, *value, *ivalue, *grad; } unary_row;
-typedef struct { const char *name, *lname, *value, *ivalue; } binary_row;
+typedef struct { const char *name, *lname, *value, *ivalue, *grad_a, *grad_b; } binary_row;
 
 #define UNARY_ROW(NAME, name, FLOAT, INT, GRAD) {#NAME, #name, #FLOAT, #INT, #GRAD},
-#define BINARY_ROW(NAME, name, FLOAT, INT) {#NAME, #name, #FLOAT, #INT},
-#define COMPARE_ROW(NAME, name, EXPR) {#NAME, #name, #EXPR, #EXPR},
+#define BINARY_ROW(NAME, name, FLOAT, INT, GRAD_A, GRAD_B) {#NAME, #name, #FLOAT, #INT, #GRAD_A, #GRAD_B},
+#define COMPARE_ROW(NAME, name, EXPR) {#NAME, #name, #EXPR, #EXPR, "", ""},
 static const unary_row unary_rows[] = {NC_UNARY_OPS(UNARY_ROW)};
 static const binary_row binary_rows[] = {NC_BINARY_OPS(BINARY_ROW)};
 static const binary_row compare_rows[] = {NC_COMPARE_OPS(COMPARE_ROW)};
@@ -44,7 +44,8 @@ static void put(text *t, const char *fmt, ...)
 
 /* the functions and macros of one compute type, and the lists of kernels
  * it has: NC_UNARY_KERNELS(X) expands X(unary_<op>, unary_grad_<op>, NAME)
- * once per op, NC_BINARY_KERNELS(X) and NC_COMPARE_KERNELS(X) expand
+ * once per op, NC_BINARY_KERNELS(X) expands X(binary_<op>,
+ * binary_grad_a_<op>, binary_grad_b_<op>, NAME) and NC_COMPARE_KERNELS(X)
  * X(binary_<op>, NAME): whole kernel names, as a bare op name (abs, tanh)
  * may be a macro of the OpenCL compiler's own headers */
 static void body(text *t, int is_float)
@@ -70,7 +71,13 @@ static void body(text *t, int is_float)
         const char *n = r->lname;
         put(t, "inline A_CT op_%s(A_CT a, A_CT b) { return (A_CT)(%s); }\n", n, v);
         put(t, "#define OP_%s(x, y) op_%s((x), (y))\n", r->name, n);
-        put(&bl, " X(binary_%s, %s)", n, r->name);
+        if (is_float) {
+            put(t, "inline A_CT grad_a_%s(A_CT g, A_CT a, A_CT b) { return (A_CT)(%s); }\n", n, r->grad_a);
+            put(t, "inline A_CT grad_b_%s(A_CT g, A_CT a, A_CT b) { return (A_CT)(%s); }\n", n, r->grad_b);
+            put(t, "#define GRAD_A_%s(g, x, y) grad_a_%s((g), (x), (y))\n", r->name, n);
+            put(t, "#define GRAD_B_%s(g, x, y) grad_b_%s((g), (x), (y))\n", r->name, n);
+        }
+        put(&bl, " X(binary_%s, binary_grad_a_%s, binary_grad_b_%s, %s)", n, n, n, r->name);
     }
     put(t, "#define NC_UNARY_KERNELS(X)%s\n#define NC_BINARY_KERNELS(X)%s\n", ul.s ? ul.s : "", bl.s ? bl.s : "");
     t->oom |= ul.oom | bl.oom;

@@ -69,6 +69,8 @@ netcl_status nc_cpu_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *s
 netcl_status nc_cpu_fill(netcl_device *dev, const nc_desc *dst, double value);
 netcl_status nc_cpu_range(netcl_device *dev, const nc_desc *dst, double start, double step);
 netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
+netcl_status nc_cpu_binary_grad(netcl_device *dev, netcl_op op, int which, const nc_desc *out, const nc_desc *g,
+                                const nc_desc *a, const nc_desc *b, double sa, double sb);
 netcl_status nc_cpu_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gin, const nc_desc *g, const nc_desc *x,
                                const nc_desc *y, double p1, double p2);
 netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);

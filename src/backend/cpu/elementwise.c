@@ -139,13 +139,13 @@ static void scatter_u8(void *base, netcl_dtype dt, int64_t off, int64_t step, in
     case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i]; (void)a; o[i] = (FLOAT); } break;
 #define GRAD_CASE(NAME, name, FLOAT, INT, GRAD) \
     case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T g = dy[i], a = x[i], y = yv[i]; (void)g; (void)a; (void)y; o[i] = (GRAD); } break;
-#define BINARY_CASE(NAME, name, FLOAT, INT) \
+#define BINARY_CASE(NAME, name, FLOAT, INT, GRAD_A, GRAD_B) \
     case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (FLOAT); } break;
 #define COMPARE_CASE(NAME, name, EXPR) \
     case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); } break;
 #define INT_UNARY_CASE(NAME, name, FLOAT, INT, GRAD) \
     case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i]; (void)a; o[i] = (INT); } break;
-#define INT_BINARY_CASE(NAME, name, FLOAT, INT) \
+#define INT_BINARY_CASE(NAME, name, FLOAT, INT, GRAD_A, GRAD_B) \
     case NETCL_OP_##NAME: for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; (void)a; (void)b; o[i] = (INT); } break;
 
 #define DEFINE_UNARY(NAME, T_, CASE)                                                           \
@@ -166,6 +166,21 @@ static void scatter_u8(void *base, netcl_dtype dt, int64_t off, int64_t step, in
         (void)p1; (void)p2;                                                                    \
         switch (op) {                                                                          \
         NC_UNARY_OPS(GRAD_CASE)                                                                \
+        default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                              \
+        }                                                                                      \
+    }
+#define BINARY_GRAD_CASE(NAME, name, FLOAT, INT, GRAD_A, GRAD_B)                                  \
+    case NETCL_OP_##NAME:                                                                      \
+        if (which == 0) for (int64_t i = 0; i < n; i++) { T g = dy[i], a = x[i], b = y[i]; (void)a; (void)b; o[i] = (GRAD_A); } \
+        else for (int64_t i = 0; i < n; i++) { T g = dy[i], a = x[i], b = y[i]; (void)a; (void)b; o[i] = (GRAD_B); } \
+        break;
+/* gradient of operand `which` (0: a, 1: b) from dy and the operands x, y */
+#define DEFINE_BINARY_GRAD(NAME, T_)                                                           \
+    static void NAME(netcl_op op, int which, T_ *o, const T_ *dy, const T_ *x, const T_ *y, int64_t n) \
+    {                                                                                          \
+        typedef T_ T;                                                                          \
+        switch (op) {                                                                          \
+        NC_BINARY_OPS(BINARY_GRAD_CASE)                                                        \
         default: for (int64_t i = 0; i < n; i++) o[i] = 0; break;                              \
         }                                                                                      \
     }
@@ -196,6 +211,8 @@ DEFINE_UNARY_GRAD(unary_grad_f64, double)
 DEFINE_BINARY(binary_f32, float, NC_BINARY_OPS, BINARY_CASE)
 DEFINE_BINARY(binary_f64, double, NC_BINARY_OPS, BINARY_CASE)
 DEFINE_BINARY(binary_i64, int64_t, NC_BINARY_OPS, INT_BINARY_CASE)
+DEFINE_BINARY_GRAD(binary_grad_f32, float)
+DEFINE_BINARY_GRAD(binary_grad_f64, double)
 DEFINE_COMPARE(compare_f32, float)
 DEFINE_COMPARE(compare_f64, double)
 DEFINE_COMPARE(compare_i64, int64_t)
@@ -521,6 +538,66 @@ netcl_status nc_cpu_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gi
     const nc_desc *ops[4] = {gin, g, x, y};
     nc_iter_init(&c.it, 4, ops);
     nc_parallel_for(nc_iter_numel(&c.it), GRAIN, unary_grad_range, &c);
+    return NETCL_OK;
+}
+
+/* ---- binary gradients --------------------------------------------------------------
+ * out = the gradient of operand `which` of a binary op from g and the
+ * operands a and b (a or b NULL: the scalar sa or sb), by the op's
+ * GRAD_A / GRAD_B formula; one float dtype, all of out's shape, any
+ * strides (broadcast operands with stride 0). */
+
+typedef struct {
+    netcl_op op;
+    int which;
+    const nc_desc *out, *g, *a, *b;
+    double sa, sb;
+    nc_iter it;
+} bgrad_ctx;
+
+static void binary_grad_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
+{
+    bgrad_ctx *c = vctx;
+    netcl_dtype dt = c->out->dtype;
+    int ka = 2, kb = c->a ? 3 : 2;   /* the operands' slots in the iterator */
+    for (int64_t j0 = 0; j0 < n; j0 += BLK) {
+        int64_t m = n - j0 < BLK ? n - j0 : BLK;
+        if (dt == NETCL_DTYPE_FLOAT64) {
+            double t[3][BLK];
+            gather_f64(c->g->buf, dt, off[1] + j0 * step[1], step[1], m, t[0]);
+            if (c->a) gather_f64(c->a->buf, dt, off[ka] + j0 * step[ka], step[ka], m, t[1]);
+            else for (int64_t k = 0; k < m; k++) t[1][k] = c->sa;
+            if (c->b) gather_f64(c->b->buf, dt, off[kb] + j0 * step[kb], step[kb], m, t[2]);
+            else for (int64_t k = 0; k < m; k++) t[2][k] = c->sb;
+            binary_grad_f64(c->op, c->which, t[0], t[0], t[1], t[2], m);
+            scatter_f64(c->out->buf, dt, off[0] + j0 * step[0], step[0], m, t[0]);
+        } else {
+            float t[3][BLK];
+            nc_cpu_gather_f32(c->g->buf, dt, off[1] + j0 * step[1], step[1], m, t[0]);
+            if (c->a) nc_cpu_gather_f32(c->a->buf, dt, off[ka] + j0 * step[ka], step[ka], m, t[1]);
+            else for (int64_t k = 0; k < m; k++) t[1][k] = (float)c->sa;
+            if (c->b) nc_cpu_gather_f32(c->b->buf, dt, off[kb] + j0 * step[kb], step[kb], m, t[2]);
+            else for (int64_t k = 0; k < m; k++) t[2][k] = (float)c->sb;
+            binary_grad_f32(c->op, c->which, t[0], t[0], t[1], t[2], m);
+            scatter_f32(c->out->buf, dt, off[0] + j0 * step[0], step[0], m, t[0]);
+        }
+    }
+}
+
+static void binary_grad_range(void *vctx, int64_t start, int64_t end)
+{
+    bgrad_ctx *c = vctx;
+    nc_iter_range(&c->it, start, end, binary_grad_row, c);
+}
+
+netcl_status nc_cpu_binary_grad(netcl_device *dev, netcl_op op, int which, const nc_desc *out, const nc_desc *g,
+                                const nc_desc *a, const nc_desc *b, double sa, double sb)
+{
+    (void)dev;
+    bgrad_ctx c = {op, which, out, g, a, b, sa, sb, {0}};
+    const nc_desc *ops[4] = {out, g, a ? a : b, b};
+    nc_iter_init(&c.it, a && b ? 4 : 3, ops);
+    nc_parallel_for(nc_iter_numel(&c.it), GRAIN, binary_grad_range, &c);
     return NETCL_OK;
 }
 
