@@ -226,6 +226,34 @@ int64_t netcl_runtime_enqueue_ns(void);
  * when the table fitted. */
 int netcl_profile_report(char *buf, int len, int reset);
 
+/* ---- capture and replay (src/jit/) ---------------------------------------
+ * Between netcl_capture_begin(dev) and netcl_capture_end every kernel netcl
+ * runs on dev is also recorded (it still runs). The result is a program:
+ * netcl_program_run replays the recorded kernels over the same buffers with
+ * one call (fuse != 0: chains of elementwise kernels whose intermediates
+ * nothing else reads run as one generated kernel). The program keeps every
+ * buffer the capture allocated, so tensors made during the capture hold the
+ * results of the latest replay. A step that reads device values on the host
+ * or uploads host data cannot be replayed: capture_end refuses it and says
+ * why. Random draws take fresh numbers at every replay; optimizer steps use
+ * the hyper-parameters last given with netcl_program_set_optim_hyper (k
+ * counts the program's optimizer steps from 0). One capture at a time. */
+typedef struct netcl_program netcl_program;
+netcl_status netcl_capture_begin(netcl_device *dev);
+netcl_status netcl_capture_end(netcl_program **out, int fuse);
+int netcl_capturing(void);
+netcl_status netcl_program_run(netcl_program *p);
+int netcl_program_steps(const netcl_program *p);            /* kernel calls a replay makes */
+int netcl_program_captured_steps(const netcl_program *p);   /* the kernels recorded, before fusion */
+int netcl_program_optim_steps(const netcl_program *p);
+netcl_status netcl_program_set_optim_hyper(netcl_program *p, int k, const double *hyper, int nhyper);
+/* Every kernel argument of the program on old's storage reads and writes
+ * now's instead (device, dtype, shape and strides must agree; old must be
+ * the whole of its storage): a fresh output for the next run. now must
+ * outlive the runs that use it. */
+netcl_status netcl_program_rebind(netcl_program *p, const netcl_tensor *old, const netcl_tensor *now);
+void netcl_program_release(netcl_program *p);
+
 /* ---- the op table --------------------------------------------------------
  * Every op netcl offers (src/autograd/optable.c): entry i is "name forward backward
  * kernels" (space-separated), *differentiable set; NULL past the end. The

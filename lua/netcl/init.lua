@@ -17,6 +17,10 @@ netcl.optim = require("netcl.optim")
 netcl.save = require("netcl.io").save
 netcl.load = require("netcl.io").load
 
+-- ---- capture and replay (lua/netcl/jit.lua) --------------------------------------------
+netcl.compile = require("netcl.jit").compile
+netcl.jit = require("netcl.jit").jit
+
 -- netcl.data and netcl.image load on first use (lua/netcl/data/, image.lua)
 local LAZY = {
   data = function() return require("netcl.data") end,

@@ -270,7 +270,42 @@ typedef struct nc_be_runtime {
  * layer: shapes agree (broadcast inputs have stride 0), dtypes are as
  * documented per entry, all on `dev`. */
 
-/* elementwise: copies, constants, unary and binary ops, where */
+/* A fused elementwise program (elementwise.fused): nodes in topological
+ * order, each computing a value per element in the compute type from
+ * earlier nodes. INPUT loads operand `input` (converted to the compute
+ * type; bool and integers as 0/1 and their values); SCALAR is p1; UNARY,
+ * BINARY (arithmetic or comparison, a comparison giving 0 or 1), UNARY_GRAD
+ * (args: g, x, y) and BINARY_GRAD (args: g, a, b; `which` operand) follow
+ * the ops' formulas (base/elementwise_ops.h); WHERE is arg0 != 0 ? arg1 :
+ * arg2. */
+typedef enum nc_fuse_kind {
+    NC_FUSE_INPUT, NC_FUSE_SCALAR, NC_FUSE_UNARY, NC_FUSE_BINARY, NC_FUSE_WHERE, NC_FUSE_UNARY_GRAD,
+    NC_FUSE_BINARY_GRAD,
+    NC_FUSE_ROUND       /* arg[0] rounded to the 16-bit float dtype `which`, as a store and load of it would */
+} nc_fuse_kind;
+#define NC_FUSE_MAX_NODES 64
+#define NC_FUSE_MAX_OPERANDS NC_ITER_OPS   /* inputs and outputs together */
+typedef struct nc_fuse_node {
+    nc_fuse_kind kind;
+    netcl_op op;
+    int which;          /* BINARY_GRAD: 0 a, 1 b; ROUND: the netcl_dtype */
+    int arg[3];         /* earlier nodes */
+    int input;          /* INPUT: the operand */
+    double p1, p2;      /* UNARY, UNARY_GRAD: the op's parameters; SCALAR: the value */
+} nc_fuse_node;
+/* outputs[k] stores node out_node[k]; every operand has the outputs'
+ * shape (broadcast inputs with stride 0); outputs are float dtypes or bool,
+ * never aliasing an input in another layout; compute is float32 or float64. */
+typedef struct nc_fused {
+    int nnodes, ninputs, noutputs;
+    const nc_fuse_node *nodes;
+    const nc_desc *const *inputs;
+    const nc_desc *const *outputs;
+    const int *out_node;
+    netcl_dtype compute;
+} nc_fused;
+
+/* elementwise: copies, constants, unary and binary ops, where, fused chains */
 typedef struct nc_be_elementwise {
     /* dst = cast(src); same shape; any dtypes; both strided (copy, contiguous, cast) */
     netcl_status (*copy)(netcl_device *dev, const nc_desc *dst, const nc_desc *src);
@@ -299,6 +334,9 @@ typedef struct nc_be_elementwise {
      * comparisons; b == NULL means the scalar `s` (reversed: s op a). */
     netcl_status (*binary)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b,
                            double s, int reversed);
+    /* One pass of a fused elementwise program over its operands (see
+     * nc_fused); may be NULL (no fusion: the ops run one by one). */
+    netcl_status (*fused)(netcl_device *dev, const nc_fused *f);
     /* out = cond ? a : b elementwise: cond bool, a and b of out's dtype (a
      * NULL: the scalar sa; b NULL: sb), all of out's shape (broadcast inputs
      * have stride 0); out may not overlap the inputs. */
@@ -543,6 +581,7 @@ struct netcl_device {
     int has_fp16, has_fp64;
     int compute_capability;
     nc_pool *pool;
+    int capturing;             /* a capture records this device's kernels (src/jit/): host reads and uploads refuse */
 };
 
 /* ---- discovery ---------------------------------------------------------------

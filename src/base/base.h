@@ -70,7 +70,7 @@ static inline int nc_desc_is_contiguous(const nc_desc *d) { return nc_is_contigu
 /* ---- strided iteration (strided.c) -------------------------------------------
  * Operands share the shape of op 0; dims are collapsed where every operand
  * is contiguous across them, so the inner row is as long as possible. */
-#define NC_ITER_OPS 4
+#define NC_ITER_OPS 8
 typedef struct nc_iter {
     int ndim, nops;
     int64_t sizes[NC_MAX_DIMS];

@@ -42,6 +42,9 @@ void nc_storage_set_pending(nc_storage *s, netcl_device *dev, void *event);
 void nc_storage_retain(nc_storage *s);
 void nc_storage_release(nc_storage *s);
 nc_pool *nc_pool_new(void);
+/* fn(ctx, s) is told of every storage dev's pool creates from now on (fn
+ * NULL: no longer); a capture keeps them (src/jit/capture.c). */
+void nc_pool_observe(netcl_device *dev, void (*fn)(void *ctx, nc_storage *s), void *ctx);
 void nc_pool_destroy(netcl_device *dev);
 /* ---- tensors (tensor.c) ---------------------------------------------------- */
 struct netcl_tensor {
@@ -77,6 +80,10 @@ static inline netcl_device *nc_dev(const netcl_tensor *t) { return t->storage->d
 /* ---- fork safety (device.c) -------------------------------------------- */
 /* NETCL_ERR_FORK when called in a process forked after OpenCL was used. */
 netcl_status nc_check_fork(const char *what);
+/* NETCL_ERR_UNSUPPORTED with a message naming `what` when a capture is
+ * recording dev: a host read or upload would not be repeated by a replay. */
+netcl_status nc_capture_guard(netcl_device *dev, const char *what);
+
 /* ---- the global generator (rng.c) ---------------------------------------- */
 /* Takes n counters from the global stream; returns the first (the offset). */
 uint64_t nc_rng_take(uint64_t n);

@@ -113,6 +113,16 @@ netcl_status netcl_device_synchronize(netcl_device *d)
     return st;
 }
 
+netcl_status nc_capture_guard(netcl_device *dev, const char *what)
+{
+    if (!dev->capturing) return NETCL_OK;
+    return nc_fail(NETCL_ERR_UNSUPPORTED,
+                   "%s: the step cannot be captured: it %s on %s, which a replay would not repeat (%s)", what,
+                   strcmp(what, "from_host") == 0 || strcmp(what, "set_item") == 0 ? "uploads host data" : "reads a device value on the host",
+                   dev->name, strcmp(what, "from_host") == 0 || strcmp(what, "set_item") == 0
+                                  ? "pass it to the step as an argument instead" : "return it from the step instead");
+}
+
 void netcl_shutdown(void)
 {
     if (shut_down || device_count == 0) return;

@@ -14,6 +14,8 @@ typedef struct nc_block { void *buf; struct nc_block *next; } nc_block;
 
 struct nc_pool {
     pthread_mutex_t lock;
+    void (*observer)(void *ctx, nc_storage *s);   /* told of every new storage (a capture) */
+    void *observer_ctx;
     nc_block *free_lists[NC_CLASSES];
     nc_block *spare_nodes;   /* list nodes kept for reuse: no malloc per pooled buffer */
     int64_t allocations, hits, misses, in_use, cached, peak;
@@ -141,7 +143,16 @@ netcl_status nc_storage_new(nc_storage **out, netcl_device *dev, size_t nbytes)
     s->dev = dev;
     s->nbytes = nbytes;
     *out = s;
+    if (p->observer) p->observer(p->observer_ctx, s);
     return NETCL_OK;
+}
+
+void nc_pool_observe(netcl_device *dev, void (*fn)(void *ctx, nc_storage *s), void *ctx)
+{
+    pthread_mutex_lock(&dev->pool->lock);
+    dev->pool->observer = fn;
+    dev->pool->observer_ctx = ctx;
+    pthread_mutex_unlock(&dev->pool->lock);
 }
 
 void nc_storage_retain(nc_storage *s) { atomic_fetch_add(&s->refcount, 1); }

@@ -149,6 +149,7 @@ netcl_status nc_fwd_tensor_to_device(netcl_tensor **out, const netcl_tensor *t, 
 
 netcl_status netcl_tensor_to_host(const netcl_tensor *t, void *data, int64_t nbytes)
 {
+    NC_TRY(nc_capture_guard(nc_dev(t), "to_host"));
     int64_t need = netcl_tensor_numel(t) * netcl_dtype_size(t->dtype);
     if (nbytes < need)
         return nc_fail(NETCL_ERR_ARGUMENT, "to_host: buffer of %lld bytes is too small for %s (%lld bytes)",
@@ -165,6 +166,7 @@ netcl_status netcl_tensor_to_host(const netcl_tensor *t, void *data, int64_t nby
 
 netcl_status netcl_tensor_to_doubles(const netcl_tensor *t, double *data, int64_t count)
 {
+    NC_TRY(nc_capture_guard(nc_dev(t), "to_doubles"));
     int64_t n = netcl_tensor_numel(t);
     if (count < n)
         return nc_fail(NETCL_ERR_ARGUMENT, "to_doubles: room for %lld values, %s has %lld", (long long)count, nc_describe(t), (long long)n);
@@ -191,6 +193,7 @@ static netcl_status element_offset(const char *op, const netcl_tensor *t, const 
 
 netcl_status netcl_tensor_get_item(const netcl_tensor *t, const int64_t *index, double *value)
 {
+    NC_TRY(nc_capture_guard(nc_dev(t), "item"));
     size_t off;
     uint64_t raw = 0;
     NC_TRY(element_offset("item", t, index, &off));
@@ -203,6 +206,7 @@ netcl_status netcl_tensor_get_item(const netcl_tensor *t, const int64_t *index, 
 
 netcl_status nc_fwd_tensor_set_item(netcl_tensor *t, const int64_t *index, double value)
 {
+    NC_TRY(nc_capture_guard(nc_dev(t), "set_item"));
     size_t off;
     uint64_t raw = 0;
     NC_TRY(element_offset("set_item", t, index, &off));

@@ -78,6 +78,7 @@ netcl_status netcl_tensor_eye(netcl_tensor **out, netcl_device *dev, netcl_dtype
 
 netcl_status netcl_tensor_from_host(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, const void *data)
 {
+    NC_TRY(nc_capture_guard(dev, "from_host"));
     netcl_status st = nc_tensor_new(out, dev, dtype, ndim, sizes);
     if (st != NETCL_OK) { nc_error_prefix("from_host: "); return st; }
     size_t nbytes = (*out)->storage->nbytes;
@@ -92,6 +93,7 @@ netcl_status netcl_tensor_from_host(netcl_tensor **out, netcl_device *dev, netcl
  * the backend can) to the target device. */
 netcl_status netcl_tensor_from_doubles(netcl_tensor **out, netcl_device *dev, netcl_dtype dtype, int ndim, const int64_t *sizes, const double *data)
 {
+    NC_TRY(nc_capture_guard(dev, "from_host"));
     netcl_device *cpu;
     netcl_tensor *host;
     *out = NULL;

@@ -258,6 +258,7 @@ end
 -- Runs closure (with grad mode on) first when given; returns its result.
 function Optimizer:step(closure)
   local loss
+  if M.recorder then M.recorder(self) end   -- a capture notes which optimizers step (netcl/jit.lua)
   if closure ~= nil then loss = autograd.with_grad_mode(true, closure) end
   for gi, group in ipairs(self.param_groups) do
     sync(self, gi, true)
@@ -316,8 +317,16 @@ local NHYPER = C.NETCL_OPTIM_NHYPER
 local LR, WD, BETA1, BETA2 = C.NETCL_OPTIM_LR, C.NETCL_OPTIM_WEIGHT_DECAY, C.NETCL_OPTIM_BETA1, C.NETCL_OPTIM_BETA2
 local EPS, BC2, SCALE = C.NETCL_OPTIM_EPS, C.NETCL_OPTIM_BC2_SQRT, C.NETCL_OPTIM_PARAM_SCALE
 local hyper = ffi.new("double[?]", NHYPER)
+-- With M.collector set (a replay of a captured step, netcl/jit.lua), a
+-- launch only appends its hyper-parameters to it.
 function M.launch(kind, flags, b, lr, wd, beta1, beta2, eps, bc2, scale, s1, s2, s3)
   hyper[LR], hyper[WD], hyper[BETA1], hyper[BETA2], hyper[EPS], hyper[BC2], hyper[SCALE] = lr, wd, beta1, beta2, eps, bc2, scale
+  if M.collector then
+    local h = ffi.new("double[?]", NHYPER)
+    ffi.copy(h, hyper, ffi.sizeof(h))
+    M.collector[#M.collector + 1] = h
+    return
+  end
   local sh = b.state_h
   check(C.netcl_optim_step(kind, flags, b.flat_h, b.grad_h, s1 and sh[s1] or nil, s2 and sh[s2] or nil,
                            s3 and sh[s3] or nil, hyper, NHYPER))

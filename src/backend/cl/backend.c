@@ -137,7 +137,7 @@ static const nc_backend opencl_backend = {
                 .tune_cache_path = nc_cl_tune_cache_path, .tune_cache_reload = nc_cl_tune_cache_reload,
                 .tensor_cores = nc_cl_tensor_cores},
     .elementwise = {.copy = nc_cl_copy, .fill = nc_cl_fill, .range = nc_cl_range, .unary = nc_cl_unary, .unary_grad = nc_cl_unary_grad,
-                    .binary_grad = nc_cl_binary_grad,
+                    .binary_grad = nc_cl_binary_grad, .fused = nc_cl_fused,
                     .binary = nc_cl_binary, .where = nc_cl_where},
     .reduce = {.run = nc_cl_reduce},
     .softmax = {.forward = nc_cl_softmax, .backward = nc_cl_softmax_backward},

@@ -54,15 +54,19 @@ typedef struct nc_cl_device {
 
 /* Strided geometry passed by value to kernels; the layout matches the
  * `meta_t` struct in kernels/common.cl (all 64-bit fields). */
+#define NC_CL_META_OPS 4
 typedef struct nc_cl_meta {
     cl_long sizes[NC_MAX_DIMS];
-    cl_long strides[NC_ITER_OPS][NC_MAX_DIMS];
-    cl_long offsets[NC_ITER_OPS];
+    cl_long strides[NC_CL_META_OPS][NC_MAX_DIMS];
+    cl_long offsets[NC_CL_META_OPS];
     cl_long ndim, n;
 } nc_cl_meta;
 
 static inline nc_cl_device *nc_cl_dev(netcl_device *d) { return (nc_cl_device *)d->impl; }
 
+/* Registers a source generated at run time as program `family` (copied;
+ * kept for the process); 0 when out of memory. */
+int nc_cl_source_add(const char *family, const char *source);
 /* Kernel `name` of program `family` built with `options` (cached). */
 netcl_status nc_cl_kernel(nc_cl_device *cd, const char *family, const char *options, const char *name,
                           cl_kernel *kernel, size_t *wg);
@@ -106,6 +110,7 @@ netcl_status nc_cl_range(netcl_device *dev, const nc_desc *dst, double start, do
 netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
 netcl_status nc_cl_binary_grad(netcl_device *dev, netcl_op op, int which, const nc_desc *out, const nc_desc *g,
                                const nc_desc *a, const nc_desc *b, double sa, double sb);
+netcl_status nc_cl_fused(netcl_device *dev, const nc_fused *f);
 netcl_status nc_cl_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gin, const nc_desc *g, const nc_desc *x,
                               const nc_desc *y, double p1, double p2);
 netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);

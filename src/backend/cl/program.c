@@ -6,6 +6,7 @@
  * (elementwise_ops.c) + ops.cl (the fused activation) + its family. */
 #include "cl.h"
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +36,48 @@ int nc_cl_debug_level(void)
     return level;
 }
 
-/* Source of kernels/<name>.cl: $NETCL_KERNEL_DIR first, else embedded.
- * Returns a malloc'd string. */
+/* Sources generated at run time (fused kernels), by family name; kept for
+ * the process. */
+typedef struct generated_source {
+    char *family, *source;
+    struct generated_source *next;
+} generated_source;
+static generated_source *generated;
+static pthread_mutex_t generated_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int nc_cl_source_add(const char *family, const char *source)
+{
+    pthread_mutex_lock(&generated_lock);
+    generated_source *g = generated;
+    while (g && strcmp(g->family, family) != 0) g = g->next;
+    if (!g && (g = calloc(1, sizeof *g)) && (g->family = strdup(family)) && (g->source = strdup(source))) {
+        g->next = generated;
+        generated = g;
+    } else if (g && !g->source) {
+        free(g->family);
+        free(g);
+        g = NULL;
+    }
+    pthread_mutex_unlock(&generated_lock);
+    return g != NULL;
+}
+
+static char *generated_copy(const char *name)
+{
+    char *s = NULL;
+    pthread_mutex_lock(&generated_lock);
+    for (generated_source *g = generated; g; g = g->next)
+        if (strcmp(g->family, name) == 0) { s = strdup(g->source); break; }
+    pthread_mutex_unlock(&generated_lock);
+    return s;
+}
+
+/* Source of kernels/<name>.cl: a generated source of that name, else
+ * $NETCL_KERNEL_DIR, else embedded. Returns a malloc'd string. */
 static char *kernel_source(const char *name)
 {
+    char *gen = generated_copy(name);
+    if (gen) return gen;
     const char *dir = getenv("NETCL_KERNEL_DIR");
     if (dir && *dir) {
         char path[1024];

@@ -59,7 +59,7 @@ static const nc_backend cpu_backend = {
     .mem = {.alloc = cpu_alloc, .free = cpu_free, .write = cpu_write, .read = cpu_read, .synchronize = cpu_sync},
     .runtime = {.tune_gemm = cpu_tune_gemm, .gemm_config = cpu_gemm_config},
     .elementwise = {.copy = nc_cpu_copy, .fill = nc_cpu_fill, .range = nc_cpu_range, .unary = nc_cpu_unary, .unary_grad = nc_cpu_unary_grad,
-                    .binary_grad = nc_cpu_binary_grad,
+                    .binary_grad = nc_cpu_binary_grad, .fused = nc_cpu_fused,
                     .binary = nc_cpu_binary, .where = nc_cpu_where},
     .reduce = {.run = nc_cpu_reduce},
     .softmax = {.forward = nc_cpu_softmax, .backward = nc_cpu_softmax_backward},

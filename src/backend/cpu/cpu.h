@@ -71,6 +71,7 @@ netcl_status nc_cpu_range(netcl_device *dev, const nc_desc *dst, double start, d
 netcl_status nc_cpu_unary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, double p1, double p2);
 netcl_status nc_cpu_binary_grad(netcl_device *dev, netcl_op op, int which, const nc_desc *out, const nc_desc *g,
                                 const nc_desc *a, const nc_desc *b, double sa, double sb);
+netcl_status nc_cpu_fused(netcl_device *dev, const nc_fused *f);
 netcl_status nc_cpu_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gin, const nc_desc *g, const nc_desc *x,
                                const nc_desc *y, double p1, double p2);
 netcl_status nc_cpu_binary(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *a, const nc_desc *b, double s, int reversed);

@@ -601,6 +601,96 @@ netcl_status nc_cpu_binary_grad(netcl_device *dev, netcl_op op, int which, const
     return NETCL_OK;
 }
 
+/* ---- fused chains ---------------------------------------------------------------------
+ * One pass over blocks of FB elements: every node of the program computes
+ * its block with the ops' block kernels in the compute type (so a float32
+ * chain gives the bits its ops give one by one), then the outputs are
+ * stored. The iterator's operands: the outputs, then the inputs. */
+#define FB 128
+
+static float round16(int dtype, float v)
+{
+    return dtype == NETCL_DTYPE_BFLOAT16 ? nc_bf16_to_float(nc_float_to_bf16(v)) : nc_half_to_float(nc_float_to_half(v));
+}
+
+#define DEFINE_FUSED_BLOCK(NAME, T, GATHER, SCATTER, UNARY, BINARY, COMPARE, UGRAD, BGRAD)                 \
+    static void NAME(const nc_fused *f, const int64_t *off, const int64_t *step, int64_t m)              \
+    {                                                                                                   \
+        T v[NC_FUSE_MAX_NODES][FB];                                                                     \
+        uint8_t mask[FB];                                                                               \
+        for (int k = 0; k < f->nnodes; k++) {                                                           \
+            const nc_fuse_node *nd = &f->nodes[k];                                                      \
+            T *o = v[k];                                                                                \
+            const T *x = v[nd->arg[0] < 0 ? k : nd->arg[0]], *y = v[nd->arg[1] < 0 ? k : nd->arg[1]];    \
+            const T *z = v[nd->arg[2] < 0 ? k : nd->arg[2]];                                            \
+            switch (nd->kind) {                                                                         \
+            case NC_FUSE_INPUT: {                                                                       \
+                int q = f->noutputs + nd->input;                                                        \
+                const nc_desc *d = f->inputs[nd->input];                                                \
+                GATHER(d->buf, d->dtype, off[q], step[q], m, o);                                        \
+                break;                                                                                  \
+            }                                                                                           \
+            case NC_FUSE_SCALAR: for (int64_t i = 0; i < m; i++) o[i] = (T)nd->p1; break;               \
+            case NC_FUSE_UNARY: UNARY(nd->op, o, x, m, (T)nd->p1, (T)nd->p2); break;                    \
+            case NC_FUSE_BINARY:                                                                        \
+                if (nc_op_is_predicate(nd->op)) {                                                       \
+                    COMPARE(nd->op, mask, x, y, m);                                                     \
+                    for (int64_t i = 0; i < m; i++) o[i] = mask[i];                                     \
+                } else {                                                                                \
+                    BINARY(nd->op, o, x, y, m);                                                         \
+                }                                                                                       \
+                break;                                                                                  \
+            case NC_FUSE_WHERE: for (int64_t i = 0; i < m; i++) o[i] = x[i] != 0 ? y[i] : z[i]; break;  \
+            case NC_FUSE_UNARY_GRAD: UGRAD(nd->op, o, x, y, z, m, (T)nd->p1, (T)nd->p2); break;         \
+            case NC_FUSE_BINARY_GRAD: BGRAD(nd->op, nd->which, o, x, y, z, m); break;                   \
+            case NC_FUSE_ROUND: for (int64_t i = 0; i < m; i++) o[i] = (T)round16(nd->which, (float)x[i]); break; \
+            }                                                                                           \
+        }                                                                                               \
+        for (int k = 0; k < f->noutputs; k++)                                                           \
+            SCATTER(f->outputs[k]->buf, f->outputs[k]->dtype, off[k], step[k], m, v[f->out_node[k]]);   \
+    }
+
+DEFINE_FUSED_BLOCK(fused_block_f32, float, nc_cpu_gather_f32, scatter_f32, unary_f32, binary_f32, compare_f32,
+                   unary_grad_f32, binary_grad_f32)
+DEFINE_FUSED_BLOCK(fused_block_f64, double, gather_f64, scatter_f64, unary_f64, binary_f64, compare_f64,
+                   unary_grad_f64, binary_grad_f64)
+
+typedef struct { const nc_fused *f; nc_iter it; } fused_ctx;
+
+static void fused_row(void *vctx, const int64_t *off, const int64_t *step, int64_t n)
+{
+    fused_ctx *c = vctx;
+    int nops = c->f->noutputs + c->f->ninputs;
+    for (int64_t j0 = 0; j0 < n; j0 += FB) {
+        int64_t m = n - j0 < FB ? n - j0 : FB, o[NC_ITER_OPS];
+        for (int k = 0; k < nops; k++) o[k] = off[k] + j0 * step[k];
+        if (c->f->compute == NETCL_DTYPE_FLOAT64) fused_block_f64(c->f, o, step, m);
+        else fused_block_f32(c->f, o, step, m);
+    }
+}
+
+static void fused_range(void *vctx, int64_t start, int64_t end)
+{
+    fused_ctx *c = vctx;
+    nc_iter_range(&c->it, start, end, fused_row, c);
+}
+
+netcl_status nc_cpu_fused(netcl_device *dev, const nc_fused *f)
+{
+    (void)dev;
+    int nops = f->noutputs + f->ninputs;
+    if (f->nnodes > NC_FUSE_MAX_NODES || nops > NC_FUSE_MAX_OPERANDS || f->noutputs < 1)
+        return nc_fail(NETCL_ERR_UNSUPPORTED, "cpu: a fused program of %d nodes and %d operands (at most %d and %d)",
+                       f->nnodes, nops, NC_FUSE_MAX_NODES, NC_FUSE_MAX_OPERANDS);
+    fused_ctx c = {f, {0}};
+    const nc_desc *ops[NC_ITER_OPS];
+    for (int k = 0; k < f->noutputs; k++) ops[k] = f->outputs[k];
+    for (int k = 0; k < f->ninputs; k++) ops[f->noutputs + k] = f->inputs[k];
+    nc_iter_init(&c.it, nops, ops);
+    nc_parallel_for(nc_iter_numel(&c.it), GRAIN, fused_range, &c);
+    return NETCL_OK;
+}
+
 /* ---- binary ------------------------------------------------------------------------- */
 
 /* Float-type rows: x op y (or x op s, s op x) into o, on blocks of at most

@@ -1,0 +1,184 @@
+-- netcl/jit.lua — capture and replay from Lua (src/jit/, docs/jit.md).
+--   netcl.compile(step, ...) captures a whole training step run with the
+--     example arguments and returns a function that replays it: tensor
+--     arguments are copied into the captured inputs, optimizers' steps take
+--     their next hyper-parameters, and the step's results (the captured
+--     tensors) hold the new values; each call overwrites the last call's.
+--   netcl.jit(fn) traces fn once per signature (the arguments' dtypes,
+--     shapes, strides and devices, and every other argument's value) and
+--     replays the fused program after that, returning fresh results.
+-- A step that reads device values on the host, uploads host data or
+-- augments data inside cannot be replayed: capturing it raises the reason.
+local ffi = require("ffi")
+local lib = require("netcl.lib")
+local tensor = require("netcl.tensor")
+local core = require("netcl.core")
+local optim_base = require("netcl.optim.optimizer")
+local C, throw = lib.C, lib.throw
+local H, is_tensor = tensor.handle, tensor.is_tensor
+
+local M = {}
+
+local function check(st, what)
+  if st ~= 0 then throw(what .. ": " .. ffi.string(C.netcl_last_error()), 3) end
+end
+
+local function pack(...) return { n = select("#", ...), ... } end
+
+-- the device a step runs on: opts.device, else its first tensor argument's
+local function step_device(args, opts)
+  if opts.device then return core.device(opts.device) end
+  for i = 1, args.n do
+    if is_tensor(args[i]) then return core.device(args[i].device) end
+  end
+  return core.default_device()
+end
+
+-- Runs fn(args) under a capture on dev; returns the program, the results
+-- and the optimizers that stepped (in order). fuse = false keeps every
+-- kernel as it ran.
+local function capture(what, fn, args, dev, fuse)
+  if C.netcl_capturing() ~= 0 then throw(what .. ": a capture is already running (captures do not nest)", 3) end
+  collectgarbage("collect")
+  check(C.netcl_capture_begin(dev.handle), what)
+  local stepped = {}
+  optim_base.recorder = function(opt) stepped[#stepped + 1] = opt end
+  local ok, results = pcall(function() return pack(fn(unpack(args, 1, args.n))) end)
+  optim_base.recorder = nil
+  -- temporaries the step dropped are freed, so the fusion pass sees that
+  -- nothing else holds their buffers
+  collectgarbage("collect")
+  collectgarbage("collect")
+  local box = ffi.new("netcl_program *[1]")
+  local st = C.netcl_capture_end(box, fuse == false and 0 or 1)
+  if not ok then
+    if st == 0 then C.netcl_program_release(box[0]) end
+    error(results, 0)
+  end
+  check(st, what)
+  return ffi.gc(box[0], C.netcl_program_release), results, stepped
+end
+
+-- The hyper-parameters of the optimizers' next steps, for the program's
+-- optimizer steps in order: each optimizer steps again with launches only
+-- collected (its step count and learning rate move on as in eager training).
+local function next_hyper(prog, stepped)
+  if #stepped == 0 then return end
+  local collected = {}
+  optim_base.collector = collected
+  local ok, err = pcall(function()
+    for _, opt in ipairs(stepped) do opt:step() end
+  end)
+  optim_base.collector = nil
+  if not ok then error(err, 0) end
+  local want = C.netcl_program_optim_steps(prog)
+  if #collected ~= want then
+    throw(("compiled step: the optimizers now make %d updates a step, the capture made %d (compile again)")
+      :format(#collected, want), 3)
+  end
+  for k, h in ipairs(collected) do check(C.netcl_program_set_optim_hyper(prog, k - 1, h, C.NETCL_OPTIM_NHYPER), "compiled step") end
+end
+
+-- A compiled training step: see the header. opts: device, fuse (default
+-- true), warmup (eager runs before the capture, default 1: lazily made
+-- state such as optimizer buffers must exist before it).
+function M.compile(step, ...)
+  if type(step) ~= "function" then throw("compile: expected a function, got " .. type(step), 2) end
+  local args, opts = pack(...), {}
+  if args.n > 0 and type(args[args.n]) == "table" and not is_tensor(args[args.n]) and args[args.n].compile_options then
+    opts = args[args.n]
+    args.n = args.n - 1
+  end
+  local dev = step_device(args, opts)
+  for _ = 1, opts.warmup or 1 do step(unpack(args, 1, args.n)) end
+  -- private copies of the tensor arguments: later calls copy theirs in
+  local inputs = {}
+  for i = 1, args.n do
+    if is_tensor(args[i]) then
+      inputs[i] = args[i]:clone()
+      args[i] = inputs[i]
+    end
+  end
+  local prog, results, stepped = capture("compile", step, args, dev, opts.fuse)
+  local compiled = { program = prog, captured_kernels = C.netcl_program_captured_steps(prog),
+                     kernels = C.netcl_program_steps(prog) }
+  return setmetatable(compiled, {
+    __call = function(_, ...)
+      local now = pack(...)
+      for i, t in pairs(inputs) do
+        local a = now[i]
+        if not is_tensor(a) then throw(("compiled step: argument %d must be a tensor, got %s"):format(i, type(a)), 2) end
+        if a ~= t then t:copy_(a) end
+      end
+      next_hyper(prog, stepped)
+      check(C.netcl_program_run(prog), "compiled step")
+      return unpack(results, 1, results.n)
+    end,
+  })
+end
+
+-- ---- netcl.jit -------------------------------------------------------------------
+
+local function signature(args)
+  local parts = {}
+  for i = 1, args.n do
+    local a = args[i]
+    if is_tensor(a) then
+      local s = a:size()
+      local st = {}
+      for d = 1, #s do st[d] = a:stride(d) end
+      parts[i] = ("T%s:%s:%s:%s"):format(a.dtype, table.concat(s, ","), table.concat(st, ","), a.device)
+    else
+      parts[i] = type(a) .. ":" .. tostring(a)
+    end
+  end
+  return table.concat(parts, "|")
+end
+
+-- A traced function: see the header. opts: fuse (default true).
+function M.jit(fn, opts)
+  if type(fn) ~= "function" then throw("jit: expected a function, got " .. type(fn), 2) end
+  opts = opts or {}
+  local traces = {}
+  local function call(...)
+    local args = pack(...)
+    local key = signature(args)
+    local tr = traces[key]
+    if not tr then   -- the first call of this signature runs under a capture, on copies of the tensors
+      local inputs = {}
+      for i = 1, args.n do
+        if is_tensor(args[i]) then
+          inputs[i] = args[i]:clone()
+          args[i] = inputs[i]
+        end
+      end
+      local prog, results = capture("jit", fn, args, step_device(args, opts), opts.fuse)
+      traces[key] = { program = prog, inputs = inputs, results = results }
+      return unpack(results, 1, results.n)
+    end
+    local prog = tr.program
+    -- the new arguments stand where the traced ones stood, the results get
+    -- fresh tensors: the program's kernels read and write those
+    for i, t in pairs(tr.inputs) do
+      if args[i] ~= t then t:copy_(args[i]) end
+    end
+    local fresh = {}
+    for i = 1, tr.results.n do
+      local r = tr.results[i]
+      if is_tensor(r) then
+        local f = core.empty(r:size(), { dtype = r.dtype, device = r.device })
+        if C.netcl_program_rebind(prog, H(r), H(f)) == 0 then tr.results[i], fresh[i] = f, true end
+      end
+    end
+    check(C.netcl_program_run(prog), "jit")
+    local out = {}
+    for i = 1, tr.results.n do
+      local r = tr.results[i]
+      out[i] = (is_tensor(r) and not fresh[i]) and r:clone() or r
+    end
+    return unpack(out, 1, tr.results.n)
+  end
+  return call
+end
+
+return M

@@ -1,0 +1,199 @@
+-- spec/jit_spec.lua — capture and replay (src/jit/, lua/netcl/jit.lua):
+-- netcl.jit chains fused against eager (every float dtype, broadcast,
+-- strided and scalar operands, comparisons and where, gradients), a new
+-- signature traced again, compiled training steps (an MLP with Adam, a
+-- LeNet-style CNN with batch norm and SGD momentum) whose parameters equal
+-- eager training's, refused captures with their reason, bounded memory
+-- over many replays, and fused programs from the disk cache in a second
+-- process.
+local lu = require("luaunit")
+local H = require("helper")
+local netcl = H.netcl
+local nn = netcl.nn
+
+local function maxdiff(a, b) return (a:double() - b:double()):abs():max():item() end
+
+local function T(sizes, opts)
+  opts = opts or {}
+  opts.device = H.device
+  return netcl.randn(sizes, opts)
+end
+
+TestJit = {}
+
+-- chains of elementwise ops: fused result against the same ops run eagerly
+local CHAINS = {
+  { "relu(x*a+b)", function(x, a, b) return (x * a + b):relu() end },
+  { "six ops", function(x, a, b) return (((x + 1) * a):tanh() - b):abs():sqrt() * 0.5 end },
+  { "unary catalogue", function(x) return x:sigmoid() + x:gelu() + x:silu() + x:softplus() + x:elu() + x:clamp(-0.5, 0.5) end },
+  { "scalar forms", function(x, a) return (2 - x) / (a:abs() + 1) + x:pow(2) end },
+  { "compare and where", function(x, a, b) return netcl.where(x:gt(a), b, x * 2) + (x:lt(0)):float() end },
+  { "maximum and minimum", function(x, a, b) return x:maximum(a):minimum(b + 1) end },
+}
+
+function TestJit:test_chains_equal_eager_float32()
+  for _, case in ipairs(CHAINS) do
+    local name, fn = case[1], case[2]
+    local f = netcl.jit(fn)
+    local x, a, b = T({ 37, 19 }), T({ 37, 19 }), T({ 19 })   -- b broadcast along the rows
+    f(x, a, b)
+    local x2 = T({ 37, 19 })
+    local got, want = f(x2, a, b), fn(x2, a, b)
+    lu.assertEquals(got:size(), want:size(), name)
+    lu.assertEquals(maxdiff(got, want), 0, name .. ": a float32 chain fuses to the bits of its ops")
+  end
+end
+
+function TestJit:test_chains_other_dtypes_and_layouts()
+  local fn = function(x, a) return (x * a + 1):tanh() * x end
+  local f = netcl.jit(fn)
+  for _, dt in ipairs({ "float16", "bfloat16", "float64" }) do
+    local info = H.device_info()
+    if dt == "float64" and info and not info.fp64 then break end   -- (the float16/bfloat16 cases ran)
+    local x, a = T({ 64 }, { dtype = dt }), T({ 64 }, { dtype = dt })
+    f(x, a)
+    local x2 = T({ 64 }, { dtype = dt })
+    local got, want = f(x2, a), fn(x2, a)
+    lu.assertEquals(got.dtype, dt)
+    -- every store to a 16-bit buffer rounds as the op's own kernel would
+    lu.assertEquals(maxdiff(got:float(), want:float()), 0, dt)
+  end
+  -- a transposed operand and a mixed-dtype one
+  local g = netcl.jit(function(x, y) return x:t() * y + y:half():float() end)
+  local x, y = T({ 8, 12 }), T({ 12, 8 })
+  g(x, y)
+  local x2 = T({ 8, 12 })
+  lu.assertEquals(maxdiff(g(x2, y), x2:t() * y + y:half():float()), 0)
+end
+
+function TestJit:test_new_signature_traces_again()
+  local calls = 0
+  local f = netcl.jit(function(x) calls = calls + 1; return x * 3 end)
+  f(T({ 4 }))
+  f(T({ 4 }))
+  lu.assertEquals(calls, 1, "one trace per signature")
+  local y = f(T({ 2, 3 }))
+  lu.assertEquals(calls, 2, "a new shape traces again")
+  lu.assertEquals(y:size(), { 2, 3 })
+end
+
+function TestJit:test_results_are_fresh()
+  local f = netcl.jit(function(x) return x + 1 end)
+  local x = T({ 5 })
+  local r1 = f(x)
+  local r2 = f(x * 2)
+  lu.assertTrue(maxdiff(r1, x + 1) == 0, "an earlier result keeps its values")
+  lu.assertTrue(maxdiff(r2, x * 2 + 1) == 0)
+end
+
+function TestJit:test_gradients_in_a_traced_step()
+  local w = T({ 6 })
+  w.requires_grad = true
+  local step = function(x)
+    w.grad = nil
+    local loss = ((x * w):tanh() * x):sum()
+    loss:backward()
+    return loss, w.grad
+  end
+  local f = netcl.jit(step)
+  f(T({ 6 }))
+  local x2 = T({ 6 })
+  local loss, g = f(x2)
+  local l2, g2 = step(x2)
+  lu.assertTrue(maxdiff(loss, l2) < 1e-6)
+  lu.assertTrue(maxdiff(g, g2) < 1e-6)
+end
+
+-- the same training, eager and compiled: compile runs the step once to
+-- warm up and once under the capture, then replays
+local function train_both(make, data)
+  local m1, s1 = make()
+  s1(data[1][1], data[1][2])
+  s1(data[1][1], data[1][2])
+  for i = 1, #data do s1(data[i][1], data[i][2]) end
+  local m2, s2 = make()
+  local c = netcl.compile(s2, data[1][1], data[1][2])
+  local last
+  for i = 1, #data do last = c(data[i][1], data[i][2]) end
+  local worst = 0
+  local p1, p2 = m1:parameters(), m2:parameters()
+  for i = 1, #p1 do worst = math.max(worst, maxdiff(p1[i], p2[i])) end
+  return worst, c, last
+end
+
+function TestJit:test_compiled_mlp_trains_as_eager()
+  local data = {}
+  netcl.manual_seed(5)
+  for i = 1, 30 do data[i] = { T({ 16, 20 }), netcl.randint(1, 6, { 16 }, { device = H.device, dtype = "int64" }) } end
+  local function make()
+    netcl.manual_seed(1)
+    local model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5)):to(H.device)
+    local opt = netcl.optim.Adam(model:parameters(), { lr = 1e-2 })
+    return model, function(x, t)
+      opt:zero_grad()
+      local loss = nn.functional.cross_entropy(model(x), t)
+      loss:backward()
+      opt:step()
+      return loss
+    end
+  end
+  local worst, c, loss = train_both(make, data)
+  lu.assertTrue(worst <= 1e-6, "parameters differ by " .. worst)
+  lu.assertTrue(c.kernels < c.captured_kernels, ("fusion: %d kernels of %d"):format(c.kernels, c.captured_kernels))
+  lu.assertTrue(loss:item() == loss:item())
+end
+
+function TestJit:test_compiled_cnn_trains_as_eager()
+  local data = {}
+  netcl.manual_seed(6)
+  for i = 1, 8 do data[i] = { T({ 4, 1, 28, 28 }), netcl.randint(1, 11, { 4 }, { device = H.device, dtype = "int64" }) } end
+  local function make()
+    netcl.manual_seed(2)
+    local model = nn.Sequential(nn.Conv2d(1, 4, 5, { padding = 2 }), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+      nn.Conv2d(4, 8, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 5 * 5, 10)):to(H.device)
+    local opt = netcl.optim.SGD(model:parameters(), { lr = 0.05, momentum = 0.9 })
+    return model, function(x, t)
+      opt:zero_grad()
+      local loss = nn.functional.cross_entropy(model(x), t)
+      loss:backward()
+      opt:step()
+      return loss
+    end
+  end
+  local worst = train_both(make, data)
+  lu.assertTrue(worst <= 1e-5, "parameters differ by " .. worst)
+end
+
+function TestJit:test_refused_captures_say_why()
+  local x = T({ 4 })
+  H.assert_error(function() netcl.jit(function(y) return netcl.tensor({ (y * 2):sum():item() }, { device = H.device }) end)(x) end,
+    "cannot be captured", "reads a device value on the host")
+  H.assert_error(function() netcl.jit(function(y) return y + netcl.tensor({ 1, 2, 3, 4 }, { device = H.device }) end)(x) end,
+    "cannot be captured", "uploads host data")
+  -- a failed capture leaves no capture running
+  lu.assertEquals(netcl.C.netcl_capturing(), 0)
+  lu.assertTrue(maxdiff(netcl.jit(function(y) return y * 2 end)(x), x * 2) == 0)
+end
+
+function TestJit:test_replay_keeps_memory_bounded()
+  local f = netcl.jit(function(x, a) return (x * a):exp() + x end)
+  local x, a = T({ 1000 }), T({ 1000 })
+  for _ = 1, 10 do f(x, a) end
+  collectgarbage("collect")
+  local before = netcl.memory_stats(H.device).bytes_in_use
+  for _ = 1, 300 do f(x, a) end
+  collectgarbage("collect")
+  local after = netcl.memory_stats(H.device).bytes_in_use
+  lu.assertTrue(after <= before, ("bytes in use grew from %d to %d"):format(before, after))
+end
+
+function TestJit:test_fused_programs_come_from_the_disk_cache()
+  if H.is_cpu then lu.skip("fused programs are compiled OpenCL: the cpu runs its chains without compiling") end
+  local code = ("local netcl = require('netcl'); local f = netcl.jit(function(x) return (x * 3 + 1):tanh() end); "
+    .. "local x = netcl.randn(64, {device = %q}); f(x); f(x); "
+    .. "io.write(netcl.runtime_stats().programs_compiled)"):format(H.device)
+  H.run_lua(code)
+  local out, exit = H.run_lua(code)
+  lu.assertEquals(exit, 0, out)
+  lu.assertEquals(out, "0", "a second process compiles nothing")
+end
