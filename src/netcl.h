@@ -231,9 +231,10 @@ int netcl_profile_report(char *buf, int len, int reset);
  * runs on dev is also recorded (it still runs). The result is a program:
  * netcl_program_run replays the recorded kernels over the same buffers with
  * one call (fuse != 0: chains of elementwise kernels whose intermediates
- * nothing else reads run as one generated kernel). The program keeps every
- * buffer the capture allocated, so tensors made during the capture hold the
- * results of the latest replay. A step that reads device values on the host
+ * nothing else reads run as one generated kernel). Tensors made during the
+ * capture that are still held when it ends hold the results of the latest
+ * replay; the values only the program holds share buffers by a static
+ * memory plan, so a replay allocates nothing. A step that reads device values on the host
  * or uploads host data cannot be replayed: capture_end refuses it and says
  * why. Random draws take fresh numbers at every replay; optimizer steps use
  * the hyper-parameters last given with netcl_program_set_optim_hyper (k
@@ -247,11 +248,16 @@ int netcl_program_steps(const netcl_program *p);            /* kernel calls a re
 int netcl_program_captured_steps(const netcl_program *p);   /* the kernels recorded, before fusion */
 int netcl_program_optim_steps(const netcl_program *p);
 netcl_status netcl_program_set_optim_hyper(netcl_program *p, int k, const double *hyper, int nhyper);
-/* Every kernel argument of the program on old's storage reads and writes
- * now's instead (device, dtype, shape and strides must agree; old must be
- * the whole of its storage): a fresh output for the next run. now must
- * outlive the runs that use it. */
-netcl_status netcl_program_rebind(netcl_program *p, const netcl_tensor *old, const netcl_tensor *now);
+/* A binding lets a later run use another tensor where the capture used t
+ * (an input or a result): netcl_program_bind(p, t, result, &id) notes every
+ * kernel argument on t's storage (t must be the whole of its storage; with
+ * result != 0 t must also be a tensor the capture made that nothing but the
+ * caller's one reference and the program holds, so no one else expects its
+ * values), and netcl_program_rebind(p, id, now) points those arguments at
+ * now (same device, dtype, shape and strides) until the next rebind. now
+ * must outlive the runs that use it. */
+netcl_status netcl_program_bind(netcl_program *p, const netcl_tensor *t, int result, int *id);
+netcl_status netcl_program_rebind(netcl_program *p, int id, const netcl_tensor *now);
 void netcl_program_release(netcl_program *p);
 
 /* ---- the op table --------------------------------------------------------
@@ -281,6 +287,8 @@ int64_t netcl_tensor_numel(const netcl_tensor *t);
 netcl_dtype netcl_tensor_dtype(const netcl_tensor *t);
 netcl_device *netcl_tensor_device(const netcl_tensor *t);
 int netcl_tensor_is_contiguous(const netcl_tensor *t);
+/* 1 when t is its storage's only possible view: contiguous, from the start, to the end. */
+int netcl_tensor_is_whole(const netcl_tensor *t);
 /* 1 when both views share one storage. */
 int netcl_tensor_same_storage(const netcl_tensor *a, const netcl_tensor *b);
 /* Writes "float32[2,3] on opencl:0" into buf (always NUL-terminated). */

@@ -35,14 +35,14 @@ local function step_device(args, opts)
 end
 
 -- Runs fn(args) under a capture on dev; returns the program, the results
--- and the optimizers that stepped (in order). fuse = false keeps every
+-- and the host work of its optimizer and scheduler steps (in order). fuse = false keeps every
 -- kernel as it ran.
 local function capture(what, fn, args, dev, fuse)
   if C.netcl_capturing() ~= 0 then throw(what .. ": a capture is already running (captures do not nest)", 3) end
   collectgarbage("collect")
   check(C.netcl_capture_begin(dev.handle), what)
   local stepped = {}
-  optim_base.recorder = function(opt) stepped[#stepped + 1] = opt end
+  optim_base.recorder = function(redo) stepped[#stepped + 1] = redo end
   local ok, results = pcall(function() return pack(fn(unpack(args, 1, args.n))) end)
   optim_base.recorder = nil
   -- temporaries the step dropped are freed, so the fusion pass sees that
@@ -60,14 +60,15 @@ local function capture(what, fn, args, dev, fuse)
 end
 
 -- The hyper-parameters of the optimizers' next steps, for the program's
--- optimizer steps in order: each optimizer steps again with launches only
--- collected (its step count and learning rate move on as in eager training).
+-- optimizer steps in order: the step's optimizer and scheduler steps are
+-- redone in their order, the optimizers' launches only collected (step
+-- counts and learning rates move on as in eager training).
 local function next_hyper(prog, stepped)
   if #stepped == 0 then return end
   local collected = {}
   optim_base.collector = collected
   local ok, err = pcall(function()
-    for _, opt in ipairs(stepped) do opt:step() end
+    for _, redo in ipairs(stepped) do redo() end
   end)
   optim_base.collector = nil
   if not ok then error(err, 0) end
@@ -77,6 +78,33 @@ local function next_hyper(prog, stepped)
       :format(#collected, want), 3)
   end
   for k, h in ipairs(collected) do check(C.netcl_program_set_optim_hyper(prog, k - 1, h, C.NETCL_OPTIM_NHYPER), "compiled step") end
+end
+
+-- The tensors a capture runs on, put in their places in args: copies of
+-- the arguments (one copy for an argument passed twice), except that with
+-- `own` an argument that is the whole of its storage is used as it is (a
+-- binding then points later calls at theirs). Arguments that need
+-- gradients are refused: a program's gradients flow to the tensors the
+-- step closes over (parameters), never to its arguments.
+local function capture_inputs(what, args, own)
+  local inputs = {}
+  for i = 1, args.n do
+    local a = args[i]
+    if is_tensor(a) then
+      if a.requires_grad then
+        throw(("%s: argument %d (%s %s) requires grad; pass data as arguments and keep parameters in the step's upvalues")
+          :format(what, i, a.dtype, table.concat(a:size(), "x")), 4)
+      end
+      for j = 1, i - 1 do
+        if rawequal(a, args[j]) and inputs[j] then inputs[i] = inputs[j] end
+      end
+      if not inputs[i] then
+        inputs[i] = (own and C.netcl_tensor_is_whole(H(a)) ~= 0) and a or a:clone()
+      end
+    end
+  end
+  for i, t in pairs(inputs) do args[i] = t end
+  return inputs
 end
 
 -- A compiled training step: see the header. opts: device, fuse (default
@@ -92,13 +120,7 @@ function M.compile(step, ...)
   local dev = step_device(args, opts)
   for _ = 1, opts.warmup or 1 do step(unpack(args, 1, args.n)) end
   -- private copies of the tensor arguments: later calls copy theirs in
-  local inputs = {}
-  for i = 1, args.n do
-    if is_tensor(args[i]) then
-      inputs[i] = args[i]:clone()
-      args[i] = inputs[i]
-    end
-  end
+  local inputs = capture_inputs("compile", args, false)
   local prog, results, stepped = capture("compile", step, args, dev, opts.fuse)
   local compiled = { program = prog, captured_kernels = C.netcl_program_captured_steps(prog),
                      kernels = C.netcl_program_steps(prog) }
@@ -127,12 +149,69 @@ local function signature(args)
       local s = a:size()
       local st = {}
       for d = 1, #s do st[d] = a:stride(d) end
-      parts[i] = ("T%s:%s:%s:%s"):format(a.dtype, table.concat(s, ","), table.concat(st, ","), a.device)
+      -- arguments sharing storage trace apart from distinct ones
+      local alias = 0
+      for j = 1, i - 1 do
+        if alias == 0 and is_tensor(args[j]) and a:shares_storage(args[j]) then alias = j end
+      end
+      parts[i] = ("T%s:%s:%s:%s:%d"):format(a.dtype, table.concat(s, ","), table.concat(st, ","), a.device, alias)
     else
       parts[i] = type(a) .. ":" .. tostring(a)
     end
   end
   return table.concat(parts, "|")
+end
+
+-- Bindings of a trace: an input is read where the caller's tensor lies
+-- (no copy); a result the capture made and nothing else holds is written
+-- into a fresh tensor each call, any other result is copied out after the
+-- run (a parameter, a gradient or a view). nil when a result views an
+-- input: the function then runs eagerly for this signature.
+local function bind(prog, t, result)
+  local id = ffi.new("int[1]")
+  if C.netcl_program_bind(prog, H(t), result and 1 or 0, id) ~= 0 then return nil end
+  return id[0]
+end
+
+local function trace_bindings(prog, inputs, results)
+  local tr = { program = prog, input_id = {}, copy_in = {}, results = results, result_id = {}, same = {} }
+  for j = 1, results.n do
+    local r = results[j]
+    if is_tensor(r) then
+      for i, t in pairs(inputs) do
+        if rawequal(r, t) then tr.same[j] = -i
+        elseif r:shares_storage(t) then return nil end
+      end
+      for k = 1, j - 1 do
+        if not tr.same[j] and rawequal(r, results[k]) then tr.same[j] = k end
+      end
+      if not tr.same[j] then tr.result_id[j] = bind(prog, r, true) end
+    end
+  end
+  for i, t in pairs(inputs) do
+    tr.input_id[i] = bind(prog, t, false)
+    if not tr.input_id[i] then tr.copy_in[i] = t end   -- a clone of a view: later arguments are copied in
+  end
+  return tr
+end
+
+local function replay(tr, args)
+  local prog = tr.program
+  for i, id in pairs(tr.input_id) do check(C.netcl_program_rebind(prog, id, H(args[i])), "jit") end
+  for i, t in pairs(tr.copy_in) do t:copy_(args[i]) end
+  local out = {}
+  for j, id in pairs(tr.result_id) do
+    local r = tr.results[j]
+    out[j] = core.empty(r:size(), { dtype = r.dtype, device = r.device })
+    check(C.netcl_program_rebind(prog, id, H(out[j])), "jit")
+  end
+  check(C.netcl_program_run(prog), "jit")
+  for j = 1, tr.results.n do
+    local r, same = tr.results[j], tr.same[j]
+    if same then out[j] = same < 0 and args[-same] or out[same]
+    elseif not tr.result_id[j] then out[j] = is_tensor(r) and r:clone() or r end
+  end
+  return unpack(out, 1, tr.results.n)
 end
 
 -- A traced function: see the header. opts: fuse (default true).
@@ -144,39 +223,13 @@ function M.jit(fn, opts)
     local args = pack(...)
     local key = signature(args)
     local tr = traces[key]
-    if not tr then   -- the first call of this signature runs under a capture, on copies of the tensors
-      local inputs = {}
-      for i = 1, args.n do
-        if is_tensor(args[i]) then
-          inputs[i] = args[i]:clone()
-          args[i] = inputs[i]
-        end
-      end
-      local prog, results = capture("jit", fn, args, step_device(args, opts), opts.fuse)
-      traces[key] = { program = prog, inputs = inputs, results = results }
-      return unpack(results, 1, results.n)
-    end
-    local prog = tr.program
-    -- the new arguments stand where the traced ones stood, the results get
-    -- fresh tensors: the program's kernels read and write those
-    for i, t in pairs(tr.inputs) do
-      if args[i] ~= t then t:copy_(args[i]) end
-    end
-    local fresh = {}
-    for i = 1, tr.results.n do
-      local r = tr.results[i]
-      if is_tensor(r) then
-        local f = core.empty(r:size(), { dtype = r.dtype, device = r.device })
-        if C.netcl_program_rebind(prog, H(r), H(f)) == 0 then tr.results[i], fresh[i] = f, true end
-      end
-    end
-    check(C.netcl_program_run(prog), "jit")
-    local out = {}
-    for i = 1, tr.results.n do
-      local r = tr.results[i]
-      out[i] = (is_tensor(r) and not fresh[i]) and r:clone() or r
-    end
-    return unpack(out, 1, tr.results.n)
+    if tr == "eager" then return fn(...) end
+    if tr then return replay(tr, args) end
+    -- the first call of this signature runs under a capture
+    local inputs = capture_inputs("jit", args, true)
+    local prog, results = capture("jit", fn, args, step_device(args, opts), opts.fuse)
+    traces[key] = trace_bindings(prog, inputs, results) or "eager"
+    return unpack(results, 1, results.n)
   end
   return call
 end

@@ -149,6 +149,12 @@ int netcl_tensor_same_storage(const netcl_tensor *a, const netcl_tensor *b) { re
 
 int netcl_tensor_is_contiguous(const netcl_tensor *t) { return nc_is_contiguous(t->ndim, t->sizes, t->strides); }
 
+int netcl_tensor_is_whole(const netcl_tensor *t)
+{
+    return t->offset == 0 && nc_is_contiguous(t->ndim, t->sizes, t->strides) &&
+           (size_t)nc_numel(t->ndim, t->sizes) * (size_t)netcl_dtype_size(t->dtype) == t->storage->nbytes;
+}
+
 const char *nc_describe(const netcl_tensor *t)
 {
     char *b = nc_msg_scratch();

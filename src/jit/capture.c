@@ -4,8 +4,9 @@
  * arguments; queries and memory management pass through; host reads and
  * uploads refuse the capture (a replay would not repeat them), as do data
  * augmentation and the entries no step kind covers. The storages the
- * capture allocates are kept by the program, so no buffer a step touches
- * is handed to anyone else. One capture at a time, process-wide. */
+ * capture allocates are kept until the program is made, so no buffer a
+ * step touches is handed to anyone else; the memory plan (plan.c) then
+ * keeps only those the replay needs. One capture at a time, process-wide. */
 #include "jit/jit.h"
 #include <stdarg.h>
 #include <stdio.h>
@@ -498,6 +499,7 @@ netcl_status netcl_capture_end(netcl_program **out, int fuse)
     free(c);
     p->captured = p->nsteps;
     if (st == NETCL_OK && fuse) st = nc_program_fuse(p);
+    if (st == NETCL_OK) st = nc_program_plan(p);
     if (st != NETCL_OK) { netcl_program_release(p); return st; }
     *out = p;
     return NETCL_OK;

@@ -13,17 +13,10 @@
 #include <string.h>
 
 /* ---- buffers: which the program alone holds, and where each is last read ---- */
-typedef struct { const void *buf; int internal, last_read; } buf_info;
-typedef struct { buf_info *t; size_t cap; } buf_map;
+typedef struct { int internal, last_read; } buf_info;
+typedef struct { nc_bufmap ids; buf_info *info; } buf_map;
 
-static buf_info *lookup(buf_map *m, const void *buf)
-{
-    size_t h = ((uintptr_t)buf >> 4) * 0x9E3779B97F4A7C15ULL;
-    for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (m->t[i].buf == buf) return &m->t[i];
-        if (!m->t[i].buf) { m->t[i].buf = buf; m->t[i].last_read = -1; return &m->t[i]; }
-    }
-}
+static buf_info *lookup(buf_map *m, const void *buf) { return &m->info[nc_bufmap_id(&m->ids, buf)]; }
 
 static int is_elementwise(nc_step_kind k)
 {
@@ -216,15 +209,17 @@ static netcl_status finish(run *r, buf_map *m, int last, nc_step *out)
 netcl_status nc_program_fuse(netcl_program *p)
 {
     if (!p->dev->backend->elementwise.fused || p->nsteps < 2) return NETCL_OK;
-    buf_map m = {0};
-    for (m.cap = 64; m.cap < (size_t)(4 * (p->nsteps * NC_STEP_DESCS + p->nstorages)); m.cap *= 2) {}
-    m.t = calloc(m.cap, sizeof *m.t);
+    buf_map m = {{0}, NULL};
+    size_t most = (size_t)p->nsteps * NC_STEP_DESCS + (size_t)p->nstorages;
+    NC_TRY(nc_bufmap_init(&m.ids, most));
+    m.info = malloc(sizeof *m.info * m.ids.cap);
     nc_step *steps = malloc(sizeof *steps * (size_t)p->nsteps);
     run *r = malloc(sizeof *r), *trial = malloc(sizeof *trial);
-    if (!m.t || !steps || !r || !trial) {
-        free(m.t); free(steps); free(r); free(trial);
+    if (!m.info || !steps || !r || !trial) {
+        nc_bufmap_free(&m.ids); free(m.info); free(steps); free(r); free(trial);
         return nc_fail(NETCL_ERR_OOM, "fuse: out of host memory");
     }
+    for (size_t i = 0; i < m.ids.cap; i++) m.info[i].internal = 0, m.info[i].last_read = -1;
     for (int i = 0; i < p->nstorages; i++)
         lookup(&m, p->storages[i]->buf)->internal = atomic_load(&p->storages[i]->refcount) == 1;
     for (int i = 0; i < p->nsteps; i++)
@@ -265,7 +260,8 @@ netcl_status nc_program_fuse(netcl_program *p)
     } else {
         free(steps);
     }
-    free(m.t);
+    nc_bufmap_free(&m.ids);
+    free(m.info);
     free(r);
     free(trial);
     return st;

@@ -39,13 +39,27 @@ typedef struct nc_step {
     netcl_dtype compute;
 } nc_step;
 
+/* A tensor of the capture whose arguments a run may point elsewhere. */
+typedef struct nc_binding {
+    netcl_device *dev;               /* the captured tensor's geometry */
+    netcl_dtype dtype;
+    int ndim;
+    int64_t sizes[NC_MAX_DIMS], strides[NC_MAX_DIMS];
+    int *pos;                        /* step * NC_STEP_DESCS + k of every argument on its storage */
+    int npos;
+    void *buf;                       /* where those arguments point now */
+    int64_t offset;
+} nc_binding;
+
 struct netcl_program {
     netcl_device *dev;
     nc_step *steps;
     int nsteps, cap;
     int captured;                    /* steps recorded, before fusion */
-    nc_storage **storages;           /* the storages of every buffer the capture allocated */
+    nc_storage **storages;           /* the storages the capture allocated that the replay uses */
     int nstorages, scap;
+    nc_binding *bindings;
+    int nbindings;
 };
 
 static inline const nc_desc *nc_step_desc(const nc_step *s, int k) { return (s->has >> k) & 1 ? &s->d[k] : NULL; }
@@ -55,5 +69,16 @@ netcl_status nc_step_run(netcl_device *dev, const nc_step *s);
  * intermediates are read nowhere else (fuse.c). */
 netcl_status nc_program_fuse(netcl_program *p);
 void nc_step_free(nc_step *s);
+/* The program's static memory plan: values only the program holds share
+ * buffers where their lifetimes (first to last step touching them) do not
+ * overlap; buffers no step touches any more are released (plan.c). */
+netcl_status nc_program_plan(netcl_program *p);
+
+/* Distinct buffers numbered 0, 1, ... in order of first sight (bufmap.c);
+ * `most` bounds how many distinct buffers will be asked about. */
+typedef struct nc_bufmap { const void **keys; int *ids; size_t cap; int n; } nc_bufmap;
+netcl_status nc_bufmap_init(nc_bufmap *m, size_t most);
+int nc_bufmap_id(nc_bufmap *m, const void *buf);
+void nc_bufmap_free(nc_bufmap *m);
 
 #endif

@@ -103,27 +103,67 @@ netcl_status netcl_program_run(netcl_program *p)
     return NETCL_OK;
 }
 
-netcl_status netcl_program_rebind(netcl_program *p, const netcl_tensor *old, const netcl_tensor *now)
+static int made_by(const netcl_program *p, const nc_storage *s)
 {
-    if (!p || !old || !now) return nc_fail(NETCL_ERR_ARGUMENT, "program_rebind: a program and two tensors are needed");
-    int same = nc_dev(old) == nc_dev(now) && old->dtype == now->dtype && old->ndim == now->ndim &&
-               memcmp(old->sizes, now->sizes, sizeof(int64_t) * (size_t)old->ndim) == 0;
-    for (int i = 0; same && i < old->ndim; i++) same = old->sizes[i] == 1 || old->strides[i] == now->strides[i];
+    for (int i = 0; i < p->nstorages; i++)
+        if (p->storages[i] == s) return 1;
+    return 0;
+}
+
+netcl_status netcl_program_bind(netcl_program *p, const netcl_tensor *t, int result, int *id)
+{
+    if (!p || !t || !id) return nc_fail(NETCL_ERR_ARGUMENT, "program_bind: a program, a tensor and an id are needed");
+    /* every argument on t's storage is then one of t's elements */
+    if (!netcl_tensor_is_whole(t))
+        return nc_fail(NETCL_ERR_ARGUMENT, "program_bind: %s is not the whole of its storage", nc_describe(t));
+    if (result && (atomic_load(&t->refcount) != 1 || atomic_load(&t->storage->refcount) != 2 || !made_by(p, t->storage)))
+        return nc_fail(NETCL_ERR_ARGUMENT, "program_bind: %s is held elsewhere or was not made by the capture",
+                       nc_describe(t));
+    nc_binding *b = realloc(p->bindings, sizeof *b * (size_t)(p->nbindings + 1));
+    if (!b) return nc_fail(NETCL_ERR_OOM, "program_bind: out of host memory");
+    p->bindings = b;
+    b = &b[p->nbindings];
+    memset(b, 0, sizeof *b);
+    b->buf = t->storage->buf;
+    for (int pass = 0; pass < 2; pass++) {   /* count, then note */
+        int n = 0;
+        for (int i = 0; i < p->nsteps; i++)
+            for (int k = 0; k < NC_STEP_DESCS; k++)
+                if ((p->steps[i].has >> k) & 1 && p->steps[i].d[k].buf == b->buf) {
+                    if (pass) b->pos[n] = i * NC_STEP_DESCS + k;
+                    n++;
+                }
+        if (pass == 0 && !(b->pos = malloc(sizeof *b->pos * (size_t)(n + 1))))
+            return nc_fail(NETCL_ERR_OOM, "program_bind: out of host memory");
+        b->npos = n;
+    }
+    b->dev = nc_dev(t), b->dtype = t->dtype, b->ndim = t->ndim;
+    memcpy(b->sizes, t->sizes, sizeof b->sizes);
+    memcpy(b->strides, t->strides, sizeof b->strides);
+    *id = p->nbindings++;
+    return NETCL_OK;
+}
+
+netcl_status netcl_program_rebind(netcl_program *p, int id, const netcl_tensor *now)
+{
+    if (!p || !now || id < 0 || id >= p->nbindings)
+        return nc_fail(NETCL_ERR_ARGUMENT, "program_rebind: binding %d of %d", id, p ? p->nbindings : 0);
+    nc_binding *b = &p->bindings[id];
+    int same = b->dev == nc_dev(now) && b->dtype == now->dtype && b->ndim == now->ndim &&
+               memcmp(b->sizes, now->sizes, sizeof(int64_t) * (size_t)b->ndim) == 0;
+    for (int i = 0; same && i < b->ndim; i++) same = b->sizes[i] == 1 || b->strides[i] == now->strides[i];
     if (!same)
-        return nc_fail(NETCL_ERR_ARGUMENT, "program_rebind: %s cannot stand for %s (device, dtype, shape and strides must agree)",
-                       nc_describe(now), nc_describe(old));
-    /* old must be its storage's only view: every argument on the storage is then one of old's elements */
-    if (old->offset != 0 || !nc_is_contiguous(old->ndim, old->sizes, old->strides) ||
-        (size_t)nc_numel(old->ndim, old->sizes) * (size_t)netcl_dtype_size(old->dtype) != old->storage->nbytes)
-        return nc_fail(NETCL_ERR_ARGUMENT, "program_rebind: %s is not the whole of its storage", nc_describe(old));
-    void *from = old->storage->buf, *to = now->storage->buf;
-    int64_t delta = now->offset - old->offset;
-    if (from == to && delta == 0) return NETCL_OK;
-    for (int i = 0; i < p->nsteps; i++)
-        for (int k = 0; k < NC_STEP_DESCS; k++) {
-            nc_desc *d = &p->steps[i].d[k];
-            if ((p->steps[i].has >> k) & 1 && d->buf == from) d->buf = to, d->offset += delta;
-        }
+        return nc_fail(NETCL_ERR_ARGUMENT,
+                       "program_rebind: %s cannot stand for the captured %s%s on %s (device, dtype, shape and strides must agree)",
+                       nc_describe(now), netcl_dtype_name(b->dtype), nc_shape_str(b->ndim, b->sizes), b->dev->name);
+    int64_t delta = now->offset - b->offset;
+    for (int j = 0; j < b->npos; j++) {
+        nc_desc *d = &p->steps[b->pos[j] / NC_STEP_DESCS].d[b->pos[j] % NC_STEP_DESCS];
+        d->buf = now->storage->buf;
+        d->offset += delta;
+    }
+    b->buf = now->storage->buf;
+    b->offset = now->offset;
     return NETCL_OK;
 }
 
@@ -158,5 +198,7 @@ void netcl_program_release(netcl_program *p)
     free(p->steps);
     for (int i = 0; i < p->nstorages; i++) nc_storage_release(p->storages[i]);
     free(p->storages);
+    for (int i = 0; i < p->nbindings; i++) free(p->bindings[i].pos);
+    free(p->bindings);
     free(p);
 }

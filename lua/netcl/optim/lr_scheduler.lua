@@ -7,7 +7,8 @@
 -- with the closed form. state_dict() holds plain values (no functions).
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
-local deep_copy = require("netcl.optim.optimizer").deep_copy
+local optim_base = require("netcl.optim.optimizer")
+local deep_copy = optim_base.deep_copy
 local throw = lib.throw
 
 local M = {}
@@ -78,6 +79,8 @@ end
 -- step() advances one epoch (chainable form); step(epoch) sets last_epoch
 -- and uses the closed form where the scheduler has one.
 function LRScheduler:step(epoch)
+  -- a compiled step redoes this before each replay (netcl/jit.lua)
+  if optim_base.recorder then optim_base.recorder(function() self:step(epoch) end) end
   self._step_count = self._step_count + 1
   local lrs
   if epoch == nil then

@@ -258,7 +258,7 @@ end
 -- Runs closure (with grad mode on) first when given; returns its result.
 function Optimizer:step(closure)
   local loss
-  if M.recorder then M.recorder(self) end   -- a capture notes which optimizers step (netcl/jit.lua)
+  if M.recorder then M.recorder(function() self:step() end) end   -- a capture notes the host work to redo (netcl/jit.lua)
   if closure ~= nil then loss = autograd.with_grad_mode(true, closure) end
   for gi, group in ipairs(self.param_groups) do
     sync(self, gi, true)
