@@ -247,6 +247,10 @@ netcl_status netcl_program_run(netcl_program *p);
 int netcl_program_steps(const netcl_program *p);            /* kernel calls a replay makes */
 int netcl_program_captured_steps(const netcl_program *p);   /* the kernels recorded, before fusion */
 int netcl_program_optim_steps(const netcl_program *p);
+/* One line per kernel call of a replay ("12 fused (5 nodes, 2 loads, 1
+ * stores) -> float32[64, 120]") into buf; returns the length the whole
+ * listing needs, with its terminating zero. */
+int netcl_program_describe(const netcl_program *p, char *buf, int len);
 netcl_status netcl_program_set_optim_hyper(netcl_program *p, int k, const double *hyper, int nhyper);
 /* A binding lets a later run use another tensor where the capture used t
  * (an input or a result): netcl_program_bind(p, t, result, &id) notes every

@@ -123,7 +123,7 @@ function M.compile(step, ...)
   local inputs = capture_inputs("compile", args, false)
   local prog, results, stepped = capture("compile", step, args, dev, opts.fuse)
   local compiled = { program = prog, captured_kernels = C.netcl_program_captured_steps(prog),
-                     kernels = C.netcl_program_steps(prog) }
+                     kernels = C.netcl_program_steps(prog), describe = M.describe }
   return setmetatable(compiled, {
     __call = function(_, ...)
       local now = pack(...)
@@ -137,6 +137,15 @@ function M.compile(step, ...)
       return unpack(results, 1, results.n)
     end,
   })
+end
+
+-- The kernels a replay of a compiled step (or of a program) launches, one per line.
+function M.describe(compiled)
+  local prog = type(compiled) == "table" and compiled.program or compiled
+  local n = C.netcl_program_describe(prog, nil, 0)
+  local buf = ffi.new("char[?]", n)
+  C.netcl_program_describe(prog, buf, n)
+  return ffi.string(buf)
 end
 
 -- ---- netcl.jit -------------------------------------------------------------------
@@ -174,7 +183,9 @@ local function bind(prog, t, result)
 end
 
 local function trace_bindings(prog, inputs, results)
-  local tr = { program = prog, input_id = {}, copy_in = {}, results = results, result_id = {}, same = {} }
+  -- results: the captured tensors, or for bound ones their shape (the caller may free the tensor)
+  local tr = { program = prog, input_id = {}, copy_in = {}, results = { n = results.n }, result_id = {}, same = {} }
+  for j = 1, results.n do tr.results[j] = results[j] end
   for j = 1, results.n do
     local r = results[j]
     if is_tensor(r) then
@@ -185,7 +196,10 @@ local function trace_bindings(prog, inputs, results)
       for k = 1, j - 1 do
         if not tr.same[j] and rawequal(r, results[k]) then tr.same[j] = k end
       end
-      if not tr.same[j] then tr.result_id[j] = bind(prog, r, true) end
+      if not tr.same[j] then
+        tr.result_id[j] = bind(prog, r, true)
+        if tr.result_id[j] then tr.results[j] = { size = r:size(), dtype = r.dtype, device = r.device } end
+      end
     end
   end
   for i, t in pairs(inputs) do
@@ -202,7 +216,7 @@ local function replay(tr, args)
   local out = {}
   for j, id in pairs(tr.result_id) do
     local r = tr.results[j]
-    out[j] = core.empty(r:size(), { dtype = r.dtype, device = r.device })
+    out[j] = core.empty(r.size, { dtype = r.dtype, device = r.device })
     check(C.netcl_program_rebind(prog, id, H(out[j])), "jit")
   end
   check(C.netcl_program_run(prog), "jit")
@@ -228,7 +242,12 @@ function M.jit(fn, opts)
     -- the first call of this signature runs under a capture
     local inputs = capture_inputs("jit", args, true)
     local prog, results = capture("jit", fn, args, step_device(args, opts), opts.fuse)
-    traces[key] = trace_bindings(prog, inputs, results) or "eager"
+    local tr = trace_bindings(prog, inputs, results)
+    traces[key] = tr or "eager"
+    -- results the replays copy out stay the program's: the caller gets copies
+    for j = 1, results.n do
+      if tr and is_tensor(results[j]) and not tr.same[j] and not tr.result_id[j] then results[j] = results[j]:clone() end
+    end
     return unpack(results, 1, results.n)
   end
   return call

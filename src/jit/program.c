@@ -4,6 +4,7 @@
  * last set for them), so a replay does no Lua work, no allocation and no
  * argument checking. */
 #include "jit/jit.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +166,40 @@ netcl_status netcl_program_rebind(netcl_program *p, int id, const netcl_tensor *
     b->buf = now->storage->buf;
     b->offset = now->offset;
     return NETCL_OK;
+}
+
+static const char *const kind_names[ST_KIND_COUNT] = {
+    "copy", "fill", "range", "unary", "unary_grad", "binary", "binary_grad", "where", "fused",
+    "reduce", "softmax", "softmax_backward", "gemm", "split_sum", "split_run",
+    "im2col", "col2im", "conv_kernel", "conv_implicit", "conv_tiled", "conv_tiled_weight",
+    "pool", "pool_backward", "batch_norm", "class_loss", "class_loss_backward",
+    "gather", "scatter", "sort", "scan", "random", "optim"};
+
+int netcl_program_describe(const netcl_program *p, char *buf, int len)
+{
+    size_t used = 0;
+    for (int i = 0; p && i < p->nsteps; i++) {
+        const nc_step *s = &p->steps[i];
+        const nc_desc *o = nc_step_desc(s, 0);
+        char line[256];
+        int uses_op = s->kind == ST_UNARY || s->kind == ST_UNARY_GRAD || s->kind == ST_BINARY ||
+                      s->kind == ST_BINARY_GRAD || s->kind == ST_REDUCE || s->kind == ST_SCAN;
+        int n = snprintf(line, sizeof line, "%4d %s%s%s", i + 1, kind_names[s->kind], uses_op ? " " : "",
+                         uses_op ? netcl_op_name(s->op) : "");
+        if (s->kind == ST_FUSED)
+            n += snprintf(line + n, sizeof line - (size_t)n, " (%d nodes, %d loads, %d stores)", s->nnodes, s->ninputs,
+                          s->noutputs);
+        if (o) snprintf(line + n, sizeof line - (size_t)n, " -> %s%s", netcl_dtype_name(o->dtype), nc_shape_str(o->ndim, o->sizes));
+        size_t l = strlen(line);
+        if (buf && used + l + 1 < (size_t)len) {
+            memcpy(buf + used, line, l);
+            buf[used + l] = '\n';
+            buf[used + l + 1] = 0;
+        }
+        used += l + 1;
+    }
+    if (buf && len > 0 && used == 0) buf[0] = 0;
+    return (int)used + 1;
 }
 
 int netcl_program_steps(const netcl_program *p) { return p ? p->nsteps : 0; }

@@ -44,13 +44,133 @@ static void constant(text *t, double v)
 
 static int known_op(netcl_op op) { return (unsigned)op < NETCL_OP_BINARY_END && lnames[op]; }
 
+/* Node j's expression, "A_CT v<j><sfx> = ...;", its operands v<arg><sfx>;
+ * an input reads load(k) (the caller's text for input k). 0 on a node this
+ * generator does not know. */
+static int node_expr(text *t, const nc_fused *f, int j, const char *sfx, const char *const *load)
+{
+    const nc_fuse_node *nd = &f->nodes[j];
+    for (int a = 0; a < 3; a++)
+        if (nd->arg[a] >= j) return 0;
+    const int *g = nd->arg;
+    put(t, "        A_CT v%d%s = ", j, sfx);
+    switch (nd->kind) {
+    case NC_FUSE_INPUT:
+        if (nd->input < 0 || nd->input >= f->ninputs) return 0;
+        put(t, "%s", load[nd->input]);
+        break;
+    case NC_FUSE_SCALAR: constant(t, nd->p1); break;
+    case NC_FUSE_UNARY:
+        if (!known_op(nd->op) || !nc_op_is_unary(nd->op)) return 0;
+        put(t, "op_%s(v%d%s, ", lnames[nd->op], g[0], sfx);
+        constant(t, nd->p1);
+        put(t, ", ");
+        constant(t, nd->p2);
+        put(t, ")");
+        break;
+    case NC_FUSE_BINARY:
+        if (!known_op(nd->op) || !nc_op_is_binary(nd->op)) return 0;
+        put(t, "(A_CT)op_%s(v%d%s, v%d%s)", lnames[nd->op], g[0], sfx, g[1], sfx);
+        break;
+    case NC_FUSE_WHERE: put(t, "(v%d%s != 0 ? v%d%s : v%d%s)", g[0], sfx, g[1], sfx, g[2], sfx); break;
+    case NC_FUSE_UNARY_GRAD:
+        if (!known_op(nd->op) || !nc_op_is_unary(nd->op)) return 0;
+        put(t, "grad_%s(v%d%s, v%d%s, v%d%s, ", lnames[nd->op], g[0], sfx, g[1], sfx, g[2], sfx);
+        constant(t, nd->p1);
+        put(t, ", ");
+        constant(t, nd->p2);
+        put(t, ")");
+        break;
+    case NC_FUSE_BINARY_GRAD:
+        if (!known_op(nd->op) || !nc_op_is_binary(nd->op) || nc_op_is_predicate(nd->op)) return 0;
+        put(t, "grad_%c_%s(v%d%s, v%d%s, v%d%s)", nd->which ? 'b' : 'a', lnames[nd->op], g[0], sfx, g[1], sfx, g[2], sfx);
+        break;
+    case NC_FUSE_ROUND:
+        if (nd->which == NETCL_DTYPE_FLOAT16) put(t, "round_half(v%d%s)", g[0], sfx);
+        else if (nd->which == NETCL_DTYPE_BFLOAT16) put(t, "(A_CT)bf16_load(bf16_store((float)v%d%s))", g[0], sfx);
+        else return 0;
+        break;
+    default: return 0;
+    }
+    put(t, ";\n");
+    return 1;
+}
+
+/* the vector type of a 4-wide load or store of dtype dt; NULL: element by element */
+static const char *vec4(netcl_dtype dt)
+{
+    return dt == NETCL_DTYPE_FLOAT32 || dt == NETCL_DTYPE_FLOAT16 ? "float4" : dt == NETCL_DTYPE_FLOAT64 ? "double4" : NULL;
+}
+
+#define LOAD_TEXT 96
+
+/* The body over element offsets x<k> (every operand's own), one element. */
+static int scalar_body(text *t, const nc_fused *f)
+{
+    char buf[NC_FUSE_MAX_OPERANDS][LOAD_TEXT];
+    const char *load[NC_FUSE_MAX_OPERANDS];
+    for (int k = 0; k < f->ninputs; k++) {
+        snprintf(buf[k], LOAD_TEXT, "(A_CT)LD_%d(i%d, io%d + x%d)", (int)f->inputs[k]->dtype, k, k, f->noutputs + k);
+        load[k] = buf[k];
+    }
+    for (int j = 0; j < f->nnodes; j++)
+        if (!node_expr(t, f, j, "", load)) return 0;
+    for (int k = 0; k < f->noutputs; k++)
+        put(t, "        ST_%d(o%d, oo%d + x%d, v%d);\n", (int)f->outputs[k]->dtype, k, k, k, f->out_node[k]);
+    return 1;
+}
+
+/* The body of contiguous operands over elements 4q .. 4q+3: 4-wide loads
+ * and stores where the dtype has them, each node's expression per lane. */
+static int lanes_body(text *t, const nc_fused *f)
+{
+    for (int k = 0; k < f->ninputs; k++) {
+        netcl_dtype dt = f->inputs[k]->dtype;
+        if (dt == NETCL_DTYPE_FLOAT16) put(t, "        float4 l%d = vload_half4(q, i%d + io%d);\n", k, k, k);
+        else if (vec4(dt)) put(t, "        %s l%d = vload4(q, i%d + io%d);\n", vec4(dt), k, k, k);
+    }
+    char buf[NC_FUSE_MAX_OPERANDS][LOAD_TEXT];
+    const char *load[NC_FUSE_MAX_OPERANDS];
+    for (int lane = 0; lane < 4; lane++) {
+        char sfx[4];
+        snprintf(sfx, sizeof sfx, "_%d", lane);
+        for (int k = 0; k < f->ninputs; k++) {
+            netcl_dtype dt = f->inputs[k]->dtype;
+            if (vec4(dt)) snprintf(buf[k], LOAD_TEXT, "(A_CT)l%d.s%d", k, lane);
+            else snprintf(buf[k], LOAD_TEXT, "(A_CT)LD_%d(i%d, io%d + 4 * q + %d)", (int)dt, k, k, lane);
+            load[k] = buf[k];
+        }
+        for (int j = 0; j < f->nnodes; j++)
+            if (!node_expr(t, f, j, sfx, load)) return 0;
+    }
+    for (int k = 0; k < f->noutputs; k++) {
+        netcl_dtype dt = f->outputs[k]->dtype;
+        int v = f->out_node[k];
+        if (vec4(dt))
+            put(t, "        %s((%s)(v%d_0, v%d_1, v%d_2, v%d_3), q, o%d + oo%d);\n",
+                dt == NETCL_DTYPE_FLOAT16 ? "vstore_half4_rte" : "vstore4", vec4(dt), v, v, v, v, k, k);
+        else
+            for (int lane = 0; lane < 4; lane++)
+                put(t, "        ST_%d(o%d, oo%d + 4 * q + %d, v%d_%d);\n", (int)dt, k, k, lane, v, lane);
+    }
+    return 1;
+}
+
+static int contig_lanes(const nc_iter *it)
+{
+    int c = it->ndim <= 1;
+    for (int k = 0; k < it->nops && c; k++) c = it->ndim == 0 || it->strides[k][0] == 1;
+    return c;
+}
+
 /* The kernel source of f over the collapsed geometry it; 0 when f holds
- * something this generator does not know. */
+ * something this generator does not know. Contiguous operands run 4
+ * elements a work-item (the rest one at a time); others index each
+ * operand through the compiled-in sizes and strides. */
 static int generate(text *t, const nc_fused *f, const nc_iter *it)
 {
     int nops = f->noutputs + f->ninputs;
-    int contig = it->ndim <= 1;
-    for (int k = 0; k < nops && contig; k++) contig = it->ndim == 0 || it->strides[k][0] == 1;
+    int contig = contig_lanes(it);
     /* no contraction into fma: each op rounds as its own kernel does */
     put(t, "#pragma OPENCL FP_CONTRACT OFF\n");
     /* a value stored to a float16 buffer and read back, without half arithmetic */
@@ -59,11 +179,14 @@ static int generate(text *t, const nc_fused *f, const nc_iter *it)
     put(t, "__kernel void fused(");
     for (int k = 0; k < f->noutputs; k++) put(t, "__global T_%d *o%d, long oo%d, ", (int)f->outputs[k]->dtype, k, k);
     for (int k = 0; k < f->ninputs; k++) put(t, "__global const T_%d *i%d, long io%d, ", (int)f->inputs[k]->dtype, k, k);
-    put(t, "long n)\n{\n    GRID_LOOP(i, n) {\n");
-    /* element offsets of every operand */
+    put(t, "long n)\n{\n");
     if (contig) {
+        put(t, "    long n4 = n >> 2;\n    GRID_LOOP(q, n4) {\n");
+        if (!lanes_body(t, f)) return 0;
+        put(t, "    }\n    for (long i = 4 * n4 + get_global_id(0); i < n; i += get_global_size(0)) {\n");
         for (int k = 0; k < nops; k++) put(t, "        long x%d = i;\n", k);
     } else {
+        put(t, "    GRID_LOOP(i, n) {\n");
         for (int k = 0; k < nops; k++) put(t, "        long x%d = 0;\n", k);
         put(t, "        long r = i, c;\n");
         for (int d = it->ndim - 1; d >= 0; d--) {
@@ -72,55 +195,7 @@ static int generate(text *t, const nc_fused *f, const nc_iter *it)
                 if (it->strides[k][d]) put(t, "        x%d += c * %lldL;\n", k, (long long)it->strides[k][d]);
         }
     }
-    for (int j = 0; j < f->nnodes; j++) {
-        const nc_fuse_node *nd = &f->nodes[j];
-        for (int a = 0; a < 3; a++)
-            if (nd->arg[a] >= j) return 0;
-        put(t, "        A_CT v%d = ", j);
-        switch (nd->kind) {
-        case NC_FUSE_INPUT: {
-            if (nd->input < 0 || nd->input >= f->ninputs) return 0;
-            int q = f->noutputs + nd->input;
-            put(t, "(A_CT)LD_%d(i%d, io%d + x%d)", (int)f->inputs[nd->input]->dtype, nd->input, nd->input, q);
-            break;
-        }
-        case NC_FUSE_SCALAR: constant(t, nd->p1); break;
-        case NC_FUSE_UNARY:
-            if (!known_op(nd->op) || !nc_op_is_unary(nd->op)) return 0;
-            put(t, "op_%s(v%d, ", lnames[nd->op], nd->arg[0]);
-            constant(t, nd->p1);
-            put(t, ", ");
-            constant(t, nd->p2);
-            put(t, ")");
-            break;
-        case NC_FUSE_BINARY:
-            if (!known_op(nd->op) || !nc_op_is_binary(nd->op)) return 0;
-            put(t, "(A_CT)op_%s(v%d, v%d)", lnames[nd->op], nd->arg[0], nd->arg[1]);
-            break;
-        case NC_FUSE_WHERE: put(t, "(v%d != 0 ? v%d : v%d)", nd->arg[0], nd->arg[1], nd->arg[2]); break;
-        case NC_FUSE_UNARY_GRAD:
-            if (!known_op(nd->op) || !nc_op_is_unary(nd->op)) return 0;
-            put(t, "grad_%s(v%d, v%d, v%d, ", lnames[nd->op], nd->arg[0], nd->arg[1], nd->arg[2]);
-            constant(t, nd->p1);
-            put(t, ", ");
-            constant(t, nd->p2);
-            put(t, ")");
-            break;
-        case NC_FUSE_BINARY_GRAD:
-            if (!known_op(nd->op) || !nc_op_is_binary(nd->op) || nc_op_is_predicate(nd->op)) return 0;
-            put(t, "grad_%c_%s(v%d, v%d, v%d)", nd->which ? 'b' : 'a', lnames[nd->op], nd->arg[0], nd->arg[1], nd->arg[2]);
-            break;
-        case NC_FUSE_ROUND:
-            if (nd->which == NETCL_DTYPE_FLOAT16) put(t, "round_half(v%d)", nd->arg[0]);
-            else if (nd->which == NETCL_DTYPE_BFLOAT16) put(t, "(A_CT)bf16_load(bf16_store((float)v%d))", nd->arg[0]);
-            else return 0;
-            break;
-        default: return 0;
-        }
-        put(t, ";\n");
-    }
-    for (int k = 0; k < f->noutputs; k++)
-        put(t, "        ST_%d(o%d, oo%d + x%d, v%d);\n", (int)f->outputs[k]->dtype, k, k, k, f->out_node[k]);
+    if (!scalar_body(t, f)) return 0;
     put(t, "    }\n}\n");
     return !t->oom;
 }
@@ -174,5 +249,5 @@ netcl_status nc_cl_fused(netcl_device *dev, const nc_fused *f)
     }
     cl_long cn = n;
     NC_ARG(k, a, cn);
-    return nc_cl_launch(cd, k, wg, n);
+    return nc_cl_launch(cd, k, wg, contig_lanes(&it) ? (n + 3) / 4 : n);
 }
