@@ -254,6 +254,40 @@ function TestJit:test_compiled_step_follows_the_scheduler()
   lu.assertTrue(worst <= 1e-5, "parameters differ by " .. worst)
 end
 
+-- zeroed gradients are written by the kernels that make them, and biases
+-- join their products; without zero_grad the step accumulates, as eager
+function TestJit:test_additions_fold_into_their_kernels()
+  local function make(zero)
+    netcl.manual_seed(9)
+    local model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3)):to(H.device)
+    local params = model:parameters()
+    for _, p in ipairs(params) do p.grad = netcl.zeros(p:size(), { device = H.device }) end
+    return model, function(x)
+      if zero then for _, p in ipairs(params) do p.grad:zero_() end end
+      model(x):pow(2):sum():backward()
+      return params[1].grad
+    end
+  end
+  local x = T({ 5, 6 })
+  for _, zero in ipairs({ true, false }) do
+    local m1, s1 = make(zero)
+    local m2, s2 = make(zero)
+    s1(x)
+    local c = netcl.compile(s2, x, { compile_options = true, warmup = 0 })   -- the capture is the first step
+    for _ = 1, 3 do s1(x); c(x) end
+    local p1, p2 = m1:parameters(), m2:parameters()
+    for i = 1, #p1 do
+      lu.assertTrue(maxdiff(p1[i].grad, p2[i].grad) < 1e-5, ("zero_grad %s: gradient %d"):format(tostring(zero), i))
+    end
+    local listing = c:describe()
+    if zero then
+      lu.assertNil(listing:find("binary add"), "every addition folded:\n" .. listing)
+    else
+      lu.assertNotNil(listing:find("binary add"), "accumulating gradients keep their additions:\n" .. listing)
+    end
+  end
+end
+
 function TestJit:test_refused_captures_say_why()
   local x = T({ 4 })
   H.assert_error(function() netcl.jit(function(y) return netcl.tensor({ (y * 2):sum():item() }, { device = H.device }) end)(x) end,

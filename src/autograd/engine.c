@@ -216,8 +216,18 @@ netcl_status nc_record_simple(netcl_tensor **out, nc_rule rule, const char *name
 
 /* ---- backward ------------------------------------------------------------------ */
 
-/* *acc += g (out of place; takes ownership of g). The first gradient is
- * made contiguous so a broadcast view never becomes someone's .grad. */
+/* g repeats elements (a stride-0 dim): a broadcast view */
+static int broadcast_view(const netcl_tensor *g)
+{
+    for (int d = 0; d < g->ndim; d++)
+        if (g->strides[d] == 0 && g->sizes[d] > 1) return 1;
+    return 0;
+}
+
+/* *acc += g (out of place; takes ownership of g). A first gradient that is
+ * a broadcast view is made contiguous so it never becomes someone's .grad;
+ * other views (a transposed product) pass as they are, for the rule that
+ * takes them to read in place. */
 static netcl_status accumulate(netcl_tensor **acc, netcl_tensor *g)
 {
     if (*acc && g && (*acc)->storage == g->storage) {   /* never add a tensor into itself in place */
@@ -228,6 +238,10 @@ static netcl_status accumulate(netcl_tensor **acc, netcl_tensor *g)
         g = c;
     }
     netcl_tensor *sum;
+    if (!*acc && !broadcast_view(g)) {
+        *acc = g;
+        return NETCL_OK;
+    }
     if (!*acc) {
         netcl_status st = nc_fwd_tensor_contiguous(acc, g);
         netcl_tensor_release(g);

@@ -20,6 +20,13 @@ netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
     return NETCL_OK;
 }
 
+/* t's last two dims view a row-major matrix transposed */
+static int transposed(const netcl_tensor *t)
+{
+    int d = t->ndim - 2;
+    return t->ndim >= 2 && t->sizes[d] > 1 && t->sizes[d + 1] > 1 && t->strides[d] == 1 && t->strides[d + 1] == t->sizes[d];
+}
+
 /* views of a and b as batched matrices, g likewise: 1-D operands get the
  * dim matmul added and dropped */
 netcl_status nc_rule_matmul(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
@@ -37,14 +44,30 @@ netcl_status nc_rule_matmul(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
     if (st == NETCL_OK && b1) { netcl_tensor *u; st = nc_fwd_tensor_unsqueeze(&u, G, G->ndim); R(G); G = u; }
     for (int i = 0; i < 2 && st == NETCL_OK; i++) {
         if (!nc_input_needs_grad(n, i)) continue;
-        netcl_tensor *M = i == 0 ? B : A;   /* dA = G @ B^T, dB = A^T @ G */
-        if ((st = nc_fwd_tensor_transpose(&T, M, M->ndim - 2, M->ndim - 1)) != NETCL_OK) break;
-        st = i == 0 ? nc_fwd_matmul(&r, G, T) : nc_fwd_matmul(&r, T, G);
-        R(T); T = NULL;
-        if (st != NETCL_OK) break;
         netcl_tensor *full = i == 0 ? A : B;
-        if ((st = nc_sum_to_shape(&s, r, full->ndim, full->sizes)) != NETCL_OK) break;
-        R(r); r = NULL;
+        if (i == 1 && transposed(B)) {
+            /* B views a row-major [N, K] (linear's weight): dB^T = G^T @ A is made
+             * in that order, so the weight's gradient is row-major too */
+            int64_t tsizes[NC_MAX_DIMS];
+            memcpy(tsizes, B->sizes, sizeof tsizes);
+            tsizes[B->ndim - 2] = B->sizes[B->ndim - 1], tsizes[B->ndim - 1] = B->sizes[B->ndim - 2];
+            if ((st = nc_fwd_tensor_transpose(&T, G, G->ndim - 2, G->ndim - 1)) != NETCL_OK) break;
+            st = nc_fwd_matmul(&r, T, A);
+            R(T); T = NULL;
+            if (st != NETCL_OK || (st = nc_sum_to_shape(&T, r, B->ndim, tsizes)) != NETCL_OK) break;
+            R(r); r = NULL;
+            st = nc_fwd_tensor_transpose(&s, T, T->ndim - 2, T->ndim - 1);
+            R(T); T = NULL;
+            if (st != NETCL_OK) break;
+        } else {
+            netcl_tensor *M = i == 0 ? B : A;   /* dA = G @ B^T, dB = A^T @ G */
+            if ((st = nc_fwd_tensor_transpose(&T, M, M->ndim - 2, M->ndim - 1)) != NETCL_OK) break;
+            st = i == 0 ? nc_fwd_matmul(&r, G, T) : nc_fwd_matmul(&r, T, G);
+            R(T); T = NULL;
+            if (st != NETCL_OK) break;
+            if ((st = nc_sum_to_shape(&s, r, full->ndim, full->sizes)) != NETCL_OK) break;
+            R(r); r = NULL;
+        }
         if ((st = nc_fwd_tensor_reshape(&r, s, n->in[i].ndim, n->in[i].sizes)) != NETCL_OK) break;
         R(s); s = NULL;
         st = nc_rule_finish(n, i, r, &gin[i]);

@@ -498,6 +498,7 @@ netcl_status netcl_capture_end(netcl_program **out, int fuse)
     else if (p->nsteps == 0) st = nc_fail(NETCL_ERR_UNSUPPORTED, "compile: the step ran no kernel on %s", c->dev->name);
     free(c);
     p->captured = p->nsteps;
+    if (st == NETCL_OK && fuse) st = nc_program_fold(p);
     if (st == NETCL_OK && fuse) st = nc_program_fuse(p);
     if (st == NETCL_OK) st = nc_program_plan(p);
     if (st != NETCL_OK) { netcl_program_release(p); return st; }

@@ -69,6 +69,10 @@ netcl_status nc_step_run(netcl_device *dev, const nc_step *s);
  * intermediates are read nowhere else (fuse.c). */
 netcl_status nc_program_fuse(netcl_program *p);
 void nc_step_free(nc_step *s);
+/* Gradient accumulation into zeroed slots folded into the kernels that
+ * make the gradients, and fills every element of which is overwritten
+ * before it is read dropped (fold.c). */
+netcl_status nc_program_fold(netcl_program *p);
 /* The program's static memory plan: values only the program holds share
  * buffers where their lifetimes (first to last step touching them) do not
  * overlap; buffers no step touches any more are released (plan.c). */
