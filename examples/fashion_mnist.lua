@@ -6,9 +6,10 @@
 -- images/s and elapsed time, and saves a checkpoint (model, optimizer,
 -- scheduler, epoch, test accuracy) with netcl.save.
 --   netcl examples/fashion_mnist.lua [--quick] [--epochs N] [--device NAME] [--data DIR]
---       [--save PATH] [--batch N] [--lr F] [--limit N] [--test-limit N] [--augment] [--seed N]
+--       [--save PATH] [--batch N] [--lr F] [--limit N] [--test-limit N] [--augment] [--seed N] [--compile]
 -- Defaults: 6 epochs (>= 91% test accuracy); --quick: 1 epoch (>= 88%, what
 -- `make demo` runs). --limit trains on the first N images (tests use it).
+-- --compile replays the training step (netcl.compile) from the second batch on.
 local netcl = require("netcl")
 local nn, optim, data = netcl.nn, netcl.optim, netcl.data
 io.stdout:setvbuf("line")   -- progress shows up at once even when the output goes to a file
@@ -17,7 +18,7 @@ local opts = {
   epochs = nil, quick = false, device = nil, data = "/usr/share/datasets/fashion-mnist", save = "fashion_mnist_cnn.safetensors",
   batch = 128, lr = 3e-3, limit = nil, ["test-limit"] = nil, augment = false, seed = 1, workers = 0,
 }
-local FLAGS = { quick = true, augment = true }
+local FLAGS = { quick = true, augment = true, compile = true }
 local i = 1
 while arg and arg[i] do
   local key = arg[i]:match("^%-%-(.+)$")
@@ -97,23 +98,41 @@ local function evaluate(loader)
 end
 
 -- ---- training -----------------------------------------------------------------------------
+-- one step: its loss and the batch's correct predictions (device scalars)
+local function train_step(x, y)
+  opt:zero_grad()
+  local logits = model(x)
+  local loss = criterion(logits, y)
+  loss:backward()
+  opt:step()
+  sched:step()
+  return loss:detach(), netcl.no_grad(function() return logits:argmax(2):eq(y):sum() end)
+end
+
+-- With --compile the first batch runs eagerly (the optimizer makes its
+-- state) and the second is the captured step; later batches replay it.
+local run_step, eager_steps = train_step, 0
+if opts.compile then
+  run_step = function(x, y)
+    if eager_steps < 1 then eager_steps = eager_steps + 1; return train_step(x, y) end
+    local compiled = netcl.compile(train_step, x, y, { compile_options = true, warmup = 0 })
+    print(("compiled the training step: %d kernels a step, %d before fusion"):format(compiled.kernels, compiled.captured_kernels))
+    run_step = compiled
+    return compiled.results[1], compiled.results[2]
+  end
+end
+
 local test_acc
 local train_time = 0
 for epoch = 1, opts.epochs do
   local t0 = now()
   local loss_sum, correct, seen, steps = nil, nil, 0, 0
   for x, y in train_loader do
-    opt:zero_grad()
-    local logits = model(x)
-    local loss = criterion(logits, y)
-    loss:backward()
-    opt:step()
-    sched:step()
+    local loss, hits = run_step(x, y)
     -- running sums stay on the device: no synchronisation per step
     netcl.no_grad(function()
-      local l, c = loss:detach(), logits:argmax(2):eq(y):sum()
-      loss_sum = loss_sum and loss_sum + l or l
-      correct = correct and correct + c or c
+      loss_sum = loss_sum and loss_sum + loss or loss:clone()
+      correct = correct and correct + hits or hits:clone()
     end)
     seen, steps = seen + y:size(1), steps + 1
   end

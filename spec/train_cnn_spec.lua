@@ -87,3 +87,18 @@ function TestTrainCNN:test_example_runs_and_saves()
   lu.assertNotNil(ck.model["2.running_mean"])
   lu.assertNotNil(ck.optimizer)
 end
+
+-- --compile replays the step: the same arithmetic, so the same loss and accuracy
+function TestTrainCNN:test_example_compiled_trains_as_eager()
+  lu.skipIf(not have_data(), "dataset-fashion-mnist is not installed")
+  lu.skipIf(not H.is_cpu, "the example's smoke run is device independent (cpu only)")
+  local cmd = ("%s/build/netcl %s/examples/fashion_mnist.lua --epochs 1 --limit 512 --test-limit 500 --device cpu --save none")
+    :format(root, root)
+  local eager, c1 = H.run(cmd)
+  local compiled, c2 = H.run(cmd .. " --compile")
+  lu.assertEquals(c1, 0, eager)
+  lu.assertEquals(c2, 0, compiled)
+  lu.assertNotNil(compiled:match("compiled the training step: %d+ kernels a step"), compiled)
+  local pat = "epoch 1/1: loss ([%d%.]+)  train acc ([%d%.]+)%%  test acc ([%d%.]+)%%"
+  lu.assertEquals({ compiled:match(pat) }, { eager:match(pat) })
+end

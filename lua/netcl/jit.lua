@@ -123,7 +123,7 @@ function M.compile(step, ...)
   local inputs = capture_inputs("compile", args, false)
   local prog, results, stepped = capture("compile", step, args, dev, opts.fuse)
   local compiled = { program = prog, captured_kernels = C.netcl_program_captured_steps(prog),
-                     kernels = C.netcl_program_steps(prog), describe = M.describe }
+                     kernels = C.netcl_program_steps(prog), describe = M.describe, results = results }
   return setmetatable(compiled, {
     __call = function(_, ...)
       local now = pack(...)

@@ -90,7 +90,10 @@ static char *source;
 static void build_source(void)
 {
     text t = {0};
-    put(&t, "/* elementwise ops generated from src/base/elementwise_ops.h */\n"
+    /* the ops' formulas round every operation (no contraction into fma), so
+     * an op gives the same bits alone, fused with others and on the cpu;
+     * contraction is back on for the kernels that follow */
+    put(&t, "/* elementwise ops generated from src/base/elementwise_ops.h */\n#pragma OPENCL FP_CONTRACT OFF\n"
             "#define K(c) ((A_CT)(c))\n#define I64 long\n#define U64 ulong\n#ifdef TA\n#if A_FLOAT\n");
     body(&t, 1);
     put(&t, "#else\n");
@@ -106,7 +109,7 @@ static void build_source(void)
     put(&t, "#define NC_COMPARE_KERNELS(X)%s\n", cl.s ? cl.s : "");
     t.oom |= cl.oom;
     free(cl.s);
-    put(&t, "#endif\n");
+    put(&t, "#endif\n#pragma OPENCL FP_CONTRACT ON\n");
     if (t.oom) { free(t.s); t.s = NULL; }
     source = t.s;
 }
