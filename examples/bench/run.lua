@@ -131,6 +131,28 @@ for _, n in ipairs(mm_sizes) do
   }
 end
 
+-- the same product ten times per synchronisation: what a call costs when
+-- the host does not wait for each result (the row above waits every call)
+workloads[#workloads + 1] = {
+  name = "matmul 1024^3, 10/sync", key = "matmul_stream", unit = "GFLOP/s", higher = true, size = 1024,
+  run = function()
+    local n = 1024
+    local a, b = netcl.randn(n, n, { device = devname }), netcl.randn(n, n, { device = devname })
+    local t = time_it(function() for _ = 1, 10 do local c = a:matmul(b) end end, 5)
+    return 10 * 2 * n * n * n / t / 1e9
+  end,
+}
+-- the wait itself: a synchronisation with nothing queued
+workloads[#workloads + 1] = {
+  name = "sync, idle device", key = "sync_wait", unit = "us", higher = false, size = 1000,
+  run = function()
+    netcl.synchronize(devname)
+    local t0 = now()
+    for _ = 1, 1000 do netcl.synchronize(devname) end
+    return (now() - t0) / 1000 * 1e6
+  end,
+}
+
 -- per-op overhead: many small adds, one sync at the end
 local small_reps = opts.quick and 2000 or 20000
 workloads[#workloads + 1] = {

@@ -31,6 +31,20 @@ def matmul(n):
     t = time_it(lambda: a @ b, 3 if n >= 4096 else 5)
     return 2 * n ** 3 / t / 1e9
 
+def matmul_stream(n):  # ten products per synchronisation: the device's rate without the wait
+    a = torch.randn(n, n, device=dev); b = torch.randn(n, n, device=dev)
+    def ten():
+        for _ in range(10):
+            a @ b
+    return 10 * 2 * n ** 3 / time_it(ten, 5) / 1e9
+
+def sync_wait(reps):  # a synchronisation with nothing queued
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        sync()
+    return (time.perf_counter() - t0) / reps * 1e6
+
 def small_add(reps):
     a = torch.rand(64, device=dev); b = torch.rand(64, device=dev)
     def loop():

@@ -158,6 +158,13 @@ netcl_status nc_inplace_check(const netcl_tensor *a, const char *op);
 netcl_status nc_inplace_adopt(netcl_tensor *a, netcl_tensor *r);
 
 /* Sums g over broadcast dims down to (ndim, sizes). */
+/* t reduced by op over the dims marked in reduced (kept, size 1); each run
+ * of adjacent marked dims that one stride walks is one reduction, so a
+ * conv bias's gradient, [N, C, H, W] -> [1, C, 1, 1], takes two. Not
+ * recorded. nc_reduce_run gives the first dim of the run that ends at
+ * marked dim hi, and the shape of t with that run as one dim. */
+int nc_reduce_run(const netcl_tensor *t, const int *reduced, int hi, int64_t *shape);
+netcl_status nc_reduce_runs(netcl_tensor **out, netcl_op op, netcl_tensor *t, const int *reduced);
 netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes);
 
 #endif

@@ -84,26 +84,61 @@ netcl_tensor *x_full(nc_x *x, const netcl_tensor *like, netcl_dtype dt, int ndim
 
 /* ---- helpers the rules share ----------------------------------------------------- */
 
-netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes)
+int nc_reduce_run(const netcl_tensor *t, const int *reduced, int hi, int64_t *shape)
 {
-    netcl_tensor *cur = g, *next;
-    netcl_tensor_retain(g);
-    while (cur->ndim > ndim) {   /* leading broadcast dims */
-        netcl_status st = nc_fwd_reduce(&next, NETCL_OP_SUM, cur, 0, 0);
-        R(cur);
-        if (st != NETCL_OK) return st;
-        cur = next;
+    int lo = hi;
+    while (lo > 0 && reduced[lo - 1] && t->strides[lo - 1] == t->strides[lo] * t->sizes[lo]) lo--;
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (d > lo && d <= hi) shape[n - 1] *= t->sizes[d];
+        else shape[n++] = t->sizes[d];
     }
-    for (int d = 0; d < ndim; d++) {
-        if (sizes[d] == 1 && cur->sizes[d] != 1) {
-            netcl_status st = nc_fwd_reduce(&next, NETCL_OP_SUM, cur, d, 1);
+    return lo;
+}
+
+netcl_status nc_reduce_runs(netcl_tensor **out, netcl_op op, netcl_tensor *t, const int *reduced)
+{
+    netcl_tensor *cur = t, *next;
+    netcl_tensor_retain(t);
+    for (int hi = t->ndim - 1; hi >= 0; hi--) {
+        if (!reduced[hi]) continue;
+        int64_t shape[NC_MAX_DIMS];
+        int lo = nc_reduce_run(cur, reduced, hi, shape);
+        netcl_status st = NETCL_OK;
+        if (lo < hi) {
+            st = nc_fwd_tensor_view(&next, cur, cur->ndim - (hi - lo), shape);
             R(cur);
             if (st != NETCL_OK) return st;
             cur = next;
         }
+        st = nc_fwd_reduce(&next, op, cur, lo, 1);
+        R(cur);
+        if (st != NETCL_OK) return st;
+        cur = next;
+        hi = lo;   /* the dims before lo keep their places */
     }
-    *out = cur;
-    return NETCL_OK;
+    if (cur->ndim == t->ndim) { *out = cur; return NETCL_OK; }
+    int64_t shape[NC_MAX_DIMS];   /* back to t's rank: size 1 where reduced */
+    for (int d = 0; d < t->ndim; d++) shape[d] = reduced[d] ? 1 : t->sizes[d];
+    netcl_status st = nc_fwd_tensor_view(out, cur, t->ndim, shape);
+    R(cur);
+    return st;
+}
+
+netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes)
+{
+    int lead = g->ndim - ndim, summed[NC_MAX_DIMS], any = lead > 0;
+    for (int d = 0; d < g->ndim; d++) any |= summed[d] = d < lead || (sizes[d - lead] == 1 && g->sizes[d] != 1);
+    if (!any) {
+        netcl_tensor_retain(g);
+        *out = g;
+        return NETCL_OK;
+    }
+    netcl_tensor *r;
+    NC_TRY(nc_reduce_runs(&r, NETCL_OP_SUM, g, summed));
+    netcl_status st = nc_fwd_tensor_view(out, r, ndim, sizes);
+    R(r);
+    return st;
 }
 
 /* gin = cast(sum_to_shape(g), input dtype); consumes g */

@@ -183,8 +183,19 @@ static netcl_tensor *reduce_set(nc_x *x, netcl_op op, netcl_tensor *t, const int
         if (v) {
             r = x_red(x, op, v, t->ndim - nred, 0);
         } else {
-            r = t;
-            for (int d = t->ndim - 1; d >= 0; d--) if (reduced[d]) r = x_red(x, op, r, d, 1);
+            r = t;   /* one reduction per run of dims one stride walks, innermost first */
+            for (int hi = t->ndim - 1; hi >= 0 && x->st == NETCL_OK; hi--) {
+                if (!reduced[hi]) continue;
+                int64_t shape[NC_MAX_DIMS];
+                int lo = nc_reduce_run(r, reduced, hi, shape);
+                if (lo < hi) r = XC(x, netcl_tensor_view, r, r->ndim - (hi - lo), shape);
+                r = x_red(x, op, r, lo, 1);
+                hi = lo;
+            }
+            if (x->st != NETCL_OK) return NULL;
+            int64_t kept[NC_MAX_DIMS];
+            for (int d = 0; d < t->ndim; d++) kept[d] = reduced[d] ? 1 : t->sizes[d];
+            r = XC(x, netcl_tensor_view, r, t->ndim, kept);
             return keepdim ? r : merged_out(x, r, t, reduced);
         }
     }
