@@ -226,6 +226,20 @@ int64_t netcl_runtime_enqueue_ns(void);
  * when the table fitted. */
 int netcl_profile_report(char *buf, int len, int reset);
 
+/* ---- autocast (src/autograd/autocast.c, docs/amp.md) --------------------------
+ * Regions per thread, nested: between netcl_autocast_begin(enabled, dtype)
+ * and netcl_autocast_end, while the innermost region is enabled, products
+ * (matmul, gemm, addmm, linear, convolutions) read float32 tensors as dtype
+ * (float16 or bfloat16; float32 accumulation), and softmax, sums, means,
+ * products, var/std/norm/logsumexp, exp/log and their kin, pow, the norms
+ * and the losses read float16/bfloat16 tensors as float32. The casts are
+ * recorded (gradients come back in the arguments' dtypes). */
+netcl_status netcl_autocast_begin(int enabled, netcl_dtype dtype);
+netcl_status netcl_autocast_end(void);
+int netcl_autocast_enabled(void);
+netcl_dtype netcl_autocast_dtype(void);
+int netcl_autocast_depth(void);   /* open regions on this thread */
+
 /* ---- capture and replay (src/jit/) ---------------------------------------
  * Between netcl_capture_begin(dev) and netcl_capture_end every kernel netcl
  * runs on dev is also recorded (it still runs). The result is a program:
@@ -293,6 +307,9 @@ netcl_device *netcl_tensor_device(const netcl_tensor *t);
 int netcl_tensor_is_contiguous(const netcl_tensor *t);
 /* 1 when t is its storage's only possible view: contiguous, from the start, to the end. */
 int netcl_tensor_is_whole(const netcl_tensor *t);
+/* A count every write through netcl to t's storage raises (in-place ops,
+ * copy_, fill_, optimizer steps): equal counts mean no such write between. */
+int netcl_tensor_version(const netcl_tensor *t);
 /* 1 when both views share one storage. */
 int netcl_tensor_same_storage(const netcl_tensor *a, const netcl_tensor *b);
 /* Writes "float32[2,3] on opencl:0" into buf (always NUL-terminated). */
@@ -391,6 +408,15 @@ netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b);
  * a (b) means the scalar sa (sb). The result dtype is the tensors'
  * promotion (a lone integer tensor with a fractional scalar: float32). */
 netcl_status netcl_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a, netcl_tensor *b, double sa, double sb);
+/* Finiteness, as bool tensors of a's shape: isnan, isinf (+-inf),
+ * isfinite (neither); integer and bool tensors are all finite. */
+netcl_status netcl_isnan(netcl_tensor **out, netcl_tensor *a);
+netcl_status netcl_isinf(netcl_tensor **out, netcl_tensor *a);
+netcl_status netcl_isfinite(netcl_tensor **out, netcl_tensor *a);
+/* a with NaN replaced by nan, +inf by posinf and -inf by neginf; posinf =
+ * +INFINITY (neginf = -INFINITY) means the dtype's largest (lowest) finite
+ * value. Integer tensors are copied. Differentiable where a is finite. */
+netcl_status netcl_nan_to_num(netcl_tensor **out, netcl_tensor *a, double nan, double posinf, double neginf);
 /* lerp: a + w (b - a), broadcasting; w a tensor or (w NULL) the scalar ws. */
 netcl_status netcl_lerp(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *w, double ws);
 /* softmax (log != 0: log_softmax) over dim, computed max-subtracted in the

@@ -167,4 +167,27 @@ int nc_reduce_run(const netcl_tensor *t, const int *reduced, int hi, int64_t *sh
 netcl_status nc_reduce_runs(netcl_tensor **out, netcl_op op, netcl_tensor *t, const int *reduced);
 netcl_status nc_sum_to_shape(netcl_tensor **out, netcl_tensor *g, int ndim, const int64_t *sizes);
 
+/* ---- autocast (autocast.c) ----------------------------------------------
+ * Under an enabled autocast region, nc_autocast_args replaces the op's
+ * tensor arguments t[0..n) (NULL entries allowed) by new references cast
+ * per pol and returns 1 (*st: the casts' status); else returns 0 and
+ * leaves t alone. NC_AUTOCAST calls the entry point again on the cast
+ * arguments (ac[0], ac[1], ...) and returns its status. */
+typedef enum { NC_AUTOCAST_LOWER, NC_AUTOCAST_FLOAT32 } nc_autocast_policy;
+int nc_autocast_args(nc_autocast_policy pol, int n, netcl_tensor **t, netcl_status *st);
+void nc_autocast_release(int n, netcl_tensor **t);
+/* 1 for the unary ops autocast runs in float32 (exp, log, their kin, ...) */
+int nc_autocast_float32_op(netcl_op op);
+#define NC_AUTOCAST(pol, call, ...)                                                          \
+    do {                                                                                     \
+        netcl_tensor *ac[] = {__VA_ARGS__};                                                  \
+        int nac_ = (int)(sizeof ac / sizeof *ac);                                            \
+        netcl_status ast_;                                                                   \
+        if (nc_autocast_args((pol), nac_, ac, &ast_)) {                                      \
+            if (ast_ == NETCL_OK) ast_ = (call);                                             \
+            nc_autocast_release(nac_, ac);                                                   \
+            return ast_;                                                                     \
+        }                                                                                    \
+    } while (0)
+
 #endif

@@ -71,6 +71,9 @@ static netcl_status conv_op(netcl_tensor **out, const char *name, netcl_tensor *
                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
                             const int64_t *output_padding, int act, double act_p)
 {
+    NC_AUTOCAST(NC_AUTOCAST_LOWER,
+                conv_op(out, name, ac[0], ac[1], ac[2], stride, padding, dilation, groups, output_padding, act, act_p),
+                x, w, b);
     nc_conv_args g;
     *out = NULL;
     NC_TRY(nc_conv2d_setup(name, x, w, b, stride, padding, dilation, groups, output_padding, &g));

@@ -9,6 +9,7 @@
 
 netcl_status netcl_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, double p1, double p2)
 {
+    if (nc_autocast_float32_op(op)) NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_unary(out, op, ac[0], p1, p2), a);
     nc_unary_params(op, &p1, &p2);
     netcl_status st;
     NC_FORWARD(st, nc_fwd_unary(out, op, a, p1, p2));
@@ -26,6 +27,7 @@ netcl_status netcl_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, doubl
 
 netcl_status netcl_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netcl_tensor *b)
 {
+    if (op == NETCL_OP_POW) NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_binary(out, op, ac[0], ac[1]), a, b);
     netcl_status st;
     netcl_tensor *ins[2] = {a, b};
     NC_FORWARD(st, nc_fwd_binary(out, op, a, b));
@@ -42,6 +44,7 @@ netcl_status netcl_binary(netcl_tensor **out, netcl_op op, netcl_tensor *a, netc
 
 netcl_status netcl_binary_scalar(netcl_tensor **out, netcl_op op, netcl_tensor *a, double s, int reversed)
 {
+    if (op == NETCL_OP_POW) NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_binary_scalar(out, op, ac[0], s, reversed), a);
     netcl_status st;
     NC_FORWARD(st, nc_fwd_binary_scalar(out, op, a, s, reversed));
     if (st != NETCL_OK || !nc_should_record(1, &a) || !nc_op_differentiable(op)) return st;

@@ -10,6 +10,7 @@
 
 netcl_status netcl_matmul(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b)
 {
+    NC_AUTOCAST(NC_AUTOCAST_LOWER, netcl_matmul(out, ac[0], ac[1]), a, b);
     netcl_status st;
     netcl_tensor *ins[2] = {a, b};
     NC_FORWARD(st, nc_fwd_matmul(out, a, b));
@@ -125,6 +126,7 @@ static int any_records(netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_
 netcl_status netcl_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *c, netcl_tensor *bias,
                         double alpha, double beta, int act, double act_p)
 {
+    NC_AUTOCAST(NC_AUTOCAST_LOWER, netcl_gemm(out, ac[0], ac[1], ac[2], ac[3], alpha, beta, act, act_p), a, b, c, bias);
     if (!any_records(a, b, c, bias) || !nc_gemm_act_ok(act)) return nc_fwd_gemm(out, a, b, c, bias, alpha, beta, act, act_p);
     nc_x x = NC_X("gemm");
     if (a->ndim < 2 || b->ndim < 2)
@@ -138,6 +140,7 @@ netcl_status netcl_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, ne
 /* beta c + alpha (a @ b), c broadcast to the product's shape */
 netcl_status netcl_addmm(netcl_tensor **out, netcl_tensor *c, netcl_tensor *a, netcl_tensor *b, double beta, double alpha)
 {
+    NC_AUTOCAST(NC_AUTOCAST_LOWER, netcl_addmm(out, ac[0], ac[1], ac[2], beta, alpha), c, a, b);
     nc_x x = NC_X("addmm");
     need_dims(&x, "addmm", a, 2, "mat1");
     need_dims(&x, "addmm", b, 2, "mat2");
@@ -155,6 +158,7 @@ netcl_status netcl_addmm(netcl_tensor **out, netcl_tensor *c, netcl_tensor *a, n
 /* x [..., in] @ w[out, in]^T + b[out] (b may be NULL) */
 netcl_status netcl_linear(netcl_tensor **out, netcl_tensor *xin, netcl_tensor *w, netcl_tensor *b)
 {
+    NC_AUTOCAST(NC_AUTOCAST_LOWER, netcl_linear(out, ac[0], ac[1], ac[2]), xin, w, b);
     nc_x x = NC_X("linear");
     need_dims(&x, "linear", w, 2, "weight");
     if (x.st == NETCL_OK && (xin->ndim < 1 || xin->sizes[xin->ndim - 1] != w->sizes[1]))

@@ -13,6 +13,7 @@
 netcl_status netcl_class_loss(netcl_tensor **loss, netcl_tensor **wsum, netcl_tensor *x, netcl_tensor *t, netcl_tensor *w,
                               int logp, int64_t base, int64_t ignore, double eps)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_class_loss(loss, wsum, ac[0], t, ac[1], logp, base, ignore, eps), x, w);
     netcl_status st;
     const char *name = logp ? "nll_loss" : "cross_entropy";
     NC_FORWARD(st, nc_fwd_class_loss(loss, wsum, x, t, w, logp, base, ignore, eps));
@@ -71,6 +72,7 @@ static void check_pair(nc_x *x, const netcl_tensor *a, const netcl_tensor *b, ne
 
 netcl_status netcl_mse_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_reduction r)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_mse_loss(out, ac[0], ac[1], r), a, b);
     nc_x x = NC_X("mse_loss");
     check_pair(&x, a, b, r);
     return nc_x_return(&x, out, reduce(&x, x_un(&x, NETCL_OP_SQUARE, x_sub(&x, a, b)), r));
@@ -78,6 +80,7 @@ netcl_status netcl_mse_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b
 
 netcl_status netcl_l1_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_reduction r)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_l1_loss(out, ac[0], ac[1], r), a, b);
     nc_x x = NC_X("l1_loss");
     check_pair(&x, a, b, r);
     return nc_x_return(&x, out, reduce(&x, x_un(&x, NETCL_OP_ABS, x_sub(&x, a, b)), r));
@@ -88,6 +91,7 @@ netcl_status netcl_l1_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b,
 static netcl_status quadratic_linear(netcl_tensor **out, const char *op, netcl_tensor *a, netcl_tensor *b, double t,
                                      int huber, netcl_reduction r)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, quadratic_linear(out, op, ac[0], ac[1], t, huber, r), a, b);
     nc_x x = NC_X(op);
     check_pair(&x, a, b, r);
     if (x.st == NETCL_OK && t < 0) nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "beta/delta must be >= 0, got %g", t));
@@ -109,6 +113,7 @@ netcl_status netcl_huber_loss(netcl_tensor **out, netcl_tensor *a, netcl_tensor 
 netcl_status netcl_binary_cross_entropy(netcl_tensor **out, netcl_tensor *p, netcl_tensor *y, netcl_tensor *weight,
                                         netcl_reduction r)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_binary_cross_entropy(out, ac[0], ac[1], ac[2], r), p, y, weight);
     nc_x x = NC_X("binary_cross_entropy");
     check_pair(&x, p, y, r);
     netcl_tensor *lp = XC(&x, netcl_unary, NETCL_OP_CLAMP, x_un(&x, NETCL_OP_LOG, p), -100, INFINITY);
@@ -123,6 +128,9 @@ netcl_status netcl_binary_cross_entropy(netcl_tensor **out, netcl_tensor *p, net
 netcl_status netcl_binary_cross_entropy_with_logits(netcl_tensor **out, netcl_tensor *in, netcl_tensor *y,
                                                     netcl_tensor *weight, netcl_tensor *pos_weight, netcl_reduction r)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32,
+                netcl_binary_cross_entropy_with_logits(out, ac[0], ac[1], ac[2], ac[3], r),
+                in, y, weight, pos_weight);
     nc_x x = NC_X("binary_cross_entropy_with_logits");
     check_pair(&x, in, y, r);
     netcl_tensor *sp = XC(&x, netcl_unary, NETCL_OP_SOFTPLUS, x_sc(&x, NETCL_OP_MUL, in, -1), 1, 20);
@@ -136,6 +144,7 @@ netcl_status netcl_binary_cross_entropy_with_logits(netcl_tensor **out, netcl_te
  * log_target). target (log target - input), 0 where target is 0. */
 netcl_status netcl_kl_div(netcl_tensor **out, netcl_tensor *in, netcl_tensor *target, netcl_reduction r, int log_target)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_kl_div(out, ac[0], ac[1], r, log_target), in, target);
     nc_x x = NC_X("kl_div");
     check_pair(&x, in, target, r);
     netcl_tensor *l;
@@ -154,6 +163,7 @@ netcl_status netcl_kl_div(netcl_tensor **out, netcl_tensor *in, netcl_tensor *ta
 static netcl_status class_loss(netcl_tensor **out, const char *op, netcl_tensor *in, netcl_tensor *t, netcl_tensor *w,
                                int logp, int64_t base, int64_t ignore, double eps, netcl_reduction r)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, class_loss(out, op, ac[0], t, ac[1], logp, base, ignore, eps, r), in, w);
     nc_x x = NC_X(op);
     netcl_tensor *x2 = in, *t1 = t;
     int ok = in->ndim >= 1 && t->ndim == (in->ndim == 1 ? 0 : in->ndim - 1);

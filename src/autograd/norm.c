@@ -12,6 +12,11 @@
 netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
                               netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
 {
+    /* the running statistics are written in place: never cast, so float32 ones only */
+    if (!running_mean || running_mean->dtype == NETCL_DTYPE_FLOAT32)
+        NC_AUTOCAST(NC_AUTOCAST_FLOAT32,
+                    netcl_batch_norm(out, ac[0], running_mean, running_var, ac[1], ac[2], training, momentum, eps), x,
+                    weight, bias);
     netcl_status st;
     netcl_tensor *mean = NULL, *invstd = NULL;
     NC_FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum, eps));
@@ -90,6 +95,7 @@ static netcl_tensor *affine(nc_x *x, netcl_tensor *y, netcl_tensor *w, netcl_ten
 netcl_status netcl_layer_norm(netcl_tensor **out, netcl_tensor *in, int nnorm, netcl_tensor *weight, netcl_tensor *bias,
                               double eps)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_layer_norm(out, ac[0], nnorm, ac[1], ac[2], eps), in, weight, bias);
     nc_x x = NC_X("layer_norm");
     if (nnorm < 1 || nnorm > in->ndim)
         nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "normalized_shape has %d dims, %s has %d", nnorm, nc_describe(in), in->ndim));
@@ -111,6 +117,7 @@ netcl_status netcl_layer_norm(netcl_tensor **out, netcl_tensor *in, int nnorm, n
 netcl_status netcl_group_norm(netcl_tensor **out, netcl_tensor *in, int64_t groups, netcl_tensor *weight, netcl_tensor *bias,
                               double eps)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_group_norm(out, ac[0], groups, ac[1], ac[2], eps), in, weight, bias);
     nc_x x = NC_X("group_norm");
     if (in->ndim < 2 || groups < 1 || in->sizes[1] % groups != 0)
         nc_x_fail(&x, nc_fail(NETCL_ERR_ARGUMENT, "%s: channels (dim 2) must be divisible by groups = %lld",

@@ -94,6 +94,10 @@ static const nc_opdef table[] = {
     /* where, lerp, softmax */
     OP("where", netcl_where, NC_RULE_WHERE, "elementwise"),
     OP("lerp", netcl_lerp, OP_COMPOSITE, "elementwise"),
+    OP("isnan", netcl_isnan, OP_NOT_DIFF, "elementwise"),
+    OP("isinf", netcl_isinf, OP_NOT_DIFF, "elementwise"),
+    OP("isfinite", netcl_isfinite, OP_NOT_DIFF, "elementwise"),
+    OP("nan_to_num", netcl_nan_to_num, OP_COMPOSITE, "elementwise"),
     OP("softmax", netcl_softmax, NC_RULE_SOFTMAX, "softmax"),
     OP("log_softmax", netcl_softmax, NC_RULE_SOFTMAX, "softmax"),
     /* convolutions, pooling, resampling */

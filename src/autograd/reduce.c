@@ -10,6 +10,8 @@
 
 netcl_status netcl_reduce(netcl_tensor **out, netcl_op op, netcl_tensor *a, int dim, int keepdim)
 {
+    if (op == NETCL_OP_SUM || op == NETCL_OP_MEAN || op == NETCL_OP_PROD)
+        NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_reduce(out, op, ac[0], dim, keepdim), a);
     netcl_status st;
     NC_FORWARD(st, nc_fwd_reduce(out, op, a, dim, keepdim));
     if (st != NETCL_OK || !nc_should_record(1, &a) || !nc_op_differentiable(op)) return st;
@@ -204,6 +206,8 @@ static netcl_tensor *reduce_set(nc_x *x, netcl_op op, netcl_tensor *t, const int
 
 netcl_status netcl_reduce_dims(netcl_tensor **out, netcl_op op, netcl_tensor *a, int ndims, const int *dims, int keepdim)
 {
+    if (op == NETCL_OP_SUM || op == NETCL_OP_MEAN || op == NETCL_OP_PROD)
+        NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_reduce_dims(out, op, ac[0], ndims, dims, keepdim), a);
     nc_x x = NC_X(netcl_op_name(op));
     int reduced[NC_MAX_DIMS];
     if (op != NETCL_OP_SUM && op != NETCL_OP_MEAN && op != NETCL_OP_PROD && op != NETCL_OP_MAX && op != NETCL_OP_MIN)
@@ -228,6 +232,7 @@ static netcl_tensor *variance(nc_x *x, netcl_tensor *a, const int *reduced, int 
 
 netcl_status netcl_var(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_var(out, ac[0], ndims, dims, correction, keepdim), a);
     nc_x x = NC_X("var");
     int reduced[NC_MAX_DIMS];
     int nred = dim_set(&x, "var", a, ndims, dims, reduced);
@@ -236,6 +241,7 @@ netcl_status netcl_var(netcl_tensor **out, netcl_tensor *a, int ndims, const int
 
 netcl_status netcl_std(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, double correction, int keepdim)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_std(out, ac[0], ndims, dims, correction, keepdim), a);
     nc_x x = NC_X("std");
     int reduced[NC_MAX_DIMS];
     int nred = dim_set(&x, "std", a, ndims, dims, reduced);
@@ -246,6 +252,7 @@ netcl_status netcl_std(netcl_tensor **out, netcl_tensor *a, int ndims, const int
  * other p > 0: (sum |a|^p)^(1/p). */
 netcl_status netcl_norm(netcl_tensor **out, netcl_tensor *a, double p, int ndims, const int *dims, int keepdim)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_norm(out, ac[0], p, ndims, dims, keepdim), a);
     nc_x x = NC_X("norm");
     int reduced[NC_MAX_DIMS];
     if (!nc_dtype_is_float(a->dtype))
@@ -264,6 +271,7 @@ netcl_status netcl_norm(netcl_tensor **out, netcl_tensor *a, double p, int ndims
 /* log(sum(exp(a - m))) + m with m the (constant) max; an all -inf slice gives -inf */
 netcl_status netcl_logsumexp(netcl_tensor **out, netcl_tensor *a, int ndims, const int *dims, int keepdim)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_logsumexp(out, ac[0], ndims, dims, keepdim), a);
     nc_x x = NC_X("logsumexp");
     int reduced[NC_MAX_DIMS];
     if (!nc_dtype_is_float(a->dtype))

@@ -7,6 +7,7 @@
 
 netcl_status netcl_softmax(netcl_tensor **out, netcl_tensor *a, int dim, int log)
 {
+    NC_AUTOCAST(NC_AUTOCAST_FLOAT32, netcl_softmax(out, ac[0], dim, log), a);
     netcl_status st;
     const char *name = log ? "log_softmax" : "softmax";
     NC_FORWARD(st, nc_fwd_softmax(out, a, dim, log));

@@ -149,6 +149,8 @@ int netcl_tensor_same_storage(const netcl_tensor *a, const netcl_tensor *b) { re
 
 int netcl_tensor_is_contiguous(const netcl_tensor *t) { return nc_is_contiguous(t->ndim, t->sizes, t->strides); }
 
+int netcl_tensor_version(const netcl_tensor *t) { return atomic_load(&t->storage->version); }
+
 int netcl_tensor_is_whole(const netcl_tensor *t)
 {
     return t->offset == 0 && nc_is_contiguous(t->ndim, t->sizes, t->strides) &&

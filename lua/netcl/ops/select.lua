@@ -22,6 +22,18 @@ return function(netcl, methods)
 
   function methods.logical_not(x) return x:eq(0) end
 
+  -- finiteness (bool results) and nan_to_num(nan = 0, posinf, neginf): an
+  -- omitted posinf / neginf is the dtype's largest / lowest finite value
+  function methods.isnan(x) return call1(C.netcl_isnan, H(x)) end
+  function methods.isinf(x) return call1(C.netcl_isinf, H(x)) end
+  function methods.isfinite(x) return call1(C.netcl_isfinite, H(x)) end
+  function methods.nan_to_num(x, nan, posinf, neginf)
+    for k, v in pairs({ nan = nan, posinf = posinf, neginf = neginf }) do
+      if v ~= nil and type(v) ~= "number" then throw(("nan_to_num: %s must be a number, got %s"):format(k, type(v))) end
+    end
+    return call1(C.netcl_nan_to_num, H(x), nan or 0, posinf or math.huge, neginf or -math.huge)
+  end
+
   -- a:lerp(b, w): a + w (b - a); w a tensor or a number
   function methods.lerp(a, b, w)
     if is_tensor(w) then return call1(C.netcl_lerp, H(a), H(b), H(w), 0) end
@@ -43,7 +55,8 @@ return function(netcl, methods)
   function methods.softmax(x, dim) return softmax(x, dim, 0, "softmax") end
   function methods.log_softmax(x, dim) return softmax(x, dim, 1, "log_softmax") end
 
-  for _, name in ipairs({ "lerp", "logical_not", "logical_and", "logical_or", "logical_xor", "fmod", "atan2", "softmax",
+  for _, name in ipairs({ "isnan", "isinf", "isfinite", "nan_to_num", "lerp", "logical_not", "logical_and", "logical_or",
+                          "logical_xor", "fmod", "atan2", "softmax",
                           "log_softmax", "softplus" }) do
     netcl[name] = methods[name]
   end

@@ -9,6 +9,10 @@
 -- parameter still lives at its slice (else the group is flattened anew, e.g.
 -- after Module:to), and its .grad is still the slice view (else the foreign
 -- gradient is copied in, or the slice zeroed when .grad was cleared).
+-- float16 and bfloat16 buckets keep float32 master weights (state
+-- "master", saved with the rest): the kernel updates them with float32
+-- copies of the gradients and float32 states, and the parameters take
+-- their rounding after each step.
 local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
@@ -34,6 +38,7 @@ end
 M.deep_copy = deep_copy
 
 local FLOAT = { float32 = true, float16 = true, bfloat16 = true, float64 = true }
+local HALF = { float16 = true, bfloat16 = true }   -- buckets updated through float32 master weights
 
 -- ---- flat buckets -------------------------------------------------------------------
 
@@ -68,6 +73,28 @@ local function flatten(b)
       p.grad = gs
     end
   end)
+  b.kflat_h, b.kgrad_h = b.flat_h, b.grad_h
+  if HALF[b.dtype] then   -- float32 master weights: the kernel updates them, the parameters get their rounding
+    b.master_grad = core.zeros(off, { device = b.device, dtype = "float32" })
+    b.state.master = core.no_grad(function() return b.flat:float() end)
+    b.state_h.master = H(b.state.master)
+    b.live.master = true
+    b.kflat_h, b.kgrad_h = b.state_h.master, H(b.master_grad)
+    b.master_version = C.netcl_tensor_version(b.flat_h)
+  end
+end
+
+-- Before a half bucket's update: the master takes parameters written since
+-- the last step (a load, an in-place edit), the float32 gradient buffer the
+-- gradients; after it the parameters take the master's rounding.
+local function master_in(b)
+  if C.netcl_tensor_version(b.flat_h) ~= b.master_version then b.state.master:copy_(b.flat) end
+  b.master_grad:copy_(b.grad)
+end
+
+local function master_out(b)
+  b.flat:copy_(b.state.master)
+  b.master_version = C.netcl_tensor_version(b.flat_h)
 end
 
 -- Buckets of a group's trainable parameters, keyed by device and dtype.
@@ -215,7 +242,7 @@ end
 local function state_buffer(b, name, fill)
   local t = b.state[name]
   if not t then
-    t = core.full({ b.n }, fill or 0, { device = b.device, dtype = b.dtype })
+    t = core.full({ b.n }, fill or 0, { device = b.device, dtype = HALF[b.dtype] and "float32" or b.dtype })
     b.state[name], b.state_h[name] = t, H(t)
   end
   return t
@@ -265,7 +292,12 @@ function Optimizer:step(closure)
     local gs = self._groups[gi]
     gs.step = gs.step + 1
     for _, b in ipairs(gs.buckets) do
-      if b.n > 0 then self:update(group, b, gs.step) end
+      if b.n > 0 then
+        -- (a replay's redo only collects launches: the copies are in the program)
+        if b.master_grad and not M.collector then core.no_grad(master_in, b) end
+        self:update(group, b, gs.step)
+        if b.master_grad and not M.collector then core.no_grad(master_out, b) end
+      end
     end
   end
   return loss
@@ -328,7 +360,7 @@ function M.launch(kind, flags, b, lr, wd, beta1, beta2, eps, bc2, scale, s1, s2,
     return
   end
   local sh = b.state_h
-  check(C.netcl_optim_step(kind, flags, b.flat_h, b.grad_h, s1 and sh[s1] or nil, s2 and sh[s2] or nil,
+  check(C.netcl_optim_step(kind, flags, b.kflat_h, b.kgrad_h, s1 and sh[s1] or nil, s2 and sh[s2] or nil,
                            s3 and sh[s3] or nil, hyper, NHYPER))
 end
 
