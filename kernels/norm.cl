@@ -41,8 +41,9 @@ __kernel void batch_norm_stats_part(__global const A_T *x, long xo, __global A_C
     }
 }
 
-__kernel void batch_norm_stats_final(__global const A_CT *part, int P, __global O_T *mean, __global O_T *invstd, long C,
-                             __global O_T *rmean, __global O_T *rvar, int has_running, A_CT momentum, A_CT eps)
+__kernel void batch_norm_stats_final(__global const A_CT *part, int P, __global O_T *mean, long mo, __global O_T *invstd, long io,
+                             long C, __global O_T *rmean, long rmo, __global O_T *rvar, long rvo, int has_running,
+                             A_CT momentum, A_CT eps)
 {
     for (long c = get_global_id(0); c < C; c += get_global_size(0)) {
         __global const A_CT *q = part + 3 * c * P;
@@ -56,39 +57,39 @@ __kernel void batch_norm_stats_final(__global const A_CT *part, int P, __global 
             n = tot;
         }
         A_CT var = m2 / n;
-        O_STORE(mean, c, m);
-        O_STORE(invstd, c, (A_CT)1 / sqrt(var + eps));
+        O_STORE(mean, mo + c, m);
+        O_STORE(invstd, io + c, (A_CT)1 / sqrt(var + eps));
         if (has_running) {
             A_CT unbiased = n > 1 ? var * n / (n - 1) : var;
-            O_STORE(rmean, c, ((A_CT)1 - momentum) * A_LOAD(rmean, c) + momentum * m);
-            O_STORE(rvar, c, ((A_CT)1 - momentum) * A_LOAD(rvar, c) + momentum * unbiased);
+            O_STORE(rmean, rmo + c, ((A_CT)1 - momentum) * A_LOAD(rmean, rmo + c) + momentum * m);
+            O_STORE(rvar, rvo + c, ((A_CT)1 - momentum) * A_LOAD(rvar, rvo + c) + momentum * unbiased);
         }
     }
 }
 
-__kernel void batch_norm_apply(__global O_T *y, __global const A_T *x, long xo, __global const A_T *mean,
-                       __global const A_T *invstd, __global const A_T *w, __global const A_T *b, int has_w, int has_b,
-                       long N, long C, long S)
+__kernel void batch_norm_apply(__global O_T *y, long yo, __global const A_T *x, long xo, __global const A_T *mean, long mo,
+                       __global const A_T *invstd, long io, __global const A_T *w, long wo, __global const A_T *b, long bo,
+                       int has_w, int has_b, long N, long C, long S)
 {
     const IX n_all = (IX)(N * C * S), Sx = (IX)S, Cx = (IX)C;
     for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
         IX c = (i / Sx) % Cx;
-        A_CT v = (A_LOAD(x, xo + i) - A_LOAD(mean, c)) * A_LOAD(invstd, c);
-        if (has_w) v *= A_LOAD(w, c);
-        if (has_b) v += A_LOAD(b, c);
-        O_STORE(y, i, v);
+        A_CT v = (A_LOAD(x, xo + i) - A_LOAD(mean, mo + c)) * A_LOAD(invstd, io + c);
+        if (has_w) v *= A_LOAD(w, wo + c);
+        if (has_b) v += A_LOAD(b, bo + c);
+        O_STORE(y, yo + i, v);
     }
 }
 
 __kernel void batch_norm_grad_part(__global const A_T *g, long go, __global const A_T *x, long xo, __global const A_T *mean,
-                           __global A_CT *part, long N, long C, long S, int P)
+                           long mo, __global A_CT *part, long N, long C, long S, int P)
 {
     __local A_CT l[BATCH_NORM_LOCAL];
     int lid = get_local_id(0), ls = get_local_size(0), p = get_group_id(0);
     IX c = get_group_id(1), Sx = (IX)S, Cx = (IX)C;
     PART_ROWS(n0, n1, N, p, P);
     IX m = (n1 - n0) * Sx;
-    A_CT mu = A_LOAD(mean, c), a = 0, b = 0;
+    A_CT mu = A_LOAD(mean, mo + c), a = 0, b = 0;
     for (IX j = lid; j < m; j += ls) {
         IX k = ((n0 + j / Sx) * Cx + c) * Sx + j % Sx;
         A_CT gv = A_LOAD(g, go + k);
@@ -100,31 +101,33 @@ __kernel void batch_norm_grad_part(__global const A_T *g, long go, __global cons
     if (lid == 0) { part[2 * ((long)c * P + p)] = a; part[2 * ((long)c * P + p) + 1] = b; }
 }
 
-__kernel void batch_norm_grad_final(__global const A_CT *part, int P, __global O_T *sg, __global O_T *sgx, long C)
+__kernel void batch_norm_grad_final(__global const A_CT *part, int P, __global O_T *sg, long so, __global O_T *sgx, long sxo,
+                            long C)
 {
     for (long c = get_global_id(0); c < C; c += get_global_size(0)) {
         A_CT a = 0, b = 0;
         for (int p = 0; p < P; p++) { a += part[2 * (c * P + p)]; b += part[2 * (c * P + p) + 1]; }
-        O_STORE(sg, c, a);
-        O_STORE(sgx, c, b);
+        O_STORE(sg, so + c, a);
+        O_STORE(sgx, sxo + c, b);
     }
 }
 
-__kernel void batch_norm_grad_apply(__global O_T *dx, __global const A_T *g, long go, __global const A_T *x, long xo,
-                            __global const A_T *mean, __global const A_T *invstd, __global const A_T *w, int has_w,
-                            __global const A_T *sg, __global const A_T *sgx, int training, long N, long C, long S)
+__kernel void batch_norm_grad_apply(__global O_T *dx, long dxo, __global const A_T *g, long go, __global const A_T *x, long xo,
+                            __global const A_T *mean, long mo, __global const A_T *invstd, long io, __global const A_T *w,
+                            long wo, int has_w, __global const A_T *sg, long so, __global const A_T *sgx, long sxo,
+                            int training, long N, long C, long S)
 {
     A_CT M = (A_CT)(N * S);
     const IX n_all = (IX)(N * C * S), Sx = (IX)S, Cx = (IX)C;
     for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
         IX c = (i / Sx) % Cx;
-        A_CT is = A_LOAD(invstd, c), k = has_w ? A_LOAD(w, c) * is : is, gv = A_LOAD(g, go + i), v;
+        A_CT is = A_LOAD(invstd, io + c), k = has_w ? A_LOAD(w, wo + c) * is : is, gv = A_LOAD(g, go + i), v;
         if (training) {
-            A_CT xm = A_LOAD(x, xo + i) - A_LOAD(mean, c);
-            v = k * (gv - A_LOAD(sg, c) / M - xm * is * is * A_LOAD(sgx, c) / M);
+            A_CT xm = A_LOAD(x, xo + i) - A_LOAD(mean, mo + c);
+            v = k * (gv - A_LOAD(sg, so + c) / M - xm * is * is * A_LOAD(sgx, sxo + c) / M);
         } else {
             v = k * gv;
         }
-        O_STORE(dx, i, v);
+        O_STORE(dx, dxo + i, v);
     }
 }

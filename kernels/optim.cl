@@ -93,3 +93,15 @@ __kernel void optim_adagrad(OPTIM_ARGS)
         O_STORE(p, po + i, pi - lr * (gi / (sqrt(si) + eps)));
     }
 }
+
+/* mixed precision's unscale: g *= inv[0]; found[0] = 1 where an element of
+ * g is not finite (every such work item stores the same 1) */
+__kernel void amp_unscale(__global A_T *g, long go, __global const float *inv, long io, __global float *found, long fo, long n)
+{
+    A_CT s = (A_CT)inv[io];
+    GRID_LOOP(i, n) {
+        A_CT v = A_LOAD(g, go + i);
+        if (!isfinite(v)) found[fo] = 1.0f;
+        O_STORE(g, go + i, v * s);
+    }
+}

@@ -266,3 +266,42 @@ function TestNormLayers:test_errors()
   H.assert_error(function() nn.GroupNorm(3, 4) end, "num_channels (4) must be divisible by num_groups (3)")
   H.assert_error(function() nn.GroupNorm(2, 4, { device = dev })(netcl.zeros(2, 6, 2, { device = dev })) end, "GroupNorm: expected an input [N, 4, ...]")
 end
+
+-- weights, biases and running statistics that are views at an offset into
+-- a bigger buffer (an optimizer's flat buffers): every kernel must read and
+-- write them where they are, forward and backward, training and eval
+function TestNormLayers:test_batch_norm_operands_at_offsets()
+  local F = netcl.nn.functional
+  netcl.manual_seed(12)
+  local C = 5
+  local x = netcl.randn(6, C, 3, 3, { device = dev })
+  local flat = netcl.randn(64, { device = dev })
+  local function views()   -- weight, bias, running mean, running var: at offsets 3, 17, 33, 49
+    local w, b = flat:narrow(1, 4, C):clone(), flat:narrow(1, 18, C):clone()
+    local rm, rv = flat:narrow(1, 34, C):clone(), flat:narrow(1, 50, C):abs():clone()
+    local buf = netcl.zeros(64, { device = dev })
+    local vw, vb, vrm, vrv = buf:narrow(1, 4, C), buf:narrow(1, 18, C), buf:narrow(1, 34, C), buf:narrow(1, 50, C)
+    vw:copy_(w); vb:copy_(b); vrm:copy_(rm); vrv:copy_(rv)
+    return { w, b, rm, rv }, { vw, vb, vrm, vrv }
+  end
+  for _, training in ipairs({ true, false }) do
+    local own, off = views()
+    local outs = {}
+    for k, set in ipairs({ own, off }) do
+      local w, b = set[1]:detach():requires_grad_(), set[2]:detach():requires_grad_()
+      if k == 2 then   -- the offset views themselves must be leaves that take gradients
+        w, b = set[1], set[2]
+        w.requires_grad = true
+        b.requires_grad = true
+      end
+      local xi = x:clone():requires_grad_()
+      local y = F.batch_norm(xi, set[3], set[4], w, b, training, 0.1, 1e-5)
+      y:pow(2):sum():backward()
+      outs[k] = { y, xi.grad, w.grad, b.grad, set[3], set[4] }
+    end
+    for i = 1, 6 do
+      lu.assertTrue((outs[1][i] - outs[2][i]):abs():max():item() < 1e-5,
+        ("training %s: operand %d differs when the parameters sit at offsets"):format(tostring(training), i))
+    end
+  end
+end

@@ -677,6 +677,11 @@ typedef enum netcl_optim_hyper {
 netcl_status netcl_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *param, netcl_tensor *grad,
                               netcl_tensor *state1, netcl_tensor *state2, netcl_tensor *state3,
                               const double *hyper, int nhyper);
+/* Mixed precision's unscale, in place: grad *= inv_scale and found_inf = 1
+ * when grad held an inf or NaN (else found_inf is left alone); grad a
+ * contiguous float tensor, inv_scale and found_inf float32 single elements
+ * on grad's device. One kernel; nothing is read back to the host. */
+netcl_status netcl_amp_unscale_(netcl_tensor *grad, const netcl_tensor *inv_scale, netcl_tensor *found_inf);
 /* CRC-32 (zlib's polynomial) of nbytes at data, continuing from crc (0 to
  * start): the checkpoint checksum (lua/netcl/io.lua). */
 uint32_t netcl_crc32(uint32_t crc, const void *data, int64_t nbytes);

@@ -17,6 +17,9 @@ netcl.optim = require("netcl.optim")
 netcl.save = require("netcl.io").save
 netcl.load = require("netcl.io").load
 
+-- ---- mixed precision (lua/netcl/amp.lua) -----------------------------------------------
+netcl.amp = require("netcl.amp")
+
 -- ---- capture and replay (lua/netcl/jit.lua) --------------------------------------------
 netcl.compile = require("netcl.jit").compile
 netcl.jit = require("netcl.jit").jit

@@ -16,3 +16,10 @@ netcl_status netcl_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *pa
         if (written[k]) NC_TRY(nc_untracked_write_check(written[k], op));
     return nc_fwd_optim_step(kind, flags, param, grad, state1, state2, state3, hyper, nhyper);
 }
+
+netcl_status netcl_amp_unscale_(netcl_tensor *grad, const netcl_tensor *inv_scale, netcl_tensor *found_inf)
+{
+    if (grad) NC_TRY(nc_untracked_write_check(grad, "amp_unscale_"));
+    if (found_inf) NC_TRY(nc_untracked_write_check(found_inf, "amp_unscale_"));
+    return nc_fwd_amp_unscale(grad, inv_scale, found_inf);
+}

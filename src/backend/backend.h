@@ -528,6 +528,10 @@ typedef struct nc_be_optim {
      * NETCL_OPTIM_NHYPER values indexed by netcl_optim_hyper. */
     netcl_status (*step)(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
                          const nc_desc *const *s, const double *hyper);
+    /* Mixed precision's unscale: g *= inv[0] over a contiguous 1-D float
+     * buffer, and found[0] = 1 when any element of g was not finite (else
+     * found is left alone); inv and found are float32 single elements. */
+    netcl_status (*unscale)(netcl_device *dev, const nc_desc *g, const nc_desc *inv, const nc_desc *found);
 } nc_be_optim;
 
 /* augment: per-sample data augmentation */

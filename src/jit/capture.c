@@ -358,6 +358,14 @@ static netcl_status r_optim(netcl_device *dev, netcl_optim_kind kind, int flags,
     return NETCL_OK;
 }
 
+static netcl_status r_unscale(netcl_device *dev, const nc_desc *g, const nc_desc *inv, const nc_desc *found)
+{
+    CALL(cap->real->optim.unscale(dev, g, inv, found));
+    nc_step *s = rec(ST_UNSCALE);
+    if (s) put(s, 0, g), put(s, 1, inv), put(s, 2, found);
+    return NETCL_OK;
+}
+
 /* a fused step (a capture of a replay, or of fused work) keeps its nodes */
 static netcl_status r_fused(netcl_device *dev, const nc_fused *f)
 {
@@ -443,6 +451,7 @@ static void make_proxy(nc_backend *px, const nc_backend *be)
     SWAP(index.scan, r_scan);
     SWAP(random.draw, r_draw);
     SWAP(optim.step, r_optim);
+    SWAP(optim.unscale, r_unscale);
     SWAP(augment.run, r_augment);
 #undef SWAP
 }

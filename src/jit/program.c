@@ -77,6 +77,7 @@ netcl_status nc_step_run(netcl_device *dev, const nc_step *s)
         const nc_desc *st[3] = {D(2), D(3), D(4)};
         return be->optim.step(dev, (netcl_optim_kind)s->i[0], (int)s->i[1], D(0), D(1), st, s->hyper);
     }
+    case ST_UNSCALE: return be->optim.unscale(dev, D(0), D(1), D(2));
     case ST_KIND_COUNT: break;
     }
     return nc_fail(NETCL_ERR_ARGUMENT, "replay: an unknown step kind %d", (int)s->kind);
@@ -173,7 +174,7 @@ static const char *const kind_names[ST_KIND_COUNT] = {
     "reduce", "softmax", "softmax_backward", "gemm", "split_sum", "split_run",
     "im2col", "col2im", "conv_kernel", "conv_implicit", "conv_tiled", "conv_tiled_weight",
     "pool", "pool_backward", "batch_norm", "class_loss", "class_loss_backward",
-    "gather", "scatter", "sort", "scan", "random", "optim"};
+    "gather", "scatter", "sort", "scan", "random", "optim", "unscale"};
 
 int netcl_program_describe(const netcl_program *p, char *buf, int len)
 {

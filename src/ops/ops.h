@@ -188,6 +188,8 @@ netcl_status nc_check_index(const char *op, const netcl_tensor *idx, int base);
 
 /* ---- optim (optim.c): the fused update, checked by src/autograd/optim.c -- */
 const char *nc_optim_kind_name(netcl_optim_kind kind);   /* "adam" */
+/* mixed precision: grad *= inv_scale; found_inf = 1 where grad held inf or NaN */
+netcl_status nc_fwd_amp_unscale(netcl_tensor *grad, const netcl_tensor *inv_scale, netcl_tensor *found_inf);
 netcl_status nc_fwd_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *param, netcl_tensor *grad,
                                netcl_tensor *state1, netcl_tensor *state2, netcl_tensor *state3, const double *hyper,
                                int nhyper);

@@ -105,3 +105,32 @@ netcl_status nc_fwd_optim_step(netcl_optim_kind kind, int flags, netcl_tensor *p
     if (st != NETCL_OK) nc_error_prefix("%s %s: ", op, nc_describe(param));
     return st;
 }
+
+netcl_status nc_fwd_amp_unscale(netcl_tensor *grad, const netcl_tensor *inv_scale, netcl_tensor *found_inf)
+{
+    const char *op = "amp_unscale_";
+    if (!grad || !inv_scale || !found_inf) return nc_fail(NETCL_ERR_ARGUMENT, "%s: a gradient, inv_scale and found_inf are needed", op);
+    NC_TRY(nc_same_device(op, grad, inv_scale));
+    NC_TRY(nc_same_device(op, grad, found_inf));
+    if (!nc_dtype_is_float(grad->dtype) || !netcl_tensor_is_contiguous(grad))
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: the gradient %s must be a contiguous float tensor", op, nc_describe(grad));
+    const netcl_tensor *one[2] = {inv_scale, found_inf};
+    const char *name[2] = {"inv_scale", "found_inf"};
+    for (int i = 0; i < 2; i++)
+        if (one[i]->dtype != NETCL_DTYPE_FLOAT32 || netcl_tensor_numel(one[i]) != 1)
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: %s must be one float32 element, got %s", op, name[i], nc_describe(one[i]));
+    if (grad->storage == found_inf->storage || grad->storage == inv_scale->storage)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: the gradient %s shares its storage with inv_scale or found_inf", op, nc_describe(grad));
+    nc_tensor_bump_version(grad);
+    nc_tensor_bump_version(found_inf);
+    if (netcl_tensor_numel(grad) == 0) return NETCL_OK;
+    nc_desc g, i, f;
+    flat_desc(&g, grad);
+    nc_desc_of(&i, inv_scale);
+    nc_desc_of(&f, found_inf);
+    netcl_device *dev = nc_dev(grad);
+    if (!dev->backend->optim.unscale) return nc_fail(NETCL_ERR_UNSUPPORTED, "%s: %s has no unscale kernel", op, dev->name);
+    netcl_status st = dev->backend->optim.unscale(dev, &g, &i, &f);
+    if (st != NETCL_OK) nc_error_prefix("%s %s: ", op, nc_describe(grad));
+    return st;
+}

@@ -151,7 +151,7 @@ static const nc_backend opencl_backend = {
     .loss = {.class_loss = nc_cl_class_loss, .class_loss_backward = nc_cl_class_loss_backward},
     .index = {.gather = nc_cl_gather, .scatter = nc_cl_scatter, .sort = nc_cl_sort, .scan = nc_cl_scan},
     .random = {.draw = nc_cl_rng},
-    .optim = {.step = nc_cl_optim_step},
+    .optim = {.step = nc_cl_optim_step, .unscale = nc_cl_amp_unscale},
     .augment = {.run = nc_cl_augment},
 };
 

@@ -159,6 +159,7 @@ netcl_status nc_cl_class_loss_backward(netcl_device *dev, const nc_desc *gx, con
 /* random (random.c) */
 netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
 /* optim (optim.c) */
+netcl_status nc_cl_amp_unscale(netcl_device *dev, const nc_desc *g, const nc_desc *inv, const nc_desc *found);
 netcl_status nc_cl_optim_step(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
                               const nc_desc *const *s, const double *hyper);
 /* augment (augment.c) */

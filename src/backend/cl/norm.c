@@ -22,6 +22,7 @@ static netcl_status part_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int P,
 }
 
 #define MEM(d) cl_mem d##_m = (a->d) ? (cl_mem)(a->d)->buf : (cl_mem)a->x->buf
+#define OFF(d) cl_long d##_o = (a->d) ? (a->d)->offset : 0
 netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, const nc_batch_norm_args *a)
 {
     static const char *names[] = {"batch_norm_stats_part", "batch_norm_apply", "batch_norm_grad_part", "batch_norm_grad_apply"};
@@ -42,6 +43,8 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
     size_t acc = a->x->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;
     if (kf) NC_TRY(nc_cl_scratch(cd, 0, acc * 3 * (size_t)P * (size_t)C, &part));
     MEM(x); MEM(g); MEM(mean); MEM(invstd); MEM(w); MEM(b); MEM(rmean); MEM(rvar); MEM(sg); MEM(sgx); MEM(out);
+    /* every operand at its own offset (weights and biases are often views into an optimizer's flat buffer) */
+    OFF(mean); OFF(invstd); OFF(w); OFF(b); OFF(rmean); OFF(rvar); OFF(sg); OFF(sgx); OFF(out);
     int i = 0;
     switch (kind) {
     case NC_BATCH_NORM_STATS:
@@ -49,28 +52,34 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
         NC_ARG(k, i++, S); NC_ARG(k, i++, P);
         NC_TRY(part_launch(cd, k, wg, P, C));
         i = 0;
-        NC_ARG(kf, i++, part); NC_ARG(kf, i++, P); NC_ARG(kf, i++, mean_m); NC_ARG(kf, i++, invstd_m); NC_ARG(kf, i++, C);
-        NC_ARG(kf, i++, rmean_m); NC_ARG(kf, i++, rvar_m); NC_ARG(kf, i++, has_running);
+        NC_ARG(kf, i++, part); NC_ARG(kf, i++, P); NC_ARG(kf, i++, mean_m); NC_ARG(kf, i++, mean_o);
+        NC_ARG(kf, i++, invstd_m); NC_ARG(kf, i++, invstd_o); NC_ARG(kf, i++, C);
+        NC_ARG(kf, i++, rmean_m); NC_ARG(kf, i++, rmean_o); NC_ARG(kf, i++, rvar_m); NC_ARG(kf, i++, rvar_o);
+        NC_ARG(kf, i++, has_running);
         NC_TRY(nc_cl_set_scalar(kf, i++, a->x->dtype, a->momentum));
         NC_TRY(nc_cl_set_scalar(kf, i, a->x->dtype, a->eps));
         return nc_cl_launch(cd, kf, wgf, C);
     case NC_BATCH_NORM_APPLY:
-        NC_ARG(k, i++, out_m); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m); NC_ARG(k, i++, invstd_m);
-        NC_ARG(k, i++, w_m); NC_ARG(k, i++, b_m); NC_ARG(k, i++, has_w); NC_ARG(k, i++, has_b);
-        NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
+        NC_ARG(k, i++, out_m); NC_ARG(k, i++, out_o); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo);
+        NC_ARG(k, i++, mean_m); NC_ARG(k, i++, mean_o); NC_ARG(k, i++, invstd_m); NC_ARG(k, i++, invstd_o);
+        NC_ARG(k, i++, w_m); NC_ARG(k, i++, w_o); NC_ARG(k, i++, b_m); NC_ARG(k, i++, b_o);
+        NC_ARG(k, i++, has_w); NC_ARG(k, i++, has_b); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
         return nc_cl_launch(cd, k, wg, N * C * S);
     case NC_BATCH_NORM_GRAD_REDUCE:
         NC_ARG(k, i++, g_m); NC_ARG(k, i++, go); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m);
-        NC_ARG(k, i++, part); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S); NC_ARG(k, i++, P);
+        NC_ARG(k, i++, mean_o); NC_ARG(k, i++, part); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
+        NC_ARG(k, i++, P);
         NC_TRY(part_launch(cd, k, wg, P, C));
         i = 0;
-        NC_ARG(kf, i++, part); NC_ARG(kf, i++, P); NC_ARG(kf, i++, sg_m); NC_ARG(kf, i++, sgx_m); NC_ARG(kf, i++, C);
+        NC_ARG(kf, i++, part); NC_ARG(kf, i++, P); NC_ARG(kf, i++, sg_m); NC_ARG(kf, i++, sg_o); NC_ARG(kf, i++, sgx_m);
+        NC_ARG(kf, i++, sgx_o); NC_ARG(kf, i++, C);
         return nc_cl_launch(cd, kf, wgf, C);
     default:
-        NC_ARG(k, i++, out_m); NC_ARG(k, i++, g_m); NC_ARG(k, i++, go); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo);
-        NC_ARG(k, i++, mean_m); NC_ARG(k, i++, invstd_m); NC_ARG(k, i++, w_m); NC_ARG(k, i++, has_w);
-        NC_ARG(k, i++, sg_m); NC_ARG(k, i++, sgx_m); NC_ARG(k, i++, training);
-        NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
+        NC_ARG(k, i++, out_m); NC_ARG(k, i++, out_o); NC_ARG(k, i++, g_m); NC_ARG(k, i++, go); NC_ARG(k, i++, x_m);
+        NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m); NC_ARG(k, i++, mean_o); NC_ARG(k, i++, invstd_m);
+        NC_ARG(k, i++, invstd_o); NC_ARG(k, i++, w_m); NC_ARG(k, i++, w_o); NC_ARG(k, i++, has_w);
+        NC_ARG(k, i++, sg_m); NC_ARG(k, i++, sg_o); NC_ARG(k, i++, sgx_m); NC_ARG(k, i++, sgx_o);
+        NC_ARG(k, i++, training); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
         return nc_cl_launch(cd, k, wg, N * C * S);
     }
 }

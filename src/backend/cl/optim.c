@@ -31,3 +31,19 @@ netcl_status nc_cl_optim_step(netcl_device *dev, netcl_optim_kind kind, int flag
     NC_ARG(k, 18, fl); NC_ARG(k, 19, has);
     return nc_cl_launch(cd, k, wg, n);
 }
+
+netcl_status nc_cl_amp_unscale(netcl_device *dev, const nc_desc *g, const nc_desc *inv, const nc_desc *found)
+{
+    NC_TRY(nc_cl_enter(dev, "amp_unscale", g->dtype, g->dtype));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    char opts[96];
+    nc_cl_dtype_opts(opts, sizeof opts, g->dtype, g->dtype);
+    cl_kernel k;
+    size_t wg;
+    NC_TRY(nc_cl_kernel(cd, "optim", opts, "amp_unscale", &k, &wg));
+    cl_mem gb = g->buf, ib = inv->buf, fb = found->buf;
+    cl_long go = g->offset, io = inv->offset, fo = found->offset, n = g->sizes[0];
+    NC_ARG(k, 0, gb); NC_ARG(k, 1, go); NC_ARG(k, 2, ib); NC_ARG(k, 3, io); NC_ARG(k, 4, fb); NC_ARG(k, 5, fo);
+    NC_ARG(k, 6, n);
+    return nc_cl_launch(cd, k, wg, n);
+}

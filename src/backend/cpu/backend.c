@@ -71,7 +71,7 @@ static const nc_backend cpu_backend = {
     .loss = {.class_loss = nc_cpu_class_loss, .class_loss_backward = nc_cpu_class_loss_backward},
     .index = {.gather = nc_cpu_gather, .scatter = nc_cpu_scatter, .sort = nc_cpu_sort, .scan = nc_cpu_scan},
     .random = {.draw = nc_cpu_rng},
-    .optim = {.step = nc_cpu_optim_step},
+    .optim = {.step = nc_cpu_optim_step, .unscale = nc_cpu_amp_unscale},
     .augment = {.run = nc_cpu_augment},
 };
 

@@ -142,6 +142,7 @@ netcl_status nc_cpu_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind ki
                         double p2);
 
 /* optim (optim.c, optim_impl.h) */
+netcl_status nc_cpu_amp_unscale(netcl_device *dev, const nc_desc *g, const nc_desc *inv, const nc_desc *found);
 netcl_status nc_cpu_optim_step(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
                                const nc_desc *const *s, const double *hyper);
 

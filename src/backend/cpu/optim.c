@@ -92,3 +92,35 @@ netcl_status nc_cpu_optim_step(netcl_device *dev, netcl_optim_kind kind, int fla
     nc_parallel_for(p->sizes[0], GRAIN, part, &c);
     return NETCL_OK;
 }
+
+/* ---- mixed precision's unscale ---------------------------------------------------- */
+typedef struct { const nc_desc *g; double inv; int bad; } unscale_ctx;
+
+static void unscale_part(void *vctx, int64_t start, int64_t end)
+{
+    unscale_ctx *c = vctx;
+    int bad = 0;
+    if (c->g->dtype == NETCL_DTYPE_FLOAT32) {
+        float *g = (float *)elem(c->g, 0), inv = (float)c->inv;
+        for (int64_t i = start; i < end; i++) {
+            bad |= !isfinite(g[i]);
+            g[i] *= inv;
+        }
+    } else {
+        for (int64_t i = start; i < end; i++) {
+            double v = nc_load_double(c->g->buf, c->g->dtype, c->g->offset + i);
+            bad |= !isfinite(v);
+            nc_store_double(c->g->buf, c->g->dtype, c->g->offset + i, c->g->dtype == NETCL_DTYPE_FLOAT64 ? v * c->inv : (float)v * (float)c->inv);
+        }
+    }
+    if (bad) __atomic_store_n(&c->bad, 1, __ATOMIC_RELAXED);
+}
+
+netcl_status nc_cpu_amp_unscale(netcl_device *dev, const nc_desc *g, const nc_desc *inv, const nc_desc *found)
+{
+    (void)dev;
+    unscale_ctx c = {g, *(const float *)elem(inv, 0), 0};
+    nc_parallel_for(g->sizes[0], GRAIN, unscale_part, &c);
+    if (c.bad) *(float *)elem(found, 0) = 1.0f;
+    return NETCL_OK;
+}
