@@ -6,7 +6,9 @@
  * Extremum ties keep the lower index; NaN beats numbers (first NaN wins).
  * reduce_rows: one work item per row, for short rows or strided rows whose
  * neighbours are adjacent in memory (a reduction over a leading dim).
- * reduce_cols (at the end): the latter when they are too few for that. */
+ * reduce_cols (at the end): the latter when they are too few for that.
+ * Indices (has_idx) go to oidx, contiguous with out's shape, at its own
+ * offset ioff. */
 #define RSUM 96
 #define RMEAN 97
 #define RMAX 98
@@ -94,7 +96,8 @@ inline void group_reduce(__local A_CT *lv, __local long *li, A_CT v, long idx)
 }
 #endif
 
-inline void write_result(__global O_T *out, __global long *oidx, int has_idx, long o, A_CT v, long idx, long R)
+/* o: out's element; io: idx's (its own offset) */
+inline void write_result(__global O_T *out, __global long *oidx, int has_idx, long o, long io, A_CT v, long idx, long R)
 {
 #if ROP == RARGMAX || ROP == RARGMIN
     O_STORE(out, o, idx);
@@ -102,11 +105,11 @@ inline void write_result(__global O_T *out, __global long *oidx, int has_idx, lo
     O_STORE(out, o, R > 0 ? v / (A_CT)R : (A_CT)NAN);
 #else
     O_STORE(out, o, v);
-    if (has_idx) oidx[o] = idx;
+    if (has_idx) oidx[io] = idx;
 #endif
 }
 
-__kernel void reduce_part(__global O_T *out, __global long *oidx, int has_idx, __global const A_T *a, meta_t m,
+__kernel void reduce_part(__global O_T *out, __global long *oidx, int has_idx, long ioff, __global const A_T *a, meta_t m,
                           long R, long rstride, long nparts, __global A_CT *pval, __global long *pidx)
 {
     __local A_CT lv[LOCAL_MAX];
@@ -132,11 +135,11 @@ __kernel void reduce_part(__global O_T *out, __global long *oidx, int has_idx, _
     for (long j = from + get_local_id(0); j < to; j += get_local_size(0)) combine(&v, &vi, A_LOAD(a, base + j * rstride), j);
     group_reduce(lv, li, v, vi);
     if (get_local_id(0) != 0) return;
-    if (nparts == 1) write_result(out, oidx, has_idx, meta_offset(&m, 0, row), lv[0], li[0], R);
+    if (nparts == 1) write_result(out, oidx, has_idx, meta_offset(&m, 0, row), ioff + row, lv[0], li[0], R);
     else { pval[g] = lv[0]; pidx[g] = li[0]; }
 }
 
-__kernel void reduce_final(__global O_T *out, __global long *oidx, int has_idx, long ooff, long nparts,
+__kernel void reduce_final(__global O_T *out, __global long *oidx, int has_idx, long ioff, long ooff, long nparts,
                            __global const A_CT *pval, __global const long *pidx, long R)
 {
     __local A_CT lv[LOCAL_MAX];
@@ -147,10 +150,10 @@ __kernel void reduce_final(__global O_T *out, __global long *oidx, int has_idx, 
     /* partials are combined in part order within each lane: deterministic */
     for (long p = get_local_id(0); p < nparts; p += get_local_size(0)) combine(&v, &vi, pval[row * nparts + p], pidx[row * nparts + p]);
     group_reduce(lv, li, v, vi);
-    if (get_local_id(0) == 0) write_result(out, oidx, has_idx, ooff + row, lv[0], li[0], R);
+    if (get_local_id(0) == 0) write_result(out, oidx, has_idx, ooff + row, ioff + row, lv[0], li[0], R);
 }
 
-__kernel void reduce_rows(__global O_T *out, __global long *oidx, int has_idx, __global const A_T *a, meta_t m,
+__kernel void reduce_rows(__global O_T *out, __global long *oidx, int has_idx, long ioff, __global const A_T *a, meta_t m,
                           long R, long rstride)
 {
     GRID_LOOP(row, m.n) {
@@ -158,7 +161,7 @@ __kernel void reduce_rows(__global O_T *out, __global long *oidx, int has_idx, _
         A_CT v = IDENT;
         long vi = -1;
         for (long j = 0; j < R; j++) combine(&v, &vi, A_LOAD(a, base + j * rstride), j);
-        write_result(out, oidx, has_idx, meta_offset(&m, 0, row), v, vi, R);
+        write_result(out, oidx, has_idx, meta_offset(&m, 0, row), ioff + row, v, vi, R);
     }
 }
 
@@ -170,7 +173,7 @@ __kernel void reduce_rows(__global O_T *out, __global long *oidx, int has_idx, _
  * order: deterministic). */
 #define COLS 32
 #define COLS_MAXY 8   /* 256 lanes: the cap of the host's work-groups */
-__kernel void reduce_cols(__global O_T *out, __global long *oidx, int has_idx, __global const A_T *a, meta_t m,
+__kernel void reduce_cols(__global O_T *out, __global long *oidx, int has_idx, long ioff, __global const A_T *a, meta_t m,
                           long R, long rstride)
 {
     __local A_CT lv[COLS_MAXY * COLS];
@@ -207,5 +210,5 @@ __kernel void reduce_cols(__global O_T *out, __global long *oidx, int has_idx, _
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (y == 0 && row < m.n) write_result(out, oidx, has_idx, meta_offset(&m, 0, row), lv[x], li[x], R);
+    if (y == 0 && row < m.n) write_result(out, oidx, has_idx, meta_offset(&m, 0, row), ioff + row, lv[x], li[x], R);
 }

@@ -149,6 +149,69 @@ function H.device_check(names, fn, rtol, atol)
   return unpack(r)
 end
 
+-- ---- operands at offsets -------------------------------------------------------
+-- Every backend entry must read and write each operand from its own
+-- offset. Inputs at offsets are views (big:narrow(...)); outputs reach a
+-- kernel at an offset when a program's arguments are pointed at views
+-- (netcl_program_rebind, the C API's way to replay into caller memory).
+local ffi = require("ffi")
+local lib = require("netcl.lib")
+local tensor_lib = require("netcl.tensor")
+
+-- A C function writing two new handles (outputs first), its two tensors.
+function H.call2(f, ...)
+  local a, b = ffi.new("netcl_tensor *[1]"), ffi.new("netcl_tensor *[1]")
+  if f(a, b, ...) ~= 0 then error(ffi.string(lib.C.netcl_last_error()), 2) end
+  return tensor_lib.wrap(a[0]), tensor_lib.wrap(b[0])
+end
+
+-- Captures fn() on the device under test (its kernels as they ran, no
+-- fusion) and replays it with each result named in `at` ({[result index]
+-- = k}, each the whole of its storage) moved k elements into a larger
+-- tensor filled with `fill`: every kernel that wrote or read that result
+-- then gets it at offset k. Returns the results after the replay (those
+-- views in their places) and the larger tensors by result index.
+function H.replay_at_offsets(fn, at, fill)
+  local C, handle = lib.C, tensor_lib.handle
+  local function check(st) if st ~= 0 then error(ffi.string(C.netcl_last_error()), 3) end end
+  collectgarbage("collect")
+  check(C.netcl_capture_begin(netcl.device(H.device).handle))
+  local ok, res = pcall(function() return { fn() } end)
+  collectgarbage("collect")
+  local box = ffi.new("netcl_program *[1]")
+  local st = C.netcl_capture_end(box, 0)
+  if not ok then
+    if st == 0 then C.netcl_program_release(box[0]) end
+    error(res, 0)
+  end
+  check(st)
+  local prog = ffi.gc(box[0], C.netcl_program_release)
+  local ids, bigs = {}, {}
+  for i in pairs(at) do
+    local id = ffi.new("int[1]")
+    check(C.netcl_program_bind(prog, handle(res[i]), 0, id))
+    ids[i] = id[0]
+  end
+  for i, k in pairs(at) do
+    local r, n = res[i], res[i]:numel()
+    bigs[i] = netcl.full({ n + 2 * k + 3 }, fill, { dtype = r.dtype, device = H.device })
+    res[i] = bigs[i]:narrow(1, k + 1, n):view(r:size())
+    check(C.netcl_program_rebind(prog, ids[i], handle(res[i])))
+  end
+  check(C.netcl_program_run(prog))
+  return res, bigs
+end
+
+-- The elements of big around the view at offset k of n elements still hold fill.
+function H.assert_untouched(big, k, n, fill, what)
+  local total = big:numel()
+  for _, part in ipairs({ big:narrow(1, 1, k), big:narrow(1, k + n + 1, total - k - n) }) do
+    if part:numel() > 0 then
+      lu.assertEquals((part:double() - fill):abs():max():item(), 0, (what or "") .. ": written outside its view")
+    end
+  end
+end
+
 function H.device_info()
   for _, d in ipairs(netcl.devices()) do
     if d.name == H.device then return d end

@@ -282,6 +282,27 @@ function TestReduce:test_leading_dim_few_columns()
   end, 1e-4, 1e-4)
 end
 
+function TestReduce:test_values_and_indices_at_their_own_offsets()
+  -- max/min with indices write the values and the indices each from its
+  -- own offset (a replayed program pointed at views, 3 and 11 elements
+  -- in): short rows (a work item a row), long rows (split, their parts
+  -- combined) and a leading dim (strided rows); the results equal the
+  -- eager ones, and nothing outside the views is written
+  local C, tensor_lib = require("netcl.lib").C, require("netcl.tensor")
+  local function case(a, op, dim, what)
+    local function run() return H.call2(C.netcl_reduce_with_index, tensor_lib.OP[op], tensor_lib.handle(a), dim, 0) end
+    local v, i = run()
+    local res, bigs = H.replay_at_offsets(run, { [1] = 3, [2] = 11 }, -7)
+    H.assert_close(res[1], v, 0, 0, what .. " values")
+    lu.assertEquals(res[2]:totable(), i:totable(), what .. " indices")
+    H.assert_untouched(bigs[1], 3, v:numel(), -7, what .. " values")
+    H.assert_untouched(bigs[2], 11, i:numel(), -7, what .. " indices")
+  end
+  case(inputs(dev, 51, 6, 9), "max", 1, "short rows")
+  case(inputs(dev, 52, 3, 50000), "min", 1, "long rows")
+  case(inputs(dev, 53, 300, 40), "max", 0, "a leading dim")
+end
+
 function TestReduce:test_long_row_sum()
   local n = 3 * 1000 * 1000
   local t = netcl.full({ n }, 0.5, { device = dev })

@@ -351,8 +351,9 @@ typedef struct nc_be_reduce {
      * SUM/MEAN/PROD/MAX/MIN: out dtype = a dtype (the ops layer casts first
      * where the result type differs, e.g. int sums in int64, means in float).
      * R may be 0 only for SUM (0) and PROD (1). ARGMAX/ARGMIN: out int64 (0-based). `idx` != NULL
-     * (MAX/MIN only): also writes int64 indices of the extremum into idx.
-     * Ties pick the first index; NaN wins max/min like PyTorch. */
+     * (MAX/MIN only): also writes int64 indices of the extremum into idx
+     * (contiguous with out's shape, at its own offset). Ties pick the
+     * first index; NaN wins max/min like PyTorch. */
     netcl_status (*run)(netcl_device *dev, netcl_op op, const nc_desc *out, const nc_desc *idx, const nc_desc *a);
 } nc_be_reduce;
 

@@ -61,13 +61,14 @@ netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, co
     cl_mem ob = out->buf, xb = a->buf;
     cl_mem ib = idx ? (cl_mem)idx->buf : ob;
     cl_int has_idx = idx != NULL;
+    cl_long ioff = idx ? idx->offset : 0;   /* idx is contiguous with out's shape, from its own offset */
     int how = row_kernel(dev, rows, R, rstride, m.strides[1][m.ndim > 0 ? m.ndim - 1 : 0]);
     if (how) NC_TRY(nc_cl_kernel(cd, "reduce", opts, how == 1 ? "reduce_rows" : "reduce_cols", &k, &wg));
     /* reduce_cols: 32 rows a group, up to 8 lanes a row (the kernel's groups
      * are at most 256); under 32 lanes a group, a group per row instead */
     if (how == 1 || (how == 2 && wg >= 32)) {
-        NC_ARG(k, 0, ob); NC_ARG(k, 1, ib); NC_ARG(k, 2, has_idx); NC_ARG(k, 3, xb); NC_ARG(k, 4, m);
-        NC_ARG(k, 5, R); NC_ARG(k, 6, rstride);
+        NC_ARG(k, 0, ob); NC_ARG(k, 1, ib); NC_ARG(k, 2, has_idx); NC_ARG(k, 3, ioff); NC_ARG(k, 4, xb);
+        NC_ARG(k, 5, m); NC_ARG(k, 6, R); NC_ARG(k, 7, rstride);
         if (how == 1) return nc_cl_launch(cd, k, wg, rows);
         size_t cy = wg / 32 < 8 ? wg / 32 : 8;
         size_t global[2] = {(size_t)((rows + 31) / 32) * 32, cy}, local[2] = {32, cy};
@@ -86,13 +87,15 @@ netcl_status nc_cl_reduce(netcl_device *dev, netcl_op op, const nc_desc *out, co
     cl_mem pv = pval ? pval : ob, pi = pidx ? pidx : ob;
     netcl_status st = NETCL_OK;
 #define SET(i, v) if (st == NETCL_OK && (err = nc_cl.clSetKernelArg(k, i, sizeof(v), &(v))) != CL_SUCCESS) st = nc_cl_fail(err, "clSetKernelArg", __FILE__, __LINE__)
-    SET(0, ob); SET(1, ib); SET(2, has_idx); SET(3, xb); SET(4, m); SET(5, R); SET(6, rstride); SET(7, nparts); SET(8, pv); SET(9, pi);
+    SET(0, ob); SET(1, ib); SET(2, has_idx); SET(3, ioff); SET(4, xb); SET(5, m); SET(6, R); SET(7, rstride); SET(8, nparts);
+    SET(9, pv); SET(10, pi);
     size_t global = (size_t)(rows * nparts) * wg;
     if (st == NETCL_OK) st = nc_cl_launch_nd(cd, k, 1, &global, &wg);
     if (st == NETCL_OK && nparts > 1) {
         cl_long ooff = out->offset;
         st = nc_cl_kernel(cd, "reduce", opts, "reduce_final", &k, &wg);
-        SET(0, ob); SET(1, ib); SET(2, has_idx); SET(3, ooff); SET(4, nparts); SET(5, pval); SET(6, pidx); SET(7, R);
+        SET(0, ob); SET(1, ib); SET(2, has_idx); SET(3, ioff); SET(4, ooff); SET(5, nparts); SET(6, pval); SET(7, pidx);
+        SET(8, R);
         global = (size_t)rows * wg;
         if (st == NETCL_OK) st = nc_cl_launch_nd(cd, k, 1, &global, &wg);
     }
