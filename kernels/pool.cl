@@ -6,6 +6,7 @@
  * [floor(i H / oh), ceil((i+1) H / oh))).
  * pool_fwd: one work item per output element. pool_bwd: one work item per
  * input pixel gathering from every window that covers it (no atomics).
+ * Every operand, the indices too, is read and written from its own offset.
  * Index arithmetic runs in IX (common.cl), the geometry narrowed to it
  * once per item (pool_i): 64-bit division made these kernels several
  * times slower than memory speed. */
@@ -44,7 +45,7 @@ inline IX avg_div(const pool_i *g, IX oh_, IX ow_)
     return (min(he, g->H) - max(hs, (IX)0)) * (min(we, g->W) - max(ws, (IX)0));
 }
 
-__kernel void pool_fwd(__global O_T *out, long oo, __global long *idx, __global const A_T *x, long xo, pool_t gl)
+__kernel void pool_fwd(__global O_T *out, long oo, __global long *idx, long io, __global const A_T *x, long xo, pool_t gl)
 {
     pool_i g = pool_narrow(gl);
     for (IX i = get_global_id(0); i < g.N * g.C * g.oh * g.ow; i += get_global_size(0)) {
@@ -64,7 +65,7 @@ __kernel void pool_fwd(__global O_T *out, long oo, __global long *idx, __global 
                 }
             }
             O_STORE(out, oo + i, best);
-            idx[i] = bi;
+            idx[io + i] = bi;
         } else {
             IX hs, he, ws, we, div;
             if (g.mode == 2) {
@@ -85,7 +86,8 @@ __kernel void pool_fwd(__global O_T *out, long oo, __global long *idx, __global 
     }
 }
 
-__kernel void pool_bwd(__global O_T *gin, long io, __global const long *idx, __global const A_T *gout, long go, pool_t gl)
+__kernel void pool_bwd(__global O_T *gin, long gio, __global const long *idx, long io, __global const A_T *gout, long go,
+                       pool_t gl)
 {
     pool_i g = pool_narrow(gl);
     for (IX i = get_global_id(0); i < g.N * g.C * g.H * g.W; i += get_global_size(0)) {
@@ -115,11 +117,11 @@ __kernel void pool_bwd(__global O_T *gin, long io, __global const long *idx, __g
                     IX ow_ = tw / P_SW;
                     if (ow_ >= g.ow) continue;
                     IX o = ob + oh_ * g.ow + ow_;
-                    if (g.mode == 0) { if (idx[o] == h * g.W + w) acc += A_LOAD(gout, go + o); }
+                    if (g.mode == 0) { if (idx[io + o] == h * g.W + w) acc += A_LOAD(gout, go + o); }
                     else acc += A_LOAD(gout, go + o) / (A_CT)avg_div(&g, oh_, ow_);
                 }
             }
         }
-        O_STORE(gin, io + i, acc);
+        O_STORE(gin, gio + i, acc);
     }
 }

@@ -171,6 +171,35 @@ function TestPoolLayers:test_device_matches_cpu()
   end)
 end
 
+function TestPoolLayers:test_max_pool_operands_at_offsets()
+  -- the forward writes its indices and the backward reads them each from
+  -- the indices' own offset (a replayed program pointed at views: output
+  -- 7, indices 5, the input's gradient 2 elements in), a window compiled
+  -- into the kernels and one with the run-time geometry; values, indices
+  -- and gradients equal the eager ones, nothing outside the views is written
+  local ffi, C = require("ffi"), require("netcl.lib").C
+  local handle = require("netcl.tensor").handle
+  local function ffi_pair(v) return ffi.new("int64_t[2]", v, v) end
+  for _, w in ipairs({ { k = 3, s = 2, p = 1 }, { k = 9, s = 5, p = 4 } }) do
+    netcl.manual_seed(17)
+    local x = netcl.randn(2, 3, 19, 17, { device = dev })
+    local k, s, p, one = ffi_pair(w.k), ffi_pair(w.s), ffi_pair(w.p), ffi_pair(1)
+    local function run()
+      local xi = x:clone():requires_grad_()
+      local v, i = H.call2(C.netcl_max_pool2d, handle(xi), k, s, p, one, 0)
+      v:pow(2):sum():backward()
+      return v, i, xi.grad
+    end
+    local want = { run() }
+    local got, bigs = H.replay_at_offsets(run, { [1] = 7, [2] = 5, [3] = 2 }, -7)
+    local what = ("%dx%d window"):format(w.k, w.k)
+    H.assert_close(got[1], want[1], 0, 0, what .. " values")
+    lu.assertEquals(got[2]:totable(), want[2]:totable(), what .. " indices")
+    H.assert_close(got[3], want[3], 0, 0, what .. " input gradient")
+    for r, off in pairs({ 7, 5, 2 }) do H.assert_untouched(bigs[r], off, want[r]:numel(), -7, what .. " result " .. r) end
+  end
+end
+
 function TestPoolLayers:test_save_load_round_trip()
   -- no state: the round trip saves an empty state and reproduces the outputs
   local x = netcl.randn(1, 2, 6, 6, { device = dev })

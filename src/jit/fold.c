@@ -9,9 +9,10 @@
  * write their output without reading it (products, reductions, the
  * elementwise family) are retargeted, and only between contiguous layouts
  * of one dtype and element count, so the elements land where the add
- * would have put them. A product nothing else reads, followed by the
- * addition of a vector broadcast along its last dim, takes the vector as
- * its epilogue's bias and writes the sum. */
+ * would have put them. A float32 or float64 product nothing else reads,
+ * followed by the addition of a vector broadcast along its last dim, takes
+ * the vector as its epilogue's bias and writes the sum (a 16-bit product
+ * rounds before the addition, which its epilogue would not). */
 #include "jit/jit.h"
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +149,9 @@ static int fold_bias(netcl_program *p, int i, nc_bufmap *ids, const buf_use *u, 
 {
     nc_step *s = &p->steps[i];
     const nc_desc *o = &s->d[0];
-    if (!nc_desc_is_contiguous(o) || o->ndim < 1) return 0;
+    /* a 16-bit product rounds before the addition: in the epilogue it would not */
+    if (!nc_desc_is_contiguous(o) || o->ndim < 1 || (o->dtype != NETCL_DTYPE_FLOAT32 && o->dtype != NETCL_DTYPE_FLOAT64))
+        return 0;
     for (int tk = 1; tk <= 2; tk++) {
         const nc_desc *b = &s->d[3 - tk];
         int bcast = b->dtype == o->dtype && b->ndim == o->ndim;

@@ -10,7 +10,8 @@
 typedef struct { cl_long v[17]; } cl_pool_t;
 _Static_assert(sizeof(nc_pool_geom) == sizeof(cl_pool_t), "pool_t mirrors nc_pool_geom");
 
-/* pool_fwd(out, oo, idx, x, xo, g) / pool_bwd(gin, io, idx, gout, go, g) */
+/* pool_fwd(out, oo, idx, io, x, xo, g) / pool_bwd(gin, gio, idx, io, gout, go, g): every
+ * operand at its own offset */
 static netcl_status pool_launch(netcl_device *dev, const char *kname, const nc_desc *out, const nc_desc *idx,
                                 const nc_desc *in, const nc_pool_geom *g, int64_t n)
 {
@@ -28,9 +29,9 @@ static netcl_status pool_launch(netcl_device *dev, const char *kname, const nc_d
     size_t wg;
     NC_TRY(nc_cl_kernel(cd, "pool", opts, kname, &k, &wg));
     cl_mem o = out->buf, x = in->buf, ix = idx ? (cl_mem)idx->buf : out->buf;
-    cl_long oo = out->offset, xo = in->offset;
-    NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, ix); NC_ARG(k, 3, x); NC_ARG(k, 4, xo);
-    NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 5, sizeof *g, g));
+    cl_long oo = out->offset, io = idx ? idx->offset : 0, xo = in->offset;
+    NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, ix); NC_ARG(k, 3, io); NC_ARG(k, 4, x); NC_ARG(k, 5, xo);
+    NETCL_CL_CHECK(nc_cl.clSetKernelArg(k, 6, sizeof *g, g));
     return nc_cl_launch(cd, k, wg, n);
 }
 
