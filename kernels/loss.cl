@@ -7,7 +7,8 @@
  *   range gives NaN in both and is recorded in the device error word.
  * class_loss_bwd: gx[r, c] = g[r] ((1 - eps) w_y (p_c - [c == y]) + eps/C (p_c W - w_c)),
  *   p = softmax(x_r) (LOGP: -g[r] w_y [c == y]).
- * One work-group per row (grid-strided), local size a power of two <= 256. */
+ * One work-group per row (grid-strided), local size a power of two <= 256.
+ * Every operand, the outputs too, is read or written from its own offset. */
 #define CL_LOCAL 256
 
 
@@ -29,7 +30,7 @@ inline A_CT row_lse(__local A_CT *l, __global const A_T *x, long xb, long C)
 #endif
 }
 
-__kernel void class_loss_fwd(__global O_T *loss, __global O_T *wsum, __global const A_T *x, long xoff,
+__kernel void class_loss_fwd(__global O_T *loss, long loff, __global O_T *wsum, long soff, __global const A_T *x, long xoff,
                              __global const long *t, long toff, __global const A_T *w, long woff, int has_w,
                              long rows, long C, long base, long ignore, A_CT eps, __global int *err)
 {
@@ -58,13 +59,13 @@ __kernel void class_loss_fwd(__global O_T *loss, __global O_T *wsum, __global co
                 wv = WEIGHT(y);
                 lv = ((A_CT)1 - eps) * wv * (lse - A_LOAD(x, xb + y)) + (eps != 0 ? eps / (A_CT)C * (lse * sw - swx) : (A_CT)0);
             }
-            O_STORE(loss, r, lv);
-            O_STORE(wsum, r, wv);
+            O_STORE(loss, loff + r, lv);
+            O_STORE(wsum, soff + r, wv);
         }
     }
 }
 
-__kernel void class_loss_bwd(__global O_T *gx, __global const A_T *g, long goff, __global const A_T *x, long xoff,
+__kernel void class_loss_bwd(__global O_T *gx, long gxoff, __global const A_T *g, long goff, __global const A_T *x, long xoff,
                              __global const long *t, long toff, __global const A_T *w, long woff, int has_w,
                              long rows, long C, long base, long ignore, A_CT eps)
 {
@@ -89,7 +90,7 @@ __kernel void class_loss_bwd(__global O_T *gx, __global const A_T *g, long goff,
             A_CT d = ((A_CT)1 - eps) * wy * (p - (j == y ? (A_CT)1 : (A_CT)0));
             if (eps != 0) d += eps / (A_CT)C * (p * sw - WEIGHT(j));
 #endif
-            O_STORE(gx, xb - xoff + j, gr * d);
+            O_STORE(gx, gxoff + r * C + j, gr * d);
         }
     }
 }

@@ -137,6 +137,41 @@ function TestLosses:test_match_cpu()
   end)
 end
 
+function TestLosses:test_class_loss_operands_at_offsets()
+  -- the class losses (cross-entropy with label smoothing, nll) write the
+  -- rows' losses and weights, and the backward its input's gradient, each
+  -- from its own offset (a replayed program pointed at views: 3, 6 and 9
+  -- elements in), reading logits and class weights that are views at
+  -- offsets too; the results (and the logits' gradient after them) equal
+  -- the eager ones on contiguous copies, and nothing outside the views is
+  -- written
+  local C, handle = require("netcl.lib").C, require("netcl.tensor").handle
+  netcl.manual_seed(23)
+  local rows, classes = 7, 5
+  local xs = netcl.randn(rows * classes + 4, { device = dev })
+  local ws = netcl.rand(classes + 3, { device = dev }) + 0.5
+  local t = netcl.tensor({ 0, 4, 2, 1, 3, 2, 4 }, { dtype = "int64", device = dev })
+  for _, case in ipairs({ { logp = 0, eps = 0.1, what = "cross-entropy" }, { logp = 1, eps = 0, what = "nll" } }) do
+    local function run(x, w)
+      local xi = x:clone():requires_grad_()
+      local input = case.logp == 1 and xi:log_softmax(2) or xi
+      local gin   -- the loss kernel's backward output, as it flows into input
+      input:register_hook(function(g) gin = g end)
+      local loss, wsum = H.call2(C.netcl_class_loss, handle(input), handle(t), handle(w), case.logp, 0, 2, case.eps)
+      loss:pow(2):sum():backward()
+      return loss, wsum, gin, xi.grad
+    end
+    local x, w = xs:narrow(1, 3, rows * classes):view(rows, classes), ws:narrow(1, 2, classes)
+    local want = { run(x:contiguous(), w:contiguous()) }
+    local got, bigs = H.replay_at_offsets(function() return run(x, w) end, { [1] = 3, [2] = 6, [3] = 9 }, -7)
+    for r, name in ipairs({ "losses", "weights", "input gradient" }) do
+      H.assert_close(got[r], want[r], 1e-6, 1e-7, case.what .. " " .. name)
+      H.assert_untouched(bigs[r], 3 * r, want[r]:numel(), -7, case.what .. " " .. name)
+    end
+    H.assert_close(got[4], want[4], 1e-6, 1e-7, case.what .. " logits' gradient")
+  end
+end
+
 function TestLosses:test_errors()
   H.assert_error(function() L.mse_loss(T({ 1, 2 }), T({ 1, 2, 3 })) end, "mse_loss: input float32[2]", "target float32[3]", "must have the same shape")
   H.assert_error(function() L.l1_loss(T({ 1 }), T({ 1 }), { reduction = "avg" }) end, "reduction must be 'none', 'mean' or 'sum', got avg")

@@ -465,9 +465,9 @@ typedef struct nc_be_loss {
      * weights w [C] in x's dtype: loss [rows] and wsum [rows] (the target's
      * weight), cross-entropy with label smoothing eps on logits, or (logp)
      * nll of log-probabilities; the backward writes gx [rows, C] from g
-     * [rows]. All outputs contiguous and new; a target out of range fails
-     * on the cpu and, on devices, gives NaN rows and an error at the next
-     * blocking read (as an out-of-range index does). */
+     * [rows]. All outputs contiguous, aliasing no input; a target out of
+     * range fails on the cpu and, on devices, gives NaN rows and an error
+     * at the next blocking read (as an out-of-range index does). */
     netcl_status (*class_loss)(netcl_device *dev, const nc_desc *loss, const nc_desc *wsum, const nc_desc *x,
                                const nc_desc *t, const nc_desc *w, int logp, int64_t base, int64_t ignore, double eps);
     netcl_status (*class_loss_backward)(netcl_device *dev, const nc_desc *gx, const nc_desc *g, const nc_desc *x,

@@ -1,5 +1,5 @@
 /* loss.c — host side of kernels/loss.cl: one work-group per row of the
- * class losses and their gradients. */
+ * class losses and their gradients, every operand at its own offset. */
 #include "cl.h"
 #include <string.h>
 
@@ -17,11 +17,10 @@ static netcl_status launch(netcl_device *dev, const char *kname, const nc_desc *
     cl_long rows = x->sizes[0], C = x->sizes[1], xo = x->offset, to = t->offset, wo = w ? w->offset : 0;
     cl_long b = base, ig = ignore;
     cl_int has_w = w != NULL;
-    cl_mem xb = x->buf, tb = t->buf, wb = w ? (cl_mem)w->buf : x->buf, a = o1->buf;
+    cl_mem xb = x->buf, tb = t->buf, wb = w ? (cl_mem)w->buf : x->buf, b1 = o1->buf, b2 = o2->buf;
+    cl_long off1 = o1->offset, off2 = o2->offset;
     int i = 0;
-    NC_ARG(k, i++, a);
-    if (strcmp(kname, "class_loss_fwd") == 0) { cl_mem ws = o2->buf; NC_ARG(k, i++, ws); }
-    else { cl_mem gb = o2->buf; cl_long go = o2->offset; NC_ARG(k, i++, gb); NC_ARG(k, i++, go); }
+    NC_ARG(k, i++, b1); NC_ARG(k, i++, off1); NC_ARG(k, i++, b2); NC_ARG(k, i++, off2);
     NC_ARG(k, i++, xb); NC_ARG(k, i++, xo); NC_ARG(k, i++, tb); NC_ARG(k, i++, to);
     NC_ARG(k, i++, wb); NC_ARG(k, i++, wo); NC_ARG(k, i++, has_w);
     NC_ARG(k, i++, rows); NC_ARG(k, i++, C); NC_ARG(k, i++, b); NC_ARG(k, i++, ig);
