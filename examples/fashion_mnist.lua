@@ -93,7 +93,7 @@ local function evaluate(loader)
   local correct, n = nil, 0
   netcl.no_grad(function()
     for x, y in loader do
-      local c = amp.autocast(function() return model(x) end, { enabled = opts.amp }):argmax(2):eq(y):sum()
+      local c = amp.autocast(function() return model(x) end, { enabled = opts.amp == true }):argmax(2):eq(y):sum()
       correct = correct and correct + c or c
       n = n + y:size(1)
     end
@@ -104,13 +104,13 @@ end
 
 -- ---- training -----------------------------------------------------------------------------
 -- one step: its loss and the batch's correct predictions (device scalars)
-local scaler = amp.GradScaler({ enabled = opts.amp })
+local scaler = amp.GradScaler({ enabled = opts.amp == true })
 local function train_step(x, y)
   opt:zero_grad()
   local logits, loss = amp.autocast(function()
     local l = model(x)
     return l, criterion(l, y)
-  end, { enabled = opts.amp })
+  end, { enabled = opts.amp == true })
   scaler:scale_loss(loss):backward()
   scaler:step(opt)
   scaler:update()
