@@ -10,13 +10,17 @@
 -- own default for cuDNN convolutions). --tf32x3: netcl multiplies float32
 -- through 3xTF32 (netcl.backends.fp32_precision, float32 accuracy),
 -- PyTorch in float32 (TF32 off).
+-- --amp float16|bfloat16: both sides train with mixed precision (netcl.amp
+-- autocast, a GradScaler for float16; PyTorch's torch.autocast and
+-- GradScaler with channels_last, its fastest configuration), and the
+-- ResNet row also reports each side's peak device memory.
 --   netcl examples/bench/models.lua [--device NAME] [--only lenet|resnet] [--quick] [--tf32 | --tf32x3]
---       [--lenet-steps N] [--resnet-steps N] [--resnet-warmup N] [--resnet-batch N]
+--       [--amp float16|bfloat16] [--lenet-steps N] [--resnet-steps N] [--resnet-warmup N] [--resnet-batch N]
 local netcl = require("netcl")
 local nn, optim = netcl.nn, netcl.optim
 
 local opts = { device = nil, only = nil, quick = false, tf32 = false, tf32x3 = false, ["lenet-steps"] = 50, ["resnet-steps"] = 20, ["resnet-warmup"] = 3,
-               ["resnet-batch"] = 128 }
+               ["resnet-batch"] = 128, amp = false }
 local i = 1
 while arg and arg[i] do
   local key = arg[i]:match("^%-%-(.+)$")
@@ -37,9 +41,23 @@ pcall(ffi.cdef, "struct netcl_bts { long tv_sec; long tv_nsec; }; int clock_gett
 local ts = ffi.new("struct netcl_bts")
 local function now() ffi.C.clock_gettime(1, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
 
--- one training step: zero_grad, forward, cross-entropy, backward, optimizer step
+if opts.amp and opts.amp ~= "float16" and opts.amp ~= "bfloat16" then error("--amp takes float16 or bfloat16") end
+
+-- one training step: zero_grad, forward, cross-entropy, backward, optimizer
+-- step (with --amp: the forward under autocast, float16 through a scaler)
 local function trainer(model, opt, x, y)
   local loss_fn = nn.CrossEntropyLoss()
+  if opts.amp then
+    local amp = netcl.amp
+    local scaler = amp.GradScaler({ enabled = opts.amp == "float16" })
+    return function()
+      opt:zero_grad()
+      local loss = amp.autocast(function() return loss_fn(model(x), y) end, { enabled = true, dtype = opts.amp })
+      scaler:scale_loss(loss):backward()
+      scaler:step(opt)
+      scaler:update()
+    end
+  end
   return function()
     opt:zero_grad()
     local loss = loss_fn(model(x), y)
@@ -90,10 +108,13 @@ workloads[#workloads + 1] = {
     local step = trainer(model, opt, x, y)
     for _ = 1, opts["resnet-warmup"] do step() end
     netcl.synchronize(dev)
+    netcl.reset_peak_memory(dev)
     local t0 = now()
     for _ = 1, opts["resnet-steps"] do step() end
     netcl.synchronize(dev)
-    return opts["resnet-steps"] * batch / (now() - t0)
+    local rate = opts["resnet-steps"] * batch / (now() - t0)
+    print(("  ResNet-18 peak device memory: %.0f MiB"):format(netcl.memory_stats(dev).peak_bytes / 2 ^ 20))
+    return rate
   end,
 }
 
@@ -109,13 +130,14 @@ local function torch_results(list)
   -- peer waits passively unless the caller chose a policy
   local env = (not is_gpu and not os.getenv("OMP_WAIT_POLICY")) and "OMP_WAIT_POLICY=PASSIVE " or ""
   local cmd = ("%spython3 %s/models_peer.py %s %s %d %d %d %s 2>&1"):format(env, here, is_gpu and "cuda" or "cpu", table.concat(specs, ","),
-    opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"], opts.tf32 and "tf32" or "fp32")
+    opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"], opts.amp and ("amp_" .. opts.amp) or opts.tf32 and "tf32" or "fp32")
   local p = io.popen(cmd)
   local res, pdev, other = {}, nil, {}
   for line in p:lines() do
     local k, s, v = line:match("^(%S+) (%d+) ([%d%.e%-+]+)$")
     if k then res[k .. ":" .. s] = tonumber(v)
     elseif line:match("^device ") then pdev = line:match("^device (.*)$")
+    elseif line:match("peak device memory") then print(line)
     else other[#other + 1] = line end
   end
   p:close()
