@@ -29,25 +29,10 @@ local info
 for _, d in ipairs(netcl.devices()) do if d.name == dev then info = d end end
 local is_gpu = info and info.type == "opencl_gpu"
 
-local ffi = require("ffi")
-pcall(ffi.cdef, "struct netcl_jts { long tv_sec; long tv_nsec; }; int clock_gettime(int, struct netcl_jts *);")
-local ts = ffi.new("struct netcl_jts")
-local function now() ffi.C.clock_gettime(1, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
-
--- median seconds per call over `rounds` rounds of n calls (synchronised per round)
-local function per_call(fn, n, rounds)
-  for _ = 1, 3 do fn() end
-  netcl.synchronize(dev)
-  local t = {}
-  for r = 1, rounds do
-    local t0 = now()
-    for _ = 1, n do fn() end
-    netcl.synchronize(dev)
-    t[r] = (now() - t0) / n
-  end
-  table.sort(t)
-  return t[math.ceil(#t / 2)]
-end
+local here = arg[0]:match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+local bench_time = require("bench_time")
+local function per_call(fn, n, rounds) return bench_time.per_call(fn, n, rounds, dev) end
 
 local rows = {}
 local function row(key, name, unit, higher, eager, fast, kernels)
@@ -125,7 +110,6 @@ end
 local function torch_results()
   local ok = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
   if ok ~= 0 and ok ~= true then return nil, "PyTorch not installed" end
-  local here = arg[0]:match("^(.*)/[^/]*$") or "."
   local keys = {}
   for _, r in ipairs(rows) do keys[#keys + 1] = r.key .. ":" .. (r.size or n) end
   local cmd = ("python3 %s/jit_peer.py %s %s %s 2>&1"):format(here, is_gpu and "cuda" or "cpu", table.concat(keys, ","),

@@ -36,10 +36,10 @@ local info
 for _, d in ipairs(netcl.devices()) do if d.name == dev then info = d end end
 local is_gpu = info and info.type == "opencl_gpu"
 
-local ffi = require("ffi")
-pcall(ffi.cdef, "struct netcl_bts { long tv_sec; long tv_nsec; }; int clock_gettime(int, struct netcl_bts *);")
-local ts = ffi.new("struct netcl_bts")
-local function now() ffi.C.clock_gettime(1, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
+local here = arg[0]:match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+local bench_time = require("bench_time")
+local now = bench_time.now
 
 if opts.amp and opts.amp ~= "float16" and opts.amp ~= "bfloat16" then error("--amp takes float16 or bfloat16") end
 
@@ -66,20 +66,7 @@ local function trainer(model, opt, x, y)
   end
 end
 
--- median seconds per step over `rounds` rounds of n steps (synchronised per round)
-local function per_step(step, n, rounds)
-  for _ = 1, 3 do step() end
-  netcl.synchronize(dev)
-  local t = {}
-  for r = 1, rounds do
-    local t0 = now()
-    for _ = 1, n do step() end
-    netcl.synchronize(dev)
-    t[r] = (now() - t0) / n
-  end
-  table.sort(t)
-  return t[math.ceil(#t / 2)]
-end
+local function per_step(step, n, rounds) return bench_time.per_call(step, n, rounds, dev) end
 
 local workloads = {}
 for _, batch in ipairs({ 64, 256 }) do
@@ -122,7 +109,6 @@ workloads[#workloads + 1] = {
 local function torch_results(list)
   local ok = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
   if ok ~= 0 and ok ~= true then return nil, "PyTorch not installed" end
-  local here = arg[0]:match("^(.*)/[^/]*$") or "."
   local specs = {}
   for _, w in ipairs(list) do specs[#specs + 1] = w.key .. ":" .. w.size end
   -- on the cpu, PyTorch's OpenMP threads spin while they wait (OMP_WAIT_POLICY

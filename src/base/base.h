@@ -42,6 +42,11 @@ float nc_half_to_float(uint16_t h);
 uint16_t nc_float_to_half(float f);
 float nc_bf16_to_float(uint16_t b);
 uint16_t nc_float_to_bf16(float f);   /* round to nearest even */
+/* ---- growing strings (text.c) ----------------------------------------------
+ * printf-style appends; oom is set (and later appends skipped) when memory
+ * runs out, so a builder checks it once at the end. */
+typedef struct nc_text { char *s; size_t len, cap; int oom; } nc_text;
+void nc_text_put(nc_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* ---- strided descriptors (strided.c) -----------------------------------------
  * A kernel's view of one operand: buffer, dtype, offset, sizes, strides. */
 typedef struct nc_desc {

@@ -8,7 +8,6 @@
 #include "cl.h"
 #include "base/elementwise_ops.h"
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,23 +15,8 @@
 #define LNAME(NAME, name, ...) [NETCL_OP_##NAME] = #name,
 static const char *const lnames[NETCL_OP_BINARY_END] = {NC_UNARY_OPS(LNAME) NC_BINARY_OPS(LNAME) NC_COMPARE_OPS(LNAME)};
 
-typedef struct { char *s; size_t len, cap; int oom; } text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...)
-{
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int n = t->oom ? 0 : vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (t->oom || (t->s && t->len + (size_t)n < t->cap)) { t->len += (size_t)n; return; }
-        size_t cap = (t->cap + (size_t)n + 1) * 2;
-        char *s = realloc(t->s, cap);
-        if (!s) { t->oom = 1; return; }
-        t->s = s, t->cap = cap;
-    }
-}
+typedef nc_text text;
+#define put nc_text_put
 
 /* a constant of the compute type, exactly */
 static void constant(text *t, double v)

@@ -7,7 +7,6 @@
 #include "cl.h"
 #include "base/elementwise_ops.h"
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,23 +23,8 @@ static const binary_row binary_rows[] = {NC_BINARY_OPS(BINARY_ROW)};
 static const binary_row compare_rows[] = {NC_COMPARE_OPS(COMPARE_ROW)};
 #define COUNT(a) (sizeof a / sizeof a[0])
 
-typedef struct { char *s; size_t len, cap; int oom; } text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...)
-{
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int n = t->oom ? 0 : vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (t->oom || (t->s && t->len + (size_t)n < t->cap)) { t->len += (size_t)n; return; }
-        size_t cap = (t->cap + (size_t)n + 1) * 2;
-        char *s = realloc(t->s, cap);
-        if (!s) { t->oom = 1; return; }
-        t->s = s, t->cap = cap;
-    }
-}
+typedef nc_text text;
+#define put nc_text_put
 
 /* the functions and macros of one compute type, and the lists of kernels
  * it has: NC_UNARY_KERNELS(X) expands X(unary_<op>, unary_grad_<op>, NAME)
