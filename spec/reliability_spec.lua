@@ -1,8 +1,10 @@
 -- spec/reliability_spec.lua — defects that once crashed the process, each
 -- run in a child so a regression is a failed test, not a lost run
--- (docs/reliability.md).
+-- (docs/reliability.md), and silent wrong results once found, each with
+-- the rule it now follows.
 local lu = require("luaunit")
 local H = require("helper")
+local netcl = H.netcl
 
 TestReliability = {}
 
@@ -27,4 +29,15 @@ function TestReliability:test_oom_retry_keeps_temporary_inputs()
     lu.assertEquals(exit, 0, expr .. ": the child died: " .. out)
     lu.assertStrContains(out, "out of memory", false, expr)
   end
+end
+
+-- silent wrong results: clamp with the lower bound above the upper is the
+-- upper everywhere (PyTorch's max-then-min), NaN passes, integers alike
+function TestReliability:test_clamp_bounds_crossed()
+  local x = netcl.tensor({ 1, 5, 9, 0 / 0 }, { device = H.device })
+  local y = x:clamp(8, 2):totable()
+  lu.assertEquals({ y[1], y[2], y[3] }, { 2, 2, 2 })
+  lu.assertTrue(y[4] ~= y[4], "NaN stays NaN")
+  lu.assertEquals(netcl.tensor({ 1, 5, 9 }, { device = H.device, dtype = "int32" }):clamp(8, 2):totable(), { 2, 2, 2 })
+  lu.assertEquals(x:clamp(2, 8):totable()[2], 5)
 end

@@ -72,8 +72,9 @@
     X(RELU6, relu6, a > 0 ? (a < 6 ? a : K(6)) : K(0), NC_FLOAT_ONLY, a > 0 && a < 6 ? g : K(0))                 \
     X(LEAKY_RELU, leaky_relu, a > 0 ? a : p1 * a, NC_FLOAT_ONLY, a > 0 ? g : g * p1)                                  \
     X(ELU, elu, a > 0 ? a : p1 * expm1(a), NC_FLOAT_ONLY, a > 0 ? g : g * (y + p1))                            \
-    X(CLAMP, clamp, a < p1 ? p1 : (a > p2 ? p2 : a), a < p1 ? p1 : (a > p2 ? p2 : a),                            \
-      a >= p1 && a <= p2 ? g : K(0))                                                                       \
+    /* max then min, as PyTorch: a lower bound above the upper gives the upper everywhere; NaN stays NaN */  \
+    X(CLAMP, clamp, (a < p1 ? p1 : a) > p2 ? p2 : (a < p1 ? p1 : a),                                          \
+      (a < p1 ? p1 : a) > p2 ? p2 : (a < p1 ? p1 : a), a >= p1 && a <= p2 ? g : K(0))                     \
     X(ERF, erf, erf(a), NC_FLOAT_ONLY, g * (K(1.12837916709551257390) * exp(-(a * a))))
 
 /* NaN-propagating max/min: a + b is NaN when either is. */
