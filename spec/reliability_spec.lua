@@ -41,3 +41,44 @@ function TestReliability:test_clamp_bounds_crossed()
   lu.assertEquals(netcl.tensor({ 1, 5, 9 }, { device = H.device, dtype = "int32" }):clamp(8, 2):totable(), { 2, 2, 2 })
   lu.assertEquals(x:clamp(2, 8):totable()[2], 5)
 end
+
+-- silent wrong results, now right: an options table to std/var, seeds that
+-- name their own streams (negative ones too), randint ranges a dtype holds
+function TestReliability:test_arguments_once_misread()
+  local x = netcl.randn({ 3, 4 }, { device = H.device })
+  lu.assertEquals((x:std(2, { unbiased = false }) - x:std(2, false)):abs():max():item(), 0)
+  lu.assertEquals((x:var(2, { unbiased = false, keepdim = true }) - x:var(2, false, true)):abs():max():item(), 0)
+  lu.assertTrue((x:std(2, { unbiased = false }) - x:std(2)):abs():max():item() > 0)
+  local seen = {}
+  for _, s in ipairs({ 0, 1, -1, -12345, 2 ^ 63, 2 ^ 64 - 2 ^ 12 }) do
+    netcl.manual_seed(s)
+    local v = netcl.rand(1):item()
+    lu.assertNil(seen[v], "seed " .. tostring(s) .. " repeats another seed's stream")
+    seen[v] = true
+  end
+  lu.assertEquals(netcl.randint(0, 256, { 64 }, { dtype = "uint8", device = H.device }):max():item() <= 255, true)
+end
+
+-- bad input gets a clear error naming the function and the argument
+function TestReliability:test_bad_arguments_are_named()
+  local cases = {
+    { function() netcl.manual_seed(0 / 0) end, "manual_seed: the seed must be an integer, got nan" },
+    { function() netcl.manual_seed(2 ^ 70) end, "manual_seed: the seed must be in [-2^63, 2^64)" },
+    { function() netcl.manual_seed(1.5) end, "manual_seed: the seed must be an integer" },
+    { function() netcl.randint(0, 1000, { 4 }, { dtype = "uint8" }) end, "randint: the range [0, 1000) does not fit uint8" },
+    { function() netcl.linspace(0, 1, 2.5) end, "linspace: steps must be an integer, got 2.5" },
+    { function() netcl.linspace(0, 1, "5") end, "linspace: steps must be an integer, got \"5\"" },
+    { function() netcl.eye(3, -2) end, "eye: m must be >= 0, got -2" },
+    { function() netcl.nn.functional.layer_norm(netcl.randn(2, 6), { 5 }) end,
+      "layer_norm: normalized_shape [5] is not the trailing sizes of the input [2, 6]" },
+    { function() netcl.nn.functional.conv2d(nil, netcl.randn(1, 1, 3, 3)) end, "conv2d: the input must be a tensor, got nil" },
+    { function() netcl.zeros_like(nil) end, "zeros_like: expected a tensor, got nil" },
+    { function() netcl.no_grad(5) end, "no_grad: the argument must be a function, got number" },
+    { function() netcl.randn(3):std(1, { unbaised = false }) end, "std: unknown option 'unbaised'" },
+  }
+  for _, c in ipairs(cases) do
+    local ok, err = pcall(c[1])
+    lu.assertFalse(ok, c[2])
+    lu.assertStrContains(tostring(err), c[2])
+  end
+end

@@ -134,7 +134,13 @@ function netcl.profile_report(opts)
   end
 end
 
-function netcl.manual_seed(seed) C.netcl_rng_seed(seed) end
+-- manual_seed(seed): an integer in [-2^63, 2^64); a negative seed wraps to
+-- 2^64 + seed, as PyTorch's, so every integer names its own stream
+function netcl.manual_seed(seed)
+  lib.integer("manual_seed", "the seed", seed)
+  if seed < -2 ^ 63 or seed >= 2 ^ 64 then throw("manual_seed: the seed must be in [-2^63, 2^64), got " .. tostring(seed)) end
+  C.netcl_rng_seed(seed < 0 and ffi.cast("uint64_t", ffi.cast("int64_t", seed)) or ffi.cast("uint64_t", seed))
+end
 function netcl.shutdown() C.netcl_shutdown() end
 
 -- ---- creation ------------------------------------------------------------------
@@ -207,12 +213,17 @@ function netcl.arange(a, b, c, opts)
 end
 
 function netcl.linspace(a, b, n, opts)
+  lib.finite("linspace", "start", a)
+  lib.finite("linspace", "end", b)
+  lib.integer("linspace", "steps", n, 0)
   local dev, dt, rg = target(opts, nil)
   return finish(call1(C.netcl_tensor_linspace, dev, dt, a, b, n), rg)
 end
 
 function netcl.eye(n, m, opts)
   if type(m) == "table" then opts, m = m, nil end
+  lib.integer("eye", "n", n, 0)
+  if m ~= nil then lib.integer("eye", "m", m, 0) end
   local dev, dt, rg = target(opts, nil)
   return finish(call1(C.netcl_tensor_eye, dev, dt, n, m or n), rg)
 end
@@ -262,20 +273,21 @@ function netcl.from_pointer(ptr, dtype, sizes, opts)
   return call1(C.netcl_tensor_from_host, dev, dtype_code(dtype), nd, s, ffi.cast("const void *", ptr))
 end
 
-local function like(f)
+local function like(f, name)
   return function(t, a, b)
+    if not tensor.is_tensor(t) then throw(("%s: expected a tensor, got %s"):format(name, type(t))) end
     local opts = type(a) == "table" and a or b or {}
     local o = { dtype = opts.dtype or t:type(), device = opts.device or t.device, requires_grad = opts.requires_grad }
     if type(a) == "number" then return f(t:size(), a, o) end
     return f(t:size(), o)
   end
 end
-netcl.zeros_like = like(function(s, o) return netcl.zeros(s, o) end)
-netcl.ones_like = like(function(s, o) return netcl.ones(s, o) end)
-netcl.rand_like = like(function(s, o) return netcl.rand(s, o) end)
-netcl.randn_like = like(function(s, o) return netcl.randn(s, o) end)
-netcl.empty_like = like(function(s, o) return netcl.empty(s, o) end)
-netcl.full_like = like(function(s, v, o) return netcl.full(s, v, o) end)
+netcl.zeros_like = like(function(s, o) return netcl.zeros(s, o) end, "zeros_like")
+netcl.ones_like = like(function(s, o) return netcl.ones(s, o) end, "ones_like")
+netcl.rand_like = like(function(s, o) return netcl.rand(s, o) end, "rand_like")
+netcl.randn_like = like(function(s, o) return netcl.randn(s, o) end, "randn_like")
+netcl.empty_like = like(function(s, o) return netcl.empty(s, o) end, "empty_like")
+netcl.full_like = like(function(s, v, o) return netcl.full(s, v, o) end, "full_like")
 
 -- ---- data readers ----------------------------------------------------------------
 
@@ -350,7 +362,10 @@ function netcl.is_grad_enabled() return C.netcl_grad_enabled() ~= 0 end
 function netcl.set_grad_enabled(flag) C.netcl_set_grad_enabled(flag and 1 or 0) end
 
 -- Runs fn(...) with gradient recording off; restores the mode after, also on error.
-function netcl.no_grad(fn, ...) return tensor.with_grad_mode(false, fn, ...) end
+function netcl.no_grad(fn, ...)
+  lib.typed("no_grad", "the argument", fn, "function")
+  return tensor.with_grad_mode(false, fn, ...)
+end
 
 -- Teardown when the Lua state closes (normal end of a script, an error, or
 -- Ctrl-C under the launcher): queued work finishes and devices are released

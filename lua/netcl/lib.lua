@@ -90,6 +90,39 @@ local function throw(msg)
 end
 M.throw = throw
 
+-- ---- argument checks shared by the Lua entry points -------------------------
+-- Each raises "<who>: <what> must be ..., got <value>" at the user's line.
+local function shown(v)
+  if type(v) == "string" then return ("%q"):format(v) end
+  return tostring(v)
+end
+
+-- an integer (a number with no fraction; finite) in [lo, hi] where given
+function M.integer(who, what, v, lo, hi)
+  if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge or v % 1 ~= 0 then
+    throw(("%s: %s must be an integer, got %s"):format(who, what, shown(v)))
+  end
+  if (lo and v < lo) or (hi and v > hi) then
+    throw(("%s: %s must be %s, got %s"):format(who, what,
+      lo and hi and ("in [%s, %s]"):format(lo, hi) or lo and (">= " .. lo) or ("<= " .. hi), shown(v)))
+  end
+  return v
+end
+
+-- a finite number (NaN and the infinities refused)
+function M.finite(who, what, v)
+  if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
+    throw(("%s: %s must be a finite number, got %s"):format(who, what, shown(v)))
+  end
+  return v
+end
+
+-- a value of Lua type ty ("function", "table", ...)
+function M.typed(who, what, v, ty)
+  if type(v) ~= ty then throw(("%s: %s must be a %s, got %s"):format(who, what, ty, type(v))) end
+  return v
+end
+
 -- activations the GEMM and convolution kernels fuse, by name: netcl_op codes
 M.FUSED_ACTS = {}
 for _, name in ipairs({ "relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "relu6", "leaky_relu" }) do

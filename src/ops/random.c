@@ -167,6 +167,13 @@ netcl_status netcl_tensor_rand(netcl_tensor **out, netcl_device *dev, netcl_dtyp
         return nc_fail(NETCL_ERR_ARGUMENT, "%s: dtype %s is not a floating type", op, netcl_dtype_name(dtype));
     if (kind == NETCL_RNG_RANDINT && (p2 <= p1 || p1 != floor(p1) || p2 != floor(p2)))
         return nc_fail(NETCL_ERR_ARGUMENT, "randint: invalid range [%g, %g)", p1, p2);
+    /* every value drawn must be one the dtype holds (uint8 would wrap 256..999) */
+    double lo = dtype == NETCL_DTYPE_INT32 ? -2147483648.0 : 0, hi = dtype == NETCL_DTYPE_UINT8 ? 255 :
+                dtype == NETCL_DTYPE_BOOL ? 1 : dtype == NETCL_DTYPE_INT32 ? 2147483647.0 : INFINITY;
+    if (kind == NETCL_RNG_RANDINT && (dtype == NETCL_DTYPE_UINT8 || dtype == NETCL_DTYPE_BOOL || dtype == NETCL_DTYPE_INT32) &&
+        (p1 < lo || p2 - 1 > hi))
+        return nc_fail(NETCL_ERR_ARGUMENT, "randint: the range [%g, %g) does not fit %s (values %g to %g)", p1, p2,
+                       netcl_dtype_name(dtype), lo, hi);
     if (kind == NETCL_RNG_NORMAL && p2 < 0)
         return nc_fail(NETCL_ERR_ARGUMENT, "randn: negative std %g", p2);
     netcl_status st = nc_tensor_new(out, dev, dtype, ndim, sizes);

@@ -71,6 +71,15 @@ end
 function M.layer_norm(x, shape, w, b, eps)
   local n = type(shape) == "number" and 1 or (type(shape) == "table" and #shape) or nil
   if not n then throw("layer_norm: normalized_shape must be a number or a table of sizes") end
+  if not is_tensor(x) then throw("layer_norm: expected a tensor input, got " .. type(x)) end
+  -- the normalized shape must be the input's trailing sizes
+  local sizes, want = x:size(), type(shape) == "number" and { shape } or shape
+  local ok = n <= #sizes
+  for i = 1, n do ok = ok and sizes[#sizes - n + i] == want[i] end
+  if not ok then
+    throw(("layer_norm: normalized_shape [%s] is not the trailing sizes of the input [%s]")
+      :format(table.concat(want, ", "), table.concat(sizes, ", ")))
+  end
   return call1(C.netcl_layer_norm, H(x), n, opt(w), opt(b), eps or 1e-5)
 end
 function M.group_norm(x, groups, w, b, eps)

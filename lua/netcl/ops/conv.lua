@@ -28,6 +28,7 @@ end
 
 -- runs f on a 4-D view of x (adding the batch dim of a 3-D input)
 local function batched(x, op, f)
+  if not tensor.is_tensor(x) then throw(("%s: the input must be a tensor, got %s"):format(op, type(x))) end
   local nd = x:dim()
   if nd == 3 then return f(x:unsqueeze(1)):squeeze(1) end
   if nd ~= 4 then throw(("%s: expects a [N, C, H, W] or [C, H, W] input, got %d dims"):format(op, nd)) end

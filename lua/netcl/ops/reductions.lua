@@ -42,9 +42,20 @@ return function(netcl, methods)
     return call1(C.netcl_reduce_dims, OP.min, H(t), n, d, keepdim and 1 or 0)
   end
 
-  -- var(dim, unbiased = true, keepdim = false), as PyTorch (and Torch7's flag)
+  -- var(dim, unbiased = true, keepdim = false), as PyTorch (and Torch7's
+  -- flag); unbiased may also be an options table {unbiased =, keepdim =}
   local function moment(f, op)
     return function(t, dim, unbiased, keepdim)
+      if type(unbiased) == "table" then
+        local o = unbiased
+        for k in pairs(o) do
+          if k ~= "unbiased" and k ~= "keepdim" then throw(("%s: unknown option '%s'"):format(op, tostring(k))) end
+        end
+        unbiased, keepdim = o.unbiased, o.keepdim
+      end
+      if unbiased ~= nil and type(unbiased) ~= "boolean" then
+        throw(("%s: unbiased must be a boolean, got %s"):format(op, type(unbiased)))
+      end
       local n, d = dim_list(t, dim, op)
       return call1(f, H(t), n, d, unbiased == false and 0 or 1, keepdim and 1 or 0)
     end
