@@ -82,3 +82,18 @@ function TestReliability:test_bad_arguments_are_named()
     lu.assertStrContains(tostring(err), c[2])
   end
 end
+
+-- a gradient on another device than its output is refused (it used to
+-- become a cpu leaf's .grad on that device)
+function TestReliability:test_backward_gradient_on_another_device()
+  local other
+  for _, d in ipairs(netcl.devices()) do
+    if d.name ~= H.device then other = d.name end
+  end
+  if not other then lu.skip("needs a second device") end
+  local w = netcl.randn({ 3 }, { device = H.device }):requires_grad_()
+  H.assert_error(function() (w * 2):backward(netcl.ones({ 3 }, { device = other })) end, "backward: gradient",
+    "is on another device than output")
+  H.assert_error(function() w:backward(netcl.ones({ 3 }, { device = other })) end, "is on another device")
+  lu.assertNil(w.grad)
+end

@@ -401,6 +401,9 @@ netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_g
     if (grad) {
         if (grad->ndim != root->ndim || memcmp(grad->sizes, root->sizes, sizeof(int64_t) * (size_t)root->ndim) != 0)
             st = nc_fail(NETCL_ERR_ARGUMENT, "backward: gradient %s does not match output %s", nc_describe(grad), nc_describe(root));
+        else if (nc_dev(grad) != nc_dev(root))   /* it would become a .grad on the wrong device */
+            st = nc_fail(NETCL_ERR_ARGUMENT, "backward: gradient %s is on another device than output %s", nc_describe(grad),
+                         nc_describe(root));
         /* the caller's tensor flows into the graph as it is (rules and
          * accumulation never write into a gradient they were given; a
          * stored .grad is a copy: accumulate_leaf, accumulate_retained);
