@@ -75,6 +75,10 @@ function TestReliability:test_bad_arguments_are_named()
     { function() netcl.zeros_like(nil) end, "zeros_like: expected a tensor, got nil" },
     { function() netcl.no_grad(5) end, "no_grad: the argument must be a function, got number" },
     { function() netcl.randn(3):std(1, { unbaised = false }) end, "std: unknown option 'unbaised'" },
+    { function() netcl.data.DataLoader(netcl.data.TensorDataset(netcl.randn(5, 2)), { batch_size = math.huge }) end,
+      "DataLoader: batch_size must be an integer, got inf" },
+    { function() netcl.data.random_split(netcl.data.TensorDataset(netcl.randn(5, 2)), { -1, 6 }) end,
+      "random_split: length 1 must be a non-negative number, got -1" },
   }
   for _, c in ipairs(cases) do
     local ok, err = pcall(c[1])

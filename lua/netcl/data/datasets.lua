@@ -91,7 +91,12 @@ function Subset:get(i) return self.get1(self.indices[i]) end
 -- counts from lengths: integers summing to n, or fractions summing to 1
 local function split_counts(lengths, n)
   local total = 0
-  for _, l in ipairs(lengths) do total = total + l end
+  for i, l in ipairs(lengths) do
+    if type(l) ~= "number" or l ~= l or l < 0 or l == math.huge then
+      throw(("random_split: length %d must be a non-negative number, got %s"):format(i, tostring(l)))
+    end
+    total = total + l
+  end
   if math.abs(total - n) < 1e-9 then return lengths end
   if math.abs(total - 1) > 1e-6 then
     throw(("random_split: lengths sum to %g; give counts summing to %d or fractions summing to 1"):format(total, n))

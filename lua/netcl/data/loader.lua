@@ -23,12 +23,7 @@ local U64 = ffi.typeof("uint64_t")
 local STREAM = 4294967296ULL              -- counters per sample or batch stream
 local BATCH_STREAMS = 0x8000000000000000ULL
 
-local function count(v, name, min)
-  if type(v) ~= "number" or v ~= math.floor(v) or v < min then
-    throw(("DataLoader: %s must be an integer >= %d, got %s"):format(name, min, tostring(v)))
-  end
-  return v
-end
+local function count(v, name, min) return lib.integer("DataLoader", name, v, min) end
 
 -- DataLoader(dataset, opts): see docs/data.md for the options.
 function M.DataLoader(dataset, opts)
