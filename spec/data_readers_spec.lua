@@ -1,6 +1,7 @@
 -- spec/data_readers_spec.lua — readers and datasets on small files the test
 -- writes: IDX (plain and gzip), CIFAR-10/100, PNG round trips and
--- save_grid, ImageFolder, truncated or corrupt files, TensorDataset,
+-- save_grid, stored PNG samples (16-bit, gAMA, palette with tRNS),
+-- ImageFolder, truncated or corrupt files, labels outside CIFAR's classes, TensorDataset,
 -- Subset, random_split (counts, fractions, stratified). Host-only: cpu pass.
 local lu = require("luaunit")
 local H = require("helper")
@@ -81,6 +82,25 @@ function TestReaders:test_cifar10_and_100()
   write("bad.bin", recs[1] .. "xyz")
   H.assert_error(function() data.CIFAR10(tmp, { files = { path("bad.bin") } }) end, "bad.bin", "not a whole number")
   H.assert_error(function() data.CIFAR10(tmp, { files = { path("missing.bin") } }) end, "cannot open", "missing.bin")
+  -- a label outside the classes is not a CIFAR batch (it loaded as class 201)
+  write("labels.bin", recs[1] .. string.char(200) .. recs[2]:sub(2))
+  H.assert_error(function() data.CIFAR10(tmp, { files = { path("labels.bin") } }) end, "labels.bin", "record 1 has label 200",
+    "CIFAR-10 labels are 0..9")
+  os.execute("mkdir -p " .. path("wide"))
+  write("wide/train.bin", string.char(4, 117) .. bytes_of(px))
+  H.assert_error(function() data.CIFAR100(path("wide")) end, "record 0 has labels 4, 117")
+end
+
+-- samples as the file stores them, as PIL and OpenCV load them: no gamma
+-- correction (a gAMA chunk), 16-bit samples by their high byte, palettes
+-- with transparency as RGBA (fixtures in spec/fixtures)
+function TestReaders:test_png_stored_samples()
+  local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
+  local function load(name) return image.load(root .. "/spec/fixtures/" .. name):view(-1):totable() end
+  lu.assertEquals(load("gray16.png"), { 0x12, 0xAB, 0x00, 0xFF })
+  lu.assertEquals(load("rgb8_gamma.png"), { 10, 50, 100, 150, 200, 250 })
+  lu.assertEquals(image.load(root .. "/spec/fixtures/palette2_trns.png"):size(), { 4, 1, 3 })
+  lu.assertEquals(load("palette2_trns.png"), { 255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 0, 255 })
 end
 
 function TestReaders:test_png_round_trip()

@@ -1,10 +1,12 @@
-/* readers.c — CIFAR-10/100 binary batches and PNG images (libpng's
- * simplified API, which reports errors by return value, so no longjmp
- * crosses netcl's API). Results are new cpu tensors owned by the caller;
- * every failure names the path and what is wrong. */
+/* readers.c — CIFAR-10/100 binary batches (labels checked against the
+ * format's classes) and PNG images (read through libpng with its errors
+ * caught in the reader's own frame; written through its simplified API).
+ * Results are new cpu tensors owned by the caller; every failure names the
+ * path and what is wrong. */
 #include "core/core.h"
 #include <errno.h>
 #include <png.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,15 @@ netcl_status netcl_read_cifar(netcl_tensor **images, netcl_tensor **labels, cons
             st = nc_fail(NETCL_ERR_ARGUMENT, "read_cifar %s: short read at record %lld", path, (long long)i);
             break;
         }
+        /* CIFAR-10: a class 0..9; CIFAR-100: coarse 0..19, fine 0..99 */
+        if (buf[0] >= (label_bytes == 1 ? 10 : 20) || (label_bytes == 2 && buf[1] >= 100)) {
+            st = label_bytes == 1
+                     ? nc_fail(NETCL_ERR_ARGUMENT, "read_cifar %s: record %lld has label %d (CIFAR-10 labels are 0..9): "
+                               "not a CIFAR-10 batch", path, (long long)i, buf[0])
+                     : nc_fail(NETCL_ERR_ARGUMENT, "read_cifar %s: record %lld has labels %d, %d (CIFAR-100's are 0..19 "
+                               "and 0..99): not a CIFAR-100 batch", path, (long long)i, buf[0], buf[1]);
+            break;
+        }
         memcpy((unsigned char *)(*labels)->storage->buf + i * label_bytes, buf, (size_t)label_bytes);
         memcpy((unsigned char *)(*images)->storage->buf + i * CIFAR_PIXELS, buf + label_bytes, CIFAR_PIXELS);
     }
@@ -52,38 +63,66 @@ netcl_status netcl_read_cifar(netcl_tensor **images, netcl_tensor **labels, cons
     return st;
 }
 
+/* libpng reports errors by longjmp: this frame catches them, so none
+ * crosses netcl's API. The samples are the file's own (no gamma or colour
+ * conversion); 16-bit samples keep their high byte, palettes and low bit
+ * depths expand to 8 bits, transparency becomes an alpha channel. */
+static void png_fail(png_structp png, png_const_charp msg)
+{
+    char *why = png_get_error_ptr(png);
+    snprintf(why, 200, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void png_warn(png_structp png, png_const_charp msg) { (void)png, (void)msg; }
+
 netcl_status netcl_image_read_png(netcl_tensor **out, const char *path)
 {
     *out = NULL;
-    png_image img;
-    memset(&img, 0, sizeof img);
-    img.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_file(&img, path))
-        return nc_fail(NETCL_ERR_ARGUMENT, "image.load %s: %s", path, img.message);
-    /* keep the file's channels (color, alpha); always 8-bit, sRGB-coded */
-    img.format &= PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA;
-    int c = (int)PNG_IMAGE_SAMPLE_CHANNELS(img.format);
-    int64_t h = img.height, w = img.width;
-    size_t bytes = PNG_IMAGE_SIZE(img);
-    unsigned char *hwc = malloc(bytes ? bytes : 1);
-    if (!hwc) { png_image_free(&img); return nc_fail(NETCL_ERR_OOM, "image.load %s: out of host memory", path); }
-    if (!png_image_finish_read(&img, NULL, hwc, 0, NULL)) {
-        netcl_status st = nc_fail(NETCL_ERR_ARGUMENT, "image.load %s: %s", path, img.message);
-        png_image_free(&img);
-        free(hwc);
-        return st;
+    FILE *f = fopen(path, "rb");
+    if (!f) return nc_fail(NETCL_ERR_ARGUMENT, "image.load %s: %s", path, strerror(errno));
+    char why[200] = "not a PNG file";
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, why, png_fail, png_warn);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    unsigned char *volatile hwc = NULL;
+    png_bytep *volatile rows = NULL;
+    netcl_status st = NETCL_OK;
+    if (!info) {
+        st = nc_fail(NETCL_ERR_OOM, "image.load %s: out of host memory", path);
+    } else if (setjmp(png_jmpbuf(png))) {
+        st = nc_fail(NETCL_ERR_ARGUMENT, "image.load %s: %s", path, why);
+    } else {
+        png_init_io(png, f);
+        png_read_info(png, info);
+        png_set_expand(png);   /* palette -> RGB, gray below 8 bits -> 8, tRNS -> alpha */
+        png_set_strip_16(png);
+        png_read_update_info(png, info);
+        int c = png_get_channels(png, info);
+        int64_t h = png_get_image_height(png, info), w = png_get_image_width(png, info);
+        size_t rowbytes = png_get_rowbytes(png, info);
+        hwc = malloc(rowbytes * (size_t)h + 1);
+        rows = malloc(sizeof *rows * (size_t)(h ? h : 1));
+        if (!hwc || !rows) {
+            st = nc_fail(NETCL_ERR_OOM, "image.load %s: out of host memory", path);
+        } else {
+            for (int64_t y = 0; y < h; y++) rows[y] = hwc + (size_t)y * rowbytes;
+            png_read_image(png, rows);
+            int64_t sizes[3] = {c, h, w};
+            netcl_device *cpu;
+            st = netcl_device_get(&cpu, "cpu");
+            if (st == NETCL_OK) st = nc_tensor_new(out, cpu, NETCL_DTYPE_UINT8, 3, sizes);
+            if (st == NETCL_OK) {
+                unsigned char *chw = (*out)->storage->buf;
+                for (int64_t y = 0; y < h; y++)
+                    for (int64_t x = 0; x < w; x++)
+                        for (int k = 0; k < c; k++) chw[(k * h + y) * w + x] = rows[y][x * c + k];
+            }
+        }
     }
-    int64_t sizes[3] = {c, h, w};
-    netcl_device *cpu;
-    netcl_status st = netcl_device_get(&cpu, "cpu");
-    if (st == NETCL_OK) st = nc_tensor_new(out, cpu, NETCL_DTYPE_UINT8, 3, sizes);
-    if (st == NETCL_OK) {
-        unsigned char *chw = (*out)->storage->buf;
-        for (int64_t y = 0; y < h; y++)
-            for (int64_t x = 0; x < w; x++)
-                for (int k = 0; k < c; k++) chw[(k * h + y) * w + x] = hwc[(y * w + x) * c + k];
-    }
+    png_destroy_read_struct(png ? &png : NULL, info ? &info : NULL, NULL);
     free(hwc);
+    free(rows);
+    fclose(f);
     return st;
 }
 
