@@ -101,3 +101,12 @@ function TestReliability:test_backward_gradient_on_another_device()
   H.assert_error(function() w:backward(netcl.ones({ 3 }, { device = other })) end, "is on another device")
   lu.assertNil(w.grad)
 end
+
+-- a checkpoint error says netcl.load once, with the path and the cause
+function TestReliability:test_load_names_path_once()
+  local ok, err = pcall(netcl.load, "/tmp")
+  lu.assertFalse(ok)
+  lu.assertStrContains(tostring(err), "netcl.load: '/tmp': read failed")
+  local _, n = tostring(err):gsub("netcl%.load", "")
+  lu.assertEquals(n, 1, tostring(err))
+end

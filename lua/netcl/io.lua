@@ -310,7 +310,9 @@ local function read_header(path)
   end)
   if not ok then
     libc.fclose(f)
-    throw("netcl.load: " .. tostring(res))
+    -- a reader error raised inside already names netcl.load (and a position): once is enough
+    local msg = tostring(res):gsub("^[^\n]-:%d+: ", ""):gsub("^netcl%.load: ", "")
+    throw("netcl.load: " .. msg)
   end
   local meta = res.head.__metadata__ or {}
   if type(meta) ~= "table" then libc.fclose(f); throw(("netcl.load: '%s': __metadata__ must be an object of strings"):format(path)) end
