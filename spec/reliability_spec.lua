@@ -75,6 +75,8 @@ function TestReliability:test_bad_arguments_are_named()
     { function() netcl.zeros_like(nil) end, "zeros_like: expected a tensor, got nil" },
     { function() netcl.no_grad(5) end, "no_grad: the argument must be a function, got number" },
     { function() netcl.randn(3):std(1, { unbaised = false }) end, "std: unknown option 'unbaised'" },
+    { function() return netcl.randn(2, 3) + netcl.randn(4) end, "(dim 2: 3 vs 4)" },   -- dims of a shape count from 1
+    { function() return netcl.randn(2, 3):expand(2, 5) end, "(dim 2: 3 vs 5)" },
     { function() netcl.data.DataLoader(netcl.data.TensorDataset(netcl.randn(5, 2)), { batch_size = math.huge }) end,
       "DataLoader: batch_size must be an integer, got inf" },
     { function() netcl.data.random_split(netcl.data.TensorDataset(netcl.randn(5, 2)), { -1, 6 }) end,

@@ -301,7 +301,7 @@ static netcl_status check_index_add(const char *op, const netcl_tensor *a, int d
     for (int d = 0; ok && d < a->ndim; d++) ok = d == dim || src->sizes[d] == a->sizes[d];
     if (!ok)
         return ARG("%s: source %s must be input %s with dim %d of the index's length %lld", op, nc_describe(src),
-                   nc_describe(a), dim, (long long)netcl_tensor_numel(index));
+                   nc_describe(a), dim + 1, (long long)netcl_tensor_numel(index));
     return NETCL_OK;
 }
 
@@ -427,7 +427,7 @@ netcl_status netcl_flip(netcl_tensor **out, netcl_tensor *a, int ndims, const in
     int seen[NC_MAX_DIMS] = {0};
     for (int k = 0; k < ndims; k++) {
         NC_TRY(check_dim("flip", a, dims[k]));
-        if (seen[dims[k]]++) return ARG("flip: dim %d repeated for %s", dims[k], nc_describe(a));
+        if (seen[dims[k]]++) return ARG("flip: dim %d repeated for %s", dims[k] + 1, nc_describe(a));
     }
     nc_x x = NC_X("flip");
     netcl_tensor *cur = a;
@@ -460,7 +460,7 @@ static netcl_status check_pads(const netcl_tensor *a, int npad, const int64_t *p
         int64_t limit = mode == NETCL_PAD_REFLECT ? size - 1 : mode == NETCL_PAD_CIRCULAR ? size : (size ? INT64_MAX : 0);
         if (lo < 0 || hi < 0 || lo > limit || hi > limit)
             return ARG("pad: %s padding (%lld, %lld) of dim %d (size %lld) of %s must be non-negative and %s", names[mode],
-                       (long long)lo, (long long)hi, d, (long long)size, nc_describe(a),
+                       (long long)lo, (long long)hi, d + 1, (long long)size, nc_describe(a),
                        mode == NETCL_PAD_REFLECT ? "smaller than the size" : mode == NETCL_PAD_CIRCULAR ? "at most the size"
                                                                          : "on a non-empty dim");
     }
@@ -507,7 +507,7 @@ netcl_status netcl_repeat(netcl_tensor **out, netcl_tensor *a, int ndim, const i
         return ARG("repeat: %d repeat counts for %s (need %d to %d)", ndim, nc_describe(a), a->ndim, NC_MAX_DIMS);
     int64_t shape[NC_MAX_DIMS] = {0};
     for (int d = 0; d < ndim; d++) {
-        if (repeats[d] < 0) return ARG("repeat: negative count %lld for dim %d of %s", (long long)repeats[d], d, nc_describe(a));
+        if (repeats[d] < 0) return ARG("repeat: negative count %lld for dim %d of %s", (long long)repeats[d], d + 1, nc_describe(a));
         shape[d] = d < ndim - a->ndim ? 1 : a->sizes[d - (ndim - a->ndim)];
     }
     nc_x x = NC_X("repeat");
@@ -537,7 +537,7 @@ netcl_status netcl_topk(netcl_tensor **values, netcl_tensor **indices, netcl_ten
     if (a->ndim) NC_TRY(check_dim("topk", a, dim));
     else if (dim != 0) return ARG("topk: dim %d out of range for 0-dim %s", dim, nc_describe(a));
     if (k < 0 || k > size || (a->ndim == 0 && k != 1))
-        return ARG("topk: k = %lld out of range for dim %d (size %lld) of %s", (long long)k, dim, (long long)size, nc_describe(a));
+        return ARG("topk: k = %lld out of range for dim %d (size %lld) of %s", (long long)k, dim + 1, (long long)size, nc_describe(a));
     nc_x x = NC_X("topk");
     netcl_tensor *v = NULL, *i = NULL;
     XDO(&x, netcl_sort(&v, &i, a, dim, largest));

@@ -184,7 +184,7 @@ static netcl_status element_offset(const char *op, const netcl_tensor *t, const 
     for (int i = 0; i < t->ndim; i++) {
         if (index[i] < 0 || index[i] >= t->sizes[i])
             return nc_fail(NETCL_ERR_ARGUMENT, "%s: index %lld (0-based) out of range for dim %d of %s",
-                           op, (long long)index[i], i, nc_describe(t));
+                           op, (long long)index[i], i + 1, nc_describe(t));
         off += index[i] * t->strides[i];
     }
     *bytes = (size_t)off * (size_t)netcl_dtype_size(t->dtype);
@@ -252,7 +252,7 @@ netcl_status nc_fwd_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int
         sizes[d] += pads[2 * k] + pads[2 * k + 1];
         if (sizes[d] < 0)
             return nc_fail(NETCL_ERR_ARGUMENT, "pad: padding (%lld, %lld) leaves a negative size in dim %d of %s",
-                           (long long)pads[2 * k], (long long)pads[2 * k + 1], d, nc_describe(a));
+                           (long long)pads[2 * k], (long long)pads[2 * k + 1], d + 1, nc_describe(a));
     }
     netcl_tensor *region = NULL, *src = a, *crop = NULL;
     NC_TRY(netcl_tensor_full(out, nc_dev(a), a->dtype, a->ndim, sizes, value));

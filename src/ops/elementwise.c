@@ -46,7 +46,7 @@ netcl_status nc_broadcast_shape(const char *op, const netcl_tensor *a, const net
         int64_t sa = ia >= 0 ? a->sizes[ia] : 1, sb = ib >= 0 ? b->sizes[ib] : 1;
         if (sa != sb && sa != 1 && sb != 1)
             return nc_fail(NETCL_ERR_ARGUMENT, "%s: shapes do not broadcast: %s and %s (dim %d: %lld vs %lld)",
-                           op, nc_describe(a), nc_describe(b), i, (long long)sa, (long long)sb);
+                           op, nc_describe(a), nc_describe(b), i + 1, (long long)sa, (long long)sb);
         sizes[i] = sa == 1 ? sb : sa;
     }
     return NETCL_OK;
@@ -248,7 +248,7 @@ static netcl_status broadcast3(const char *op, netcl_tensor *const *ts, int *ndi
             if (t->sizes[i] == sizes[o] || t->sizes[i] == 1) continue;
             if (sizes[o] != 1)
                 return nc_fail(NETCL_ERR_ARGUMENT, "%s: shapes do not broadcast: %s has size %lld in dim %d where "
-                               "another input has %lld", op, nc_describe(t), (long long)t->sizes[i], i, (long long)sizes[o]);
+                               "another input has %lld", op, nc_describe(t), (long long)t->sizes[i], i + 1, (long long)sizes[o]);
             sizes[o] = t->sizes[i];
         }
     }

@@ -128,7 +128,7 @@ netcl_status nc_fwd_gather(netcl_tensor **out, netcl_tensor *a, int dim, netcl_t
     for (int d = 0; d < a->ndim; d++)
         if (d != dim && idx->sizes[d] > a->sizes[d])
             return nc_fail(NETCL_ERR_ARGUMENT, "gather: index %s is larger than input %s in dim %d (only dim %d may differ)",
-                           nc_describe(idx), nc_describe(a), d, dim);
+                           nc_describe(idx), nc_describe(a), d + 1, dim + 1);
     NC_TRY(nc_tensor_new(out, nc_dev(a), a->dtype, idx->ndim, idx->sizes));
     if (netcl_tensor_numel(idx) == 0) return NETCL_OK;
     nc_desc o, x, i;
@@ -153,10 +153,10 @@ static netcl_status scatter_checks(const char *op, const netcl_tensor *a, int di
     for (int d = 0; d < a->ndim; d++) {
         if (idx->sizes[d] > src->sizes[d])
             return nc_fail(NETCL_ERR_ARGUMENT, "%s: index %s is larger than source %s in dim %d", op, nc_describe(idx),
-                           nc_describe(src), d);
+                           nc_describe(src), d + 1);
         if (d != dim && idx->sizes[d] > a->sizes[d])
             return nc_fail(NETCL_ERR_ARGUMENT, "%s: index %s is larger than input %s in dim %d (only dim %d may differ)", op,
-                           nc_describe(idx), nc_describe(a), d, dim);
+                           nc_describe(idx), nc_describe(a), d + 1, dim + 1);
     }
     return NETCL_OK;
 }

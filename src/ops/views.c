@@ -115,7 +115,7 @@ netcl_status nc_fwd_tensor_permute(netcl_tensor **out, netcl_tensor *t, int ndim
     for (int i = 0; i < ndim; i++) {
         NC_TRY(check_dim("permute", t, dims[i], t->ndim));
         if (seen[dims[i]]++)
-            return nc_fail(NETCL_ERR_ARGUMENT, "permute: dim %d repeated for %s", dims[i], nc_describe(t));
+            return nc_fail(NETCL_ERR_ARGUMENT, "permute: dim %d repeated for %s", dims[i] + 1, nc_describe(t));
         sizes[i] = t->sizes[dims[i]];
         strides[i] = t->strides[dims[i]];
     }
@@ -129,7 +129,7 @@ netcl_status nc_fwd_tensor_slice(netcl_tensor **out, netcl_tensor *t, int dim, i
     if (step <= 0) return nc_fail(NETCL_ERR_ARGUMENT, "slice: step %lld must be positive for %s", (long long)step, nc_describe(t));
     if (start < 0 || stop > t->sizes[dim] || start > stop)
         return nc_fail(NETCL_ERR_ARGUMENT, "slice: range [%lld, %lld) out of bounds for dim %d of %s",
-                       (long long)start, (long long)stop, dim, nc_describe(t));
+                       (long long)start, (long long)stop, dim + 1, nc_describe(t));
     int64_t sizes[NC_MAX_DIMS], strides[NC_MAX_DIMS];
     memcpy(sizes, t->sizes, sizeof sizes);
     memcpy(strides, t->strides, sizeof strides);
@@ -144,7 +144,7 @@ netcl_status nc_fwd_tensor_narrow(netcl_tensor **out, netcl_tensor *t, int dim, 
     NC_TRY(check_dim("narrow", t, dim, t->ndim));
     if (start < 0 || length < 0 || start + length > t->sizes[dim])
         return nc_fail(NETCL_ERR_ARGUMENT, "narrow: start %lld (0-based) length %lld out of range for dim %d of %s",
-                       (long long)start, (long long)length, dim, nc_describe(t));
+                       (long long)start, (long long)length, dim + 1, nc_describe(t));
     return nc_fwd_tensor_slice(out, t, dim, start, start + length, 1);
 }
 
@@ -154,7 +154,7 @@ netcl_status nc_fwd_tensor_select(netcl_tensor **out, netcl_tensor *t, int dim, 
     NC_TRY(check_dim("select", t, dim, t->ndim));
     if (index < 0 || index >= t->sizes[dim])
         return nc_fail(NETCL_ERR_ARGUMENT, "select: index %lld (0-based) out of range for dim %d of %s (size %lld)",
-                       (long long)index, dim, nc_describe(t), (long long)t->sizes[dim]);
+                       (long long)index, dim + 1, nc_describe(t), (long long)t->sizes[dim]);
     int64_t sizes[NC_MAX_DIMS], strides[NC_MAX_DIMS];
     int n = 0;
     for (int i = 0; i < t->ndim; i++)
@@ -173,12 +173,12 @@ netcl_status nc_fwd_tensor_expand(netcl_tensor **out, netcl_tensor *t, int ndim,
         int src = i - lead;
         int64_t have = src >= 0 ? t->sizes[src] : 1, w = want[i];
         if (w == -1) {
-            if (src < 0) return nc_fail(NETCL_ERR_ARGUMENT, "expand: -1 not allowed for new leading dim %d of %s", i, nc_shape_str(ndim, want));
+            if (src < 0) return nc_fail(NETCL_ERR_ARGUMENT, "expand: -1 not allowed for new leading dim %d of %s", i + 1, nc_shape_str(ndim, want));
             w = have;
         }
         if (w < 0 || (have != w && have != 1))
             return nc_fail(NETCL_ERR_ARGUMENT, "expand: cannot expand %s to %s (dim %d: %lld vs %lld)",
-                           nc_describe(t), nc_shape_str(ndim, want), i, (long long)have, (long long)w);
+                           nc_describe(t), nc_shape_str(ndim, want), i + 1, (long long)have, (long long)w);
         sizes[i] = w;
         strides[i] = (src >= 0 && have == w) ? t->strides[src] : 0;
     }
