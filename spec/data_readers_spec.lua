@@ -55,6 +55,9 @@ function TestReaders:test_idx_dataset_plain_and_gzip()
   write("t10k-images-idx3-ubyte", "\0\0\8\3" .. be32(3) .. be32(2) .. be32(2) .. bytes_of({ 1, 2, 3 }))
   write("t10k-labels-idx1-ubyte", "\0\0\8\1" .. be32(3) .. bytes_of({ 0, 1, 2 }))
   H.assert_error(function() data.MNIST(tmp, { train = false }) end, "t10k-images-idx3-ubyte", "truncated")
+  -- a header claiming far more than the file holds is refused before anything is allocated
+  write("huge-idx3-ubyte", "\0\0\8\3" .. be32(65535) .. be32(65535) .. be32(65535) .. string.rep("x", 76))
+  H.assert_error(function() netcl.read_idx(path("huge-idx3-ubyte")) end, "huge-idx3-ubyte", "needs", "the file holds 92")
 end
 
 function TestReaders:test_cifar10_and_100()

@@ -2,6 +2,8 @@
  * reads gzip and plain files alike. Big-endian payloads are converted to
  * host order; the result is a cpu tensor owned by the caller. */
 #include "core/core.h"
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -53,6 +55,26 @@ static void widen(void *buf, int64_t n, int code)
     }
 }
 
+/* The bytes the file holds once decompressed: a plain file's size, or a
+ * gzip file's recorded size modulo 2^32 (its last four bytes); -1 when it
+ * cannot be told. *mod32: the answer is modulo 2^32. */
+static int64_t stored_bytes(const char *path, int *mod32)
+{
+    *mod32 = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    unsigned char head[2] = {0, 0}, tail[4];
+    int64_t n = -1;
+    *mod32 = fread(head, 1, 2, f) == 2 && head[0] == 0x1f && head[1] == 0x8b;
+    if (fseek(f, *mod32 ? -4 : 0, SEEK_END) == 0) {
+        if (!*mod32) n = ftell(f);
+        else if (fread(tail, 1, 4, f) == 4)
+            n = (int64_t)((uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 | (uint32_t)tail[3] << 24);
+    }
+    fclose(f);
+    return n;
+}
+
 static netcl_status read_body(gzFile f, const char *path, netcl_tensor **out)
 {
     unsigned char magic[4];
@@ -68,6 +90,22 @@ static netcl_status read_body(gzFile f, const char *path, netcl_tensor **out)
         NC_TRY(read_exact(f, path, b, 4, "the dimensions"));
         sizes[d] = (int64_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
     }
+    /* the header's shape must match what the file holds before anything is allocated */
+    uint64_t want = 4 + 4 * (uint64_t)ndim, count = 1;
+    int too_big = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] && count > UINT64_MAX / (uint64_t)sizes[d]) too_big = 1;
+        else count *= (uint64_t)sizes[d];
+    }
+    if (!too_big && count > (UINT64_MAX - want) / (uint64_t)disk_size) too_big = 1;
+    want += count * (uint64_t)disk_size;
+    int mod32 = 0;
+    int64_t have = stored_bytes(path, &mod32);
+    if (too_big || (have >= 0 && (mod32 ? (want & 0xffffffffu) != (uint64_t)have : want != (uint64_t)have)))
+        return nc_fail(NETCL_ERR_ARGUMENT, "read_idx %s: the header's shape %s needs %s%llu bytes, the file holds %lld%s "
+                       "(truncated, or not an IDX file)",
+                       path, nc_shape_str(ndim, sizes), too_big ? "more than " : "", (unsigned long long)(too_big ? UINT64_MAX : want),
+                       (long long)have, mod32 ? " (modulo 2^32, as gzip records it)" : "");
     netcl_device *cpu;
     NC_TRY(netcl_device_get(&cpu, "cpu"));
     NC_TRY(netcl_tensor_empty(out, cpu, dt, ndim, sizes));
