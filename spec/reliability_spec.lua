@@ -112,3 +112,24 @@ function TestReliability:test_load_names_path_once()
   local _, n = tostring(err):gsub("netcl%.load", "")
   lu.assertEquals(n, 1, tostring(err))
 end
+
+-- a save killed mid-write leaves PATH.tmp.<pid>.<n>: the next save to the
+-- path removes those of dead writers and leaves a living writer's alone
+function TestReliability:test_save_removes_dead_writers_temporaries()
+  if not H.is_cpu then lu.skip("host files: cpu pass only") end
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. dir)
+  local path = dir .. "/ck.safetensors"
+  local function touch(p) local f = assert(io.open(p, "w")); f:write("partial"); f:close() end
+  touch(path .. ".tmp.4194321.1")   -- above Linux's largest pid: no such process
+  touch(path .. ".tmp.1.3")         -- init: alive
+  touch(dir .. "/other.safetensors.tmp.4194321.1")   -- another path's: not this save's business
+  netcl.save({ x = netcl.ones(2) }, path)
+  local function exists(p) local f = io.open(p); if f then f:close() end; return f ~= nil end
+  lu.assertFalse(exists(path .. ".tmp.4194321.1"), "a dead writer's temporary is removed")
+  lu.assertTrue(exists(path .. ".tmp.1.3"), "a living writer's temporary stays")
+  lu.assertTrue(exists(dir .. "/other.safetensors.tmp.4194321.1"))
+  lu.assertEquals(netcl.load(path).x:totable(), { 1, 1 })
+  os.execute("rm -rf " .. dir)
+end

@@ -22,6 +22,9 @@ for _, decl in ipairs({
   "int fseeko(FILE *, int64_t, int);", "int64_t ftello(FILE *);", "int fflush(FILE *);", "int fileno(FILE *);",
   "int fsync(int);", "int rename(const char *, const char *);", "int unlink(const char *);", "char *strerror(int);",
   "int getpid(void);", "void *malloc(size_t);", "void free(void *);", "int open(const char *, int, ...);", "int close(int);",
+  "int kill(int, int);", "typedef struct DIR DIR;", "DIR *opendir(const char *);", "int closedir(DIR *);",
+  "struct netcl_dirent { uint64_t d_ino; int64_t d_off; unsigned short d_reclen; unsigned char d_type; char d_name[256]; };",
+  "struct netcl_dirent *readdir(DIR *);",
 }) do pcall(ffi.cdef, decl) end
 local libc = ffi.C
 
@@ -173,6 +176,29 @@ local tmp_counter = 0
 
 local function dir_of(path) return path:match("^(.*)/[^/]*$") or "." end
 
+-- Removes PATH.tmp.<pid>.<n> files whose writer is dead (a save killed
+-- mid-write): any later save to the same path cleans them up. A living
+-- writer's temporaries are left alone.
+local ESRCH = 3
+local function remove_stale_temporaries(path)
+  local dir, base = dir_of(path), path:match("([^/]*)$")
+  local d = libc.opendir(dir)
+  if d == nil then return end
+  local stale = {}
+  while true do
+    local e = libc.readdir(d)
+    if e == nil then break end
+    local name = ffi.string(ffi.cast("struct netcl_dirent *", e).d_name)
+    local pid = name:sub(1, #base + 5) == base .. ".tmp." and name:sub(#base + 6):match("^(%d+)%.%d+$")
+    pid = pid and tonumber(pid)
+    if pid and pid ~= libc.getpid() and libc.kill(pid, 0) ~= 0 and ffi.errno() == ESRCH then
+      stale[#stale + 1] = dir .. "/" .. name
+    end
+  end
+  libc.closedir(d)
+  for _, f in ipairs(stale) do libc.unlink(f) end
+end
+
 -- Writes the file atomically; `write_body(f)` streams the data section and
 -- returns its CRC, which then replaces the placeholder at `crc_at`.
 local function write_atomic(path, header, crc_at, write_body)
@@ -198,6 +224,7 @@ local function write_atomic(path, header, crc_at, write_body)
     libc.unlink(tmp)
     throw(("netcl.save: '%s': %s"):format(path, tostring(err)))
   end
+  remove_stale_temporaries(path)
   local fd = libc.open(dir_of(path), 0)   -- make the rename itself durable
   if fd >= 0 then libc.fsync(fd); libc.close(fd) end
 end
