@@ -30,3 +30,20 @@ function TestCApi:test_docs_example_compiles_and_runs()
   lu.assertNotNil(tonumber(x), "printed two numbers, got: " .. out)
   lu.assertNotNil(tonumber(y))
 end
+
+-- examples/embed/embed.c: an application embedding LuaJIT trains through
+-- netcl, and a second Lua state in its process is refused with the reason
+function TestCApi:test_embedded_luajit_and_a_second_state()
+  if not H.is_cpu then lu.skip("the embedding example runs once, on the cpu pass") end
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. dir)
+  local out, code = H.run(("gcc -std=c11 -Wall -Werror -I/usr/include/luajit-2.1 %s/examples/embed/embed.c -o %s/embed -lluajit-5.1")
+    :format(root, dir))
+  lu.assertEquals(code, 0, "compile failed:\n" .. out)
+  out, code = H.run(("LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' NETCL_DEVICE=cpu %s/embed")
+    :format(root, root, root, dir))
+  os.execute("rm -rf " .. dir)
+  lu.assertEquals(code, 0, out)
+  lu.assertStrContains(out, "second state refused: netcl: another Lua state in this process has already loaded netcl")
+end

@@ -164,6 +164,10 @@ const char *netcl_last_error(void);
 /* Releases every device, queue, program and pooled buffer; idempotent.
  * Also run at exit and on SIGINT. */
 void netcl_shutdown(void);
+/* The Lua binding's claim on the process: 0 for the first caller, -1 for
+ * every later one. The engine's state is process-wide, so one Lua state
+ * per process uses netcl (a second one is refused when it loads netcl). */
+int netcl_claim_lua_state(void);
 
 /* ---- dtypes ------------------------------------------------------------ */
 const char *netcl_dtype_name(netcl_dtype dtype);

@@ -32,6 +32,15 @@ end
 M.C = C
 M.path = path
 
+-- One Lua state per process: devices, memory pools, the RNG and the
+-- autocast and capture state are the process's, and a state that closes
+-- shuts them down (docs/c-api.md, "Embedding").
+if C.netcl_claim_lua_state() ~= 0 then
+  error("netcl: another Lua state in this process has already loaded netcl; netcl serves one Lua state per " ..
+        "process (its devices, memory pools and RNG are process-wide): use netcl from that state, or from " ..
+        "another process", 2)
+end
+
 -- ---- enums -------------------------------------------------------------------------
 
 -- The C enum `ctype` of the cdef (e.g. "netcl_dtype") as two Lua tables:

@@ -2,6 +2,7 @@
  * "opencl:N". Discovery runs once (pthread_once); devices live until
  * netcl_shutdown (explicit) or process exit. */
 #include "core/core.h"
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,17 @@ netcl_status nc_capture_guard(netcl_device *dev, const char *what)
                    strcmp(what, "from_host") == 0 || strcmp(what, "set_item") == 0 ? "uploads host data" : "reads a device value on the host",
                    dev->name, strcmp(what, "from_host") == 0 || strcmp(what, "set_item") == 0
                                   ? "pass it to the step as an argument instead" : "return it from the step instead");
+}
+
+/* The engine's state (devices, pools, the RNG, autocast and capture) is
+ * process-wide: the first Lua state to load netcl owns it for the life of
+ * the process. */
+static atomic_int lua_state_claimed;
+
+int netcl_claim_lua_state(void)
+{
+    int expected = 0;
+    return atomic_compare_exchange_strong(&lua_state_claimed, &expected, 1) ? 0 : -1;
 }
 
 void netcl_shutdown(void)
