@@ -116,7 +116,7 @@ static int lanes_body(text *t, const nc_fused *f)
     char buf[NC_FUSE_MAX_OPERANDS][LOAD_TEXT];
     const char *load[NC_FUSE_MAX_OPERANDS];
     for (int lane = 0; lane < 4; lane++) {
-        char sfx[4];
+        char sfx[16];
         snprintf(sfx, sizeof sfx, "_%d", lane);
         for (int k = 0; k < f->ninputs; k++) {
             netcl_dtype dt = f->inputs[k]->dtype;
