@@ -12,20 +12,24 @@ NC_CFLAGS = -std=c11 $(OPT) -g -fPIC -Wall -Wextra $(WERROR) -D_GNU_SOURCE \
            -DCL_TARGET_OPENCL_VERSION=120 -fvisibility=hidden -Isrc -pthread
 LDLIBS  += -ldl -lm -lpthread -lz -lpng
 
-SRCS    := $(wildcard src/*/*.c src/*/*/*.c)
+# dist/plugin/ is libnetcl_mpi.so's source (built by mpicc where MPI is installed)
+SRCS    := $(filter-out src/dist/plugin/%,$(wildcard src/*/*.c src/*/*/*.c))
 HDRS    := $(wildcard src/*.h src/*/*.h src/*/*/*.h)
 OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/kernels_embed.o
 KERNELS := $(wildcard kernels/*.cl)
 LIB     := $(BUILD)/libnetcl.so
 CDEF    := lua/netcl/cdef.lua
 LAUNCH  := $(BUILD)/netcl
+MPICC   := $(shell command -v mpicc 2>/dev/null)
+MPI_PLUGIN := $(if $(MPICC),$(BUILD)/libnetcl_mpi.so,)
 
 DEB_PKGS := gcc make luajit libluajit-5.1-dev ocl-icd-libopencl1 ocl-icd-opencl-dev \
             opencl-c-headers pocl-opencl-icd clinfo lua-unit libpng-dev zlib1g-dev \
-            libreadline-dev dataset-fashion-mnist libopenblas0-pthread luarocks
+            libreadline-dev dataset-fashion-mnist libopenblas0-pthread luarocks \
+            libopenmpi-dev openmpi-bin
 
 .PHONY: all deps test check demo clean bench cdef-check install
-all: $(LIB) $(CDEF) $(LAUNCH)
+all: $(LIB) $(CDEF) $(LAUNCH) $(MPI_PLUGIN)
 
 $(BUILD)/obj/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -62,10 +66,15 @@ $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 $(LIB): $(OBJS) Makefile
 	$(CC) -shared -Wl,-z,nodelete -o $@ $(OBJS) $(LDFLAGS) $(LDLIBS)
 
+# the mpi backend's plugin: the only object that includes mpi.h, loaded at
+# run time so that libnetcl needs no MPI (src/dist/mpi.c)
+$(BUILD)/libnetcl_mpi.so: src/dist/plugin/mpi.c src/netcl.h src/netcl_dist.h
+	$(MPICC) $(NC_CFLAGS) $(CFLAGS) -shared -o $@ $< $(LDFLAGS)
+
 # The FFI declarations are the headers' cdef sections (netcl.h, then
-# netcl_data.h) minus preprocessor lines; spec/cdef_spec.lua fails when
+# netcl_data.h, then netcl_dist.h) minus preprocessor lines; spec/cdef_spec.lua fails when
 # they drift apart.
-CDEF_HEADERS = src/netcl.h src/netcl_data.h
+CDEF_HEADERS = src/netcl.h src/netcl_data.h src/netcl_dist.h
 $(CDEF): $(CDEF_HEADERS) Makefile
 	@{ echo '-- generated from $(CDEF_HEADERS) by make; do not edit'; \
 	  echo 'return [==['; \

@@ -777,4 +777,5 @@ netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_g
 #endif
 
 #include "netcl_data.h"
+#include "netcl_dist.h"
 #endif /* NETCL_H */

@@ -5,6 +5,10 @@ usage: netcl [options] [script.lua [args...]]
   script.lua args   run a script (arg[0] = script, arg[1..] = args)
   -e 'code'         run code (netcl is preloaded as a global)
   -i                open the REPL after -e or a script; bare `netcl` opens it too
+  --nproc N script.lua args
+                    run N processes of the script on this host, joined by
+                    netcl.distributed.init() (shared memory); under MPI use
+                    mpirun -np N netcl script.lua args
   --devices         list the devices and their profiles
   --tune [DEVICE]   tune the GEMM kernels of DEVICE (default: the default
                     device) for the standard shapes; winners are cached on disk
@@ -64,6 +68,13 @@ local function main(...)
       if not ok then report(err) end
       io.write("tuning cache: ", netcl.tune_cache_path(dev), "\n")
       return
+    elseif a == "--nproc" then
+      local n = tonumber(args[i + 1])
+      if not n or n < 1 or n ~= math.floor(n) then report("netcl: --nproc needs a process count >= 1\n" .. usage) end
+      if not args[i + 2] then report("netcl: --nproc needs a script\n" .. usage) end
+      local argv = { arg[-1] or "luajit", arg[0] }
+      for j = i + 2, #args do argv[#argv + 1] = args[j] end
+      os.exit(require("netcl.launch").run(n, argv))
     elseif a == "-i" then
       interactive = true
     elseif a == "-e" then

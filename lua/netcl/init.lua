@@ -24,9 +24,11 @@ netcl.amp = require("netcl.amp")
 netcl.compile = require("netcl.jit").compile
 netcl.jit = require("netcl.jit").jit
 
--- netcl.data and netcl.image load on first use (lua/netcl/data/, image.lua)
+-- netcl.data, netcl.image and netcl.distributed load on first use
+-- (lua/netcl/data/, image.lua, distributed.lua)
 local LAZY = {
   data = function() return require("netcl.data") end,
+  distributed = function() return require("netcl.distributed") end,
   image = function() return require("netcl.image") end,
 }
 setmetatable(netcl, { __index = function(t, k)

@@ -10,6 +10,8 @@ for _, k in ipairs({ "TensorDataset", "Subset", "random_split", "MNIST", "Fashio
                      "ImageFolder", "list_dir" }) do
   M[k] = datasets[k]
 end
+local sampler = require("netcl.data.sampler")
+for _, k in ipairs({ "DistributedSampler", "WeightedRandomSampler", "ClassBalancedSampler" }) do M[k] = sampler[k] end
 M.SharedBatchRingBuffer = ring.SharedBatchRingBuffer
 M.worker_write_to_shm = ring.worker_write_to_shm
 M.augment = require("netcl.data.augment")

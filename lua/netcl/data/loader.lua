@@ -18,7 +18,7 @@ local Loader = {}
 
 local OPTIONS = { batch_size = "number", shuffle = "boolean", drop_last = "boolean", num_workers = "number",
                   prefetch = "number", seed = "number", transforms = "any", use_shared_mem = "boolean",
-                  device = "any", timeout = "number" }
+                  device = "any", timeout = "number", sampler = "table" }
 local U64 = ffi.typeof("uint64_t")
 local STREAM = 4294967296ULL              -- counters per sample or batch stream
 local BATCH_STREAMS = 0x8000000000000000ULL
@@ -35,12 +35,19 @@ function M.DataLoader(dataset, opts)
     if want ~= "any" and type(v) ~= want then throw(("DataLoader: option %s must be a %s, got %s"):format(k, want, type(v))) end
   end
   local n = util.dataset_len(dataset, "DataLoader")
+  if opts.sampler ~= nil then
+    if type(opts.sampler.indices) ~= "function" or type(opts.sampler.len) ~= "function" then
+      throw("DataLoader: sampler must have :len() and :indices(epoch) (netcl.data.DistributedSampler, ...)")
+    end
+    if opts.shuffle then throw("DataLoader: shuffle and sampler exclude each other (the sampler decides the order)") end
+  end
   local nw = count(opts.num_workers == nil and 4 or opts.num_workers, "num_workers", 0)
   local self = {
     dataset = dataset, batch_size = count(opts.batch_size or 32, "batch_size", 1),
     shuffle = opts.shuffle ~= false, drop_last = opts.drop_last == true, num_workers = nw,
     prefetch = count(opts.prefetch or math.max(2 * nw, 1), "prefetch", 1), transforms = opts.transforms,
     use_shared_mem = opts.use_shared_mem == true, timeout = opts.timeout, epoch = 0, n = n,
+    sampler = opts.sampler,
   }
   if self.transforms ~= nil and type(self.transforms) ~= "function" and type(self.transforms) ~= "table" then
     throw("DataLoader: transforms must be a function or a list of functions, got " .. type(self.transforms))
@@ -61,7 +68,7 @@ Loader.__tostring = function(self)
 end
 
 function Loader:num_batches()
-  local n = util.dataset_len(self.dataset, "DataLoader")
+  local n = self.sampler and self.sampler:len() or util.dataset_len(self.dataset, "DataLoader")
   if self.drop_last then return math.floor(n / self.batch_size) end
   return math.ceil(n / self.batch_size)
 end
@@ -72,6 +79,12 @@ function Loader:set_epoch(e) self.epoch = count(e, "epoch", 1) - 1 end
 -- 1-based dataset indices of batch b of epoch e
 function Loader:indices(e, b)
   local n = self.n
+  if self.sampler then
+    if self.perm_epoch ~= e then self.perm, self.perm_epoch = self.sampler:indices(e), e end
+    local out, first = {}, (b - 1) * self.batch_size
+    for k = first + 1, math.min(first + self.batch_size, #self.perm) do out[#out + 1] = self.perm[k] end
+    return out
+  end
   if self.perm_epoch ~= e then
     self.perm = self.perm_n == n and self.perm or ffi.new("int64_t[?]", math.max(n, 1))
     self.perm_n, self.perm_epoch = n, e

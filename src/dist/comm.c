@@ -1,0 +1,418 @@
+/* dist/comm.c — communicators and the collectives on tensors.
+ *
+ * The calling thread stages each tensor into host memory (a cpu tensor
+ * that is contiguous is used as it is; a device tensor goes through a
+ * pinned buffer) and queues the work; one worker thread per communicator
+ * runs the transport calls in queue order, so an asynchronous collective
+ * overlaps whatever the caller does next (backward, the next bucket's
+ * copies). netcl_dist_wait copies results back to the tensors in the
+ * caller's thread, the only thread that touches a device queue. A failed
+ * collective breaks the communicator: later work fails with its message. */
+#include "dist/dist.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "ops/ops.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { W_ALL_REDUCE, W_BROADCAST, W_REDUCE_SCATTER, W_ALL_GATHER, W_GATHER, W_SCATTER, W_BARRIER } work_kind;
+static const char *const kind_names[] = { "all_reduce", "broadcast", "reduce_scatter", "all_gather", "gather", "scatter", "barrier" };
+
+/* a tensor and the contiguous host tensor the transport reads or writes */
+typedef struct {
+    netcl_tensor *user, *host;
+} stage;
+
+struct netcl_dist_work {
+    netcl_comm *comm;
+    work_kind kind;
+    netcl_dist_op op;
+    int root;
+    stage in, out;            /* in-place kinds use `out` only */
+    netcl_dtype dtype;        /* the tensors' dtype */
+    int64_t n;                /* elements of one rank's block */
+    atomic_int done;
+    netcl_status st;
+    char msg[1024];
+    netcl_dist_work *next;
+};
+
+struct netcl_comm {
+    netcl_dist_backend backend;
+    nc_transport *tp;
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    netcl_dist_work *head, *tail;
+    int stop;
+    netcl_status broken;
+    char broken_msg[1024];
+};
+
+static void *host_ptr(netcl_tensor *t)
+{
+    return t ? (char *)t->storage->buf + t->offset * netcl_dtype_size(t->dtype) : NULL;
+}
+
+static int is_half(netcl_dtype dt) { return dt == NETCL_DTYPE_FLOAT16 || dt == NETCL_DTYPE_BFLOAT16; }
+static int is_float(netcl_dtype dt) { return is_half(dt) || dt == NETCL_DTYPE_FLOAT32 || dt == NETCL_DTYPE_FLOAT64; }
+
+/* ---- the worker ----------------------------------------------------------- */
+
+/* 16-bit floats reduce in float32 (rounded once at the end); AVG is a sum
+ * divided by the world size. Both run on the worker, off the caller. */
+static netcl_status reduce_call(nc_transport *tp, netcl_dist_work *w, const void *in, void *out, int64_t n)
+{
+    netcl_dist_op op = w->op == NETCL_DIST_AVG ? NETCL_DIST_SUM : w->op;
+    int scatter = w->kind == W_REDUCE_SCATTER;
+    int64_t nin = scatter ? n * tp->world : n;
+    netcl_dtype dt = w->dtype;
+    float *wide_in = NULL, *wide_out = NULL;
+    if (is_half(dt)) {
+        wide_in = malloc((size_t)(nin ? nin : 1) * sizeof(float));
+        wide_out = scatter ? malloc((size_t)(n ? n : 1) * sizeof(float)) : wide_in;
+        if (!wide_in || !wide_out) {
+            free(wide_in);
+            if (scatter) free(wide_out);
+            return nc_fail(NETCL_ERR_OOM, "distributed %s: out of host memory widening %lld elements", kind_names[w->kind], (long long)nin);
+        }
+        const uint16_t *h = in;
+        for (int64_t i = 0; i < nin; i++) wide_in[i] = dt == NETCL_DTYPE_FLOAT16 ? nc_half_to_float(h[i]) : nc_bf16_to_float(h[i]);
+        dt = NETCL_DTYPE_FLOAT32;
+    }
+    const void *src = wide_in ? (const void *)wide_in : in;
+    void *dst = wide_out ? (void *)wide_out : out;
+    netcl_status st = scatter ? tp->reduce_scatter(tp, src, dst, n, dt, op) : tp->all_reduce(tp, dst, n, dt, op);
+    if (st == NETCL_OK && w->op == NETCL_DIST_AVG) {
+        for (int64_t i = 0; i < n; i++) {
+            if (dt == NETCL_DTYPE_FLOAT64) ((double *)dst)[i] /= tp->world;
+            else ((float *)dst)[i] /= (float)tp->world;
+        }
+    }
+    if (st == NETCL_OK && wide_out) {
+        uint16_t *h = out;
+        for (int64_t i = 0; i < n; i++) h[i] = w->dtype == NETCL_DTYPE_FLOAT16 ? nc_float_to_half(wide_out[i]) : nc_float_to_bf16(wide_out[i]);
+    }
+    free(wide_in);
+    if (scatter) free(wide_out);
+    return st;
+}
+
+static netcl_status run(nc_transport *tp, netcl_dist_work *w)
+{
+    int64_t bytes = w->n * netcl_dtype_size(w->dtype);
+    void *in = host_ptr(w->in.host), *out = host_ptr(w->out.host);
+    switch (w->kind) {
+    case W_ALL_REDUCE: return reduce_call(tp, w, out, out, w->n);
+    case W_REDUCE_SCATTER: return reduce_call(tp, w, in, out, w->n);
+    case W_BROADCAST: return tp->broadcast(tp, out, bytes, w->root);
+    case W_ALL_GATHER: return tp->all_gather(tp, in, out, bytes);
+    case W_GATHER: return tp->gather(tp, in, out, bytes, w->root);
+    case W_SCATTER: return tp->scatter(tp, in, out, bytes, w->root);
+    case W_BARRIER: return tp->barrier(tp);
+    }
+    return NETCL_OK;
+}
+
+static void *worker(void *arg)
+{
+    netcl_comm *c = arg;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->head && !c->stop) pthread_cond_wait(&c->cond, &c->lock);
+        netcl_dist_work *w = c->head;
+        if (!w) break;
+        c->head = w->next;
+        if (!c->head) c->tail = NULL;
+        netcl_status broken = c->broken;
+        pthread_mutex_unlock(&c->lock);
+        if (broken) {
+            w->st = broken;
+            snprintf(w->msg, sizeof w->msg, "distributed %s: the communicator failed earlier: %.900s", kind_names[w->kind], c->broken_msg);
+        } else if ((w->st = run(c->tp, w)) != NETCL_OK) {
+            snprintf(w->msg, sizeof w->msg, "%s", netcl_last_error());
+        }
+        pthread_mutex_lock(&c->lock);
+        if (w->st != NETCL_OK && !c->broken) {
+            c->broken = w->st;
+            snprintf(c->broken_msg, sizeof c->broken_msg, "%s", w->msg);
+        }
+        atomic_store(&w->done, 1);
+        pthread_cond_broadcast(&c->cond);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+/* ---- communicators ---------------------------------------------------------- */
+
+netcl_status netcl_comm_init(netcl_comm **out, netcl_dist_backend backend, const char *name, int rank, int world,
+                             double timeout_s)
+{
+    if (!out) return nc_fail(NETCL_ERR_ARGUMENT, "distributed init: out is NULL");
+    *out = NULL;
+    nc_transport *tp = NULL;
+    if (backend == NETCL_DIST_SHM) NC_TRY(nc_shm_open(&tp, name, rank, world, timeout_s));
+    else if (backend == NETCL_DIST_MPI) NC_TRY(nc_mpi_open(&tp, timeout_s));
+    else return nc_fail(NETCL_ERR_ARGUMENT, "distributed init: unknown backend %d (shm or mpi)", (int)backend);
+    netcl_comm *c = calloc(1, sizeof *c);
+    if (!c) {
+        tp->destroy(tp);
+        return nc_fail(NETCL_ERR_OOM, "distributed init: out of host memory");
+    }
+    c->backend = backend;
+    c->tp = tp;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    if (pthread_create(&c->thread, NULL, worker, c) != 0) {
+        netcl_comm_release(c);
+        return nc_fail(NETCL_ERR_BACKEND, "distributed init: cannot start the worker thread");
+    }
+    c->thread_started = 1;
+    *out = c;
+    return NETCL_OK;
+}
+
+int netcl_comm_rank(const netcl_comm *c) { return c ? c->tp->rank : -1; }
+int netcl_comm_size(const netcl_comm *c) { return c ? c->tp->world : 0; }
+int netcl_comm_local_rank(const netcl_comm *c) { return c ? c->tp->local_rank : -1; }
+
+void netcl_comm_release(netcl_comm *c)
+{
+    if (!c) return;
+    if (c->thread_started) {
+        pthread_mutex_lock(&c->lock);
+        c->stop = 1;
+        pthread_cond_broadcast(&c->cond);
+        pthread_mutex_unlock(&c->lock);
+        pthread_join(c->thread, NULL);
+    }
+    c->tp->destroy(c->tp);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+}
+
+/* ---- staging and submission --------------------------------------------------- */
+
+static netcl_status stage_tensor(stage *s, netcl_tensor *t, int read)
+{
+    s->user = t;
+    netcl_tensor_retain(t);
+    if (nc_dev(t)->type == NETCL_DEVICE_CPU && netcl_tensor_is_contiguous(t)) {
+        netcl_tensor_retain(t);
+        s->host = t;
+        nc_storage_settle(t->storage);
+        return NETCL_OK;
+    }
+    NC_TRY(netcl_tensor_empty_pinned(&s->host, nc_dev(t), t->dtype, t->ndim, t->sizes));
+    if (read) NC_TRY(nc_fwd_tensor_copy_(s->host, t));
+    nc_storage_settle(s->host->storage);
+    return NETCL_OK;
+}
+
+static void stage_release(stage *s)
+{
+    netcl_tensor_release(s->host);
+    netcl_tensor_release(s->user);
+    s->host = s->user = NULL;
+}
+
+static void work_free(netcl_dist_work *w)
+{
+    stage_release(&w->in);
+    stage_release(&w->out);
+    free(w);
+}
+
+static netcl_status check_op(const char *what, const netcl_tensor *t, netcl_dist_op op)
+{
+    if ((unsigned)op > NETCL_DIST_PRODUCT)
+        return nc_fail(NETCL_ERR_ARGUMENT, "distributed %s: unknown reduce op %d (sum, avg, max, min, product)", what, (int)op);
+    if (op == NETCL_DIST_AVG && !is_float(t->dtype))
+        return nc_fail(NETCL_ERR_ARGUMENT, "distributed %s: avg needs a float tensor, got %s (use sum)", what, nc_describe(t));
+    return NETCL_OK;
+}
+
+static netcl_status check_root(const char *what, const netcl_comm *c, int root)
+{
+    if (root < 0 || root >= c->tp->world)
+        return nc_fail(NETCL_ERR_ARGUMENT, "distributed %s: root %d is not a rank of this world of %d (ranks count from 0)",
+                       what, root, c->tp->world);
+    return NETCL_OK;
+}
+
+/* Queues w (its tensors staged) and, without async, waits for it. */
+static netcl_status submit(netcl_dist_work *w, netcl_dist_work **async)
+{
+    netcl_comm *c = w->comm;
+    if (w->out.user) nc_tensor_bump_version(w->out.user);
+    pthread_mutex_lock(&c->lock);
+    if (c->tail) c->tail->next = w;
+    else c->head = w;
+    c->tail = w;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    if (async) {
+        *async = w;
+        return NETCL_OK;
+    }
+    return netcl_dist_wait(w);
+}
+
+static netcl_status start(netcl_dist_work **out, netcl_comm *c, work_kind kind, const char *what)
+{
+    *out = NULL;
+    if (!c) return nc_fail(NETCL_ERR_ARGUMENT, "distributed %s: no communicator (call distributed.init first)", what);
+    netcl_dist_work *w = calloc(1, sizeof *w);
+    if (!w) return nc_fail(NETCL_ERR_OOM, "distributed %s: out of host memory", what);
+    w->comm = c;
+    w->kind = kind;
+    *out = w;
+    return NETCL_OK;
+}
+
+static netcl_status fail_work(netcl_dist_work *w, netcl_status st)
+{
+    if (w) work_free(w);
+    return st;
+}
+
+static netcl_status need_tensor(const char *what, const char *name, const netcl_tensor *t)
+{
+    return t ? NETCL_OK : nc_fail(NETCL_ERR_ARGUMENT, "distributed %s: %s is missing", what, name);
+}
+
+netcl_status netcl_dist_all_reduce(netcl_comm *c, netcl_tensor *t, netcl_dist_op op, netcl_dist_work **async)
+{
+    netcl_dist_work *w;
+    NC_TRY(need_tensor("all_reduce", "the tensor", t));
+    NC_TRY(check_op("all_reduce", t, op));
+    NC_TRY(start(&w, c, W_ALL_REDUCE, "all_reduce"));
+    w->op = op;
+    w->dtype = t->dtype;
+    w->n = netcl_tensor_numel(t);
+    netcl_status st = stage_tensor(&w->out, t, 1);
+    return st != NETCL_OK ? fail_work(w, st) : submit(w, async);
+}
+
+netcl_status netcl_dist_broadcast(netcl_comm *c, netcl_tensor *t, int root, netcl_dist_work **async)
+{
+    netcl_dist_work *w;
+    NC_TRY(need_tensor("broadcast", "the tensor", t));
+    if (c) NC_TRY(check_root("broadcast", c, root));
+    NC_TRY(start(&w, c, W_BROADCAST, "broadcast"));
+    w->root = root;
+    w->dtype = t->dtype;
+    w->n = netcl_tensor_numel(t);
+    netcl_status st = stage_tensor(&w->out, t, c->tp->rank == root);
+    return st != NETCL_OK ? fail_work(w, st) : submit(w, async);
+}
+
+/* big (numel world*n) and small (numel n) of one dtype */
+static netcl_status check_blocks(const char *what, const netcl_comm *c, const netcl_tensor *big, const netcl_tensor *small)
+{
+    if (big->dtype != small->dtype)
+        return nc_fail(NETCL_ERR_ARGUMENT, "distributed %s: dtypes differ: %s and %s", what, nc_describe(big), nc_describe(small));
+    if (netcl_tensor_numel(big) != netcl_tensor_numel(small) * c->tp->world)
+        return nc_fail(NETCL_ERR_ARGUMENT, "distributed %s: %s must hold world size (%d) x %lld elements of %s", what,
+                       nc_describe(big), c->tp->world, (long long)netcl_tensor_numel(small), nc_describe(small));
+    return NETCL_OK;
+}
+
+netcl_status netcl_dist_reduce_scatter(netcl_comm *c, netcl_tensor *out, netcl_tensor *in, netcl_dist_op op,
+                                       netcl_dist_work **async)
+{
+    netcl_dist_work *w;
+    NC_TRY(need_tensor("reduce_scatter", "out", out));
+    NC_TRY(need_tensor("reduce_scatter", "in", in));
+    NC_TRY(check_op("reduce_scatter", in, op));
+    NC_TRY(start(&w, c, W_REDUCE_SCATTER, "reduce_scatter"));
+    netcl_status st = check_blocks("reduce_scatter", c, in, out);
+    w->op = op;
+    w->dtype = in->dtype;
+    w->n = netcl_tensor_numel(out);
+    if (st == NETCL_OK) st = stage_tensor(&w->in, in, 1);
+    if (st == NETCL_OK) st = stage_tensor(&w->out, out, 0);
+    return st != NETCL_OK ? fail_work(w, st) : submit(w, async);
+}
+
+static netcl_status gather_kind(netcl_comm *c, work_kind kind, netcl_tensor *out, netcl_tensor *in, int root,
+                                netcl_dist_work **async)
+{
+    const char *what = kind_names[kind];
+    netcl_dist_work *w;
+    NC_TRY(need_tensor(what, "in", in));
+    if (c && kind == W_GATHER) NC_TRY(check_root(what, c, root));
+    NC_TRY(start(&w, c, kind, what));
+    int has_out = kind == W_ALL_GATHER || c->tp->rank == root;
+    netcl_status st = has_out ? need_tensor(what, "out (on this rank)", out) : NETCL_OK;
+    if (st == NETCL_OK && has_out) st = check_blocks(what, c, out, in);
+    w->root = root;
+    w->dtype = in->dtype;
+    w->n = netcl_tensor_numel(in);
+    if (st == NETCL_OK) st = stage_tensor(&w->in, in, 1);
+    if (st == NETCL_OK && has_out) st = stage_tensor(&w->out, out, 0);
+    return st != NETCL_OK ? fail_work(w, st) : submit(w, async);
+}
+
+netcl_status netcl_dist_all_gather(netcl_comm *c, netcl_tensor *out, netcl_tensor *in, netcl_dist_work **async)
+{
+    return gather_kind(c, W_ALL_GATHER, out, in, 0, async);
+}
+
+netcl_status netcl_dist_gather(netcl_comm *c, netcl_tensor *out, netcl_tensor *in, int root, netcl_dist_work **async)
+{
+    return gather_kind(c, W_GATHER, out, in, root, async);
+}
+
+netcl_status netcl_dist_scatter(netcl_comm *c, netcl_tensor *out, netcl_tensor *in, int root, netcl_dist_work **async)
+{
+    netcl_dist_work *w;
+    NC_TRY(need_tensor("scatter", "out", out));
+    if (c) NC_TRY(check_root("scatter", c, root));
+    NC_TRY(start(&w, c, W_SCATTER, "scatter"));
+    int is_root = c->tp->rank == root;
+    netcl_status st = is_root ? need_tensor("scatter", "in (on the root)", in) : NETCL_OK;
+    if (st == NETCL_OK && is_root) st = check_blocks("scatter", c, in, out);
+    w->root = root;
+    w->dtype = out->dtype;
+    w->n = netcl_tensor_numel(out);
+    if (st == NETCL_OK && is_root) st = stage_tensor(&w->in, in, 1);
+    if (st == NETCL_OK) st = stage_tensor(&w->out, out, 0);
+    return st != NETCL_OK ? fail_work(w, st) : submit(w, async);
+}
+
+netcl_status netcl_dist_barrier(netcl_comm *c)
+{
+    netcl_dist_work *w;
+    NC_TRY(start(&w, c, W_BARRIER, "barrier"));
+    return submit(w, NULL);
+}
+
+int netcl_dist_done(const netcl_dist_work *w)
+{
+    return w ? atomic_load(&w->done) : 1;
+}
+
+netcl_status netcl_dist_wait(netcl_dist_work *w)
+{
+    if (!w) return nc_fail(NETCL_ERR_ARGUMENT, "distributed wait: no work handle");
+    netcl_comm *c = w->comm;
+    pthread_mutex_lock(&c->lock);
+    while (!atomic_load(&w->done)) pthread_cond_wait(&c->cond, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    netcl_status st = w->st;
+    if (st != NETCL_OK) nc_fail(st, "%s", w->msg);
+    else if (w->out.host && w->out.host != w->out.user) {
+        st = nc_fwd_tensor_copy_(w->out.user, w->out.host);
+        if (st != NETCL_OK) nc_error_prefix("distributed %s: writing the result back: ", kind_names[w->kind]);
+    }
+    work_free(w);
+    return st;
+}

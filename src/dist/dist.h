@@ -1,0 +1,36 @@
+/* dist/dist.h — the collectives' inner interface: a transport moves and
+ * reduces host buffers between the ranks (shm.c, mpi.c); comm.c turns
+ * tensor collectives into transport calls run by one worker thread per
+ * communicator. Transports see float32, float64, int32, int64, uint8 and
+ * bool only, and never AVG: comm.c widens 16-bit floats and divides. */
+#ifndef NETCL_DIST_INTERNAL_H
+#define NETCL_DIST_INTERNAL_H
+
+#include "netcl_dist.h"
+#include <stdint.h>
+
+typedef struct nc_transport nc_transport;
+struct nc_transport {
+    int rank, world, local_rank;
+    netcl_status (*all_reduce)(nc_transport *t, void *buf, int64_t n, netcl_dtype dt, netcl_dist_op op);
+    netcl_status (*broadcast)(nc_transport *t, void *buf, int64_t nbytes, int root);
+    /* in: world slices of n elements; out: n elements */
+    netcl_status (*reduce_scatter)(nc_transport *t, const void *in, void *out, int64_t n, netcl_dtype dt,
+                                   netcl_dist_op op);
+    /* in: nbytes; out: world * nbytes (gather: root only) */
+    netcl_status (*all_gather)(nc_transport *t, const void *in, void *out, int64_t nbytes);
+    netcl_status (*gather)(nc_transport *t, const void *in, void *out, int64_t nbytes, int root);
+    /* in: world * nbytes on root; out: nbytes */
+    netcl_status (*scatter)(nc_transport *t, const void *in, void *out, int64_t nbytes, int root);
+    netcl_status (*barrier)(nc_transport *t);
+    void (*destroy)(nc_transport *t);
+};
+
+netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int world, double timeout_s);
+netcl_status nc_mpi_open(nc_transport **out, double timeout_s);
+
+/* acc[i] = acc[i] op src[i] for the transport dtypes (op not AVG). */
+void nc_dist_accumulate(void *acc, const void *src, int64_t n, netcl_dtype dt, netcl_dist_op op);
+const char *nc_dist_op_name(netcl_dist_op op);
+
+#endif
