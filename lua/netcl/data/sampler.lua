@@ -1,5 +1,5 @@
 -- netcl/data/sampler.lua — samplers: which dataset indices an epoch visits,
--- for DataLoader{sampler=...}. A sampler has :len() (also #s) and
+-- for DataLoader{sampler=...}. A sampler has :len() and
 -- :indices(epoch) -> a list of 1-based dataset indices; it depends only on
 -- its seed and the epoch, so every worker process and every rank computes
 -- the same list. DistributedSampler gives each rank its share of one
