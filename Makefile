@@ -126,6 +126,7 @@ INST_BINDIR ?= /usr/local/bin
 install: all
 	cd lua && find netcl -name '*.lua' -exec install -D -m 644 {} "$(INST_LUADIR)/{}" \;
 	install -D -m 755 $(LIB) "$(INST_LIBDIR)/libnetcl.so"
+	$(if $(MPI_PLUGIN),install -D -m 755 $(MPI_PLUGIN) "$(INST_LIBDIR)/libnetcl_mpi.so")
 	@mkdir -p "$(INST_BINDIR)"
 	sed -e "s|@LUADIR@|$(INST_LUADIR)|g" -e "s|@LIBDIR@|$(INST_LIBDIR)|g" lua/netcl/launcher.sh > "$(INST_BINDIR)/netcl"
 	chmod 755 "$(INST_BINDIR)/netcl"
