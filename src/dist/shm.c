@@ -105,6 +105,16 @@ static netcl_status give_up(shm_t *s, netcl_status st)
     return st;
 }
 
+/* An error naming rank q when its process has exited. */
+static netcl_status check_peer(shm_t *s, int q)
+{
+    int pid = atomic_load(&s->pids[q]);
+    if (pid > 0 && !process_alive(pid))
+        return give_up(s, nc_fail(NETCL_ERR_BACKEND, "distributed %s: rank %d (pid %d) has exited; rank %d cannot continue",
+                                  s->what, q, pid, s->base.rank));
+    return NETCL_OK;
+}
+
 /* The first rank that has not reached `target`, or -1. */
 static int first_missing(shm_t *s, uint32_t target)
 {
@@ -125,9 +135,11 @@ static netcl_status sync_all(shm_t *s)
         int q = first_missing(s, mine);
         if (q < 0) return NETCL_OK;
         int32_t ab = atomic_load(&s->h->abort_rank);
-        if (ab && ab != s->base.rank + 1)
+        if (ab && ab != s->base.rank + 1) {
+            NC_TRY(check_peer(s, q));   /* a dead peer is the better message */
             return nc_fail(NETCL_ERR_BACKEND, "distributed %s: rank %d failed, so the job cannot continue (see its message)",
                            s->what, ab - 1);
+        }
         if (spins < 2000) {
             if (spins > 100) sched_yield();
             continue;
@@ -137,10 +149,7 @@ static netcl_status sync_all(shm_t *s)
         double t = now_s();
         if (t >= next_check) {
             next_check = t + 0.05;
-            int pid = atomic_load(&s->pids[q]);
-            if (pid > 0 && !process_alive(pid))
-                return give_up(s, nc_fail(NETCL_ERR_BACKEND, "distributed %s: rank %d (pid %d) has exited; rank %d cannot continue",
-                                          s->what, q, pid, s->base.rank));
+            NC_TRY(check_peer(s, q));
         }
         if (t - start > s->timeout_s)
             return give_up(s, nc_fail(NETCL_ERR_BACKEND,
