@@ -2,11 +2,12 @@
 -- (Debian's dataset-fashion-mnist, IDX .gz files read by netcl) on the
 -- default device: conv32-bn-relu-pool, conv64-bn-relu-pool, fc128-relu-dropout,
 -- fc10; Adam with a one-cycle learning rate, batch 128, shuffled seeded
--- batches through netcl.data. Prints per-epoch loss, train/test accuracy,
--- images/s and elapsed time, and saves a checkpoint (model, optimizer,
--- scheduler, epoch, test accuracy) with netcl.save.
+-- batches through netcl.data, trained by netcl.Trainer. Prints a progress
+-- line, per-epoch loss, train/test accuracy and images/s, and saves a
+-- checkpoint (model, optimizer, scheduler, epoch, test accuracy).
 --   netcl examples/fashion_mnist.lua [--quick] [--epochs N] [--device NAME] [--data DIR]
 --       [--save PATH] [--batch N] [--lr F] [--limit N] [--test-limit N] [--augment] [--seed N] [--compile] [--amp]
+--       [--checkpoint-dir DIR]
 -- Defaults: 6 epochs (>= 91% test accuracy); --quick: 1 epoch (>= 88%, what
 -- `make demo` runs). --limit trains on the first N images (tests use it).
 -- --compile replays the training step (netcl.compile) from the second batch on.
@@ -30,7 +31,7 @@ while arg and arg[i] do
     local v = arg[i + 1]
     if v == nil then error("--" .. key .. " needs a value") end
     if not (key == "epochs" or key == "device" or key == "data" or key == "save" or key == "batch" or key == "lr" or
-            key == "limit" or key == "test-limit" or key == "seed" or key == "workers") then
+            key == "limit" or key == "test-limit" or key == "seed" or key == "workers" or key == "checkpoint-dir") then
       error("unknown argument --" .. key)
     end
     opts[key] = tonumber(v) or v
@@ -38,9 +39,6 @@ while arg and arg[i] do
   end
 end
 opts.epochs = opts.epochs or (opts.quick and 1 or 6)
-if opts.amp and opts.compile then
-  error("--amp with --compile: the GradScaler reads its overflow flag on the host, which a compiled step cannot do")
-end
 local dev = netcl.device(opts.device).name
 
 local ffi = require("ffi")
@@ -85,78 +83,25 @@ print(model)
 
 local opt = optim.Adam(model, { lr = opts.lr })
 local sched = optim.lr_scheduler.OneCycleLR(opt, { max_lr = opts.lr, epochs = opts.epochs, steps_per_epoch = #train_loader })
-local criterion = nn.CrossEntropyLoss()
 
--- accuracy (0..1) of the model in eval mode over a loader
-local function evaluate(loader)
-  model:eval()
-  local correct, n = nil, 0
-  netcl.no_grad(function()
-    for x, y in loader do
-      local c = amp.autocast(function() return model(x) end, { enabled = opts.amp == true }):argmax(2):eq(y):sum()
-      correct = correct and correct + c or c
-      n = n + y:size(1)
-    end
-  end)
-  model:train()
-  return correct:item() / n
-end
-
--- ---- training -----------------------------------------------------------------------------
--- one step: its loss and the batch's correct predictions (device scalars)
-local scaler = amp.GradScaler({ enabled = opts.amp == true })
-local function train_step(x, y)
-  opt:zero_grad()
-  local logits, loss = amp.autocast(function()
-    local l = model(x)
-    return l, criterion(l, y)
-  end, { enabled = opts.amp == true })
-  scaler:scale_loss(loss):backward()
-  scaler:step(opt)
-  scaler:update()
-  sched:step()
-  return loss:detach(), netcl.no_grad(function() return logits:argmax(2):eq(y):sum() end)
-end
-
--- With --compile the first batch runs eagerly (the optimizer makes its
--- state) and the second is the captured step; later batches replay it.
-local run_step, eager_steps = train_step, 0
-if opts.compile then
-  run_step = function(x, y)
-    if eager_steps < 1 then eager_steps = eager_steps + 1; return train_step(x, y) end
-    local compiled = netcl.compile(train_step, x, y, { compile_options = true, warmup = 0 })
-    print(("compiled the training step: %d kernels a step, %d before fusion"):format(compiled.kernels, compiled.captured_kernels))
-    run_step = compiled
-    return compiled.results[1], compiled.results[2]
-  end
-end
-
-local test_acc
-local train_time = 0
-for epoch = 1, opts.epochs do
-  local t0 = now()
-  local loss_sum, correct, seen, steps = nil, nil, 0, 0
-  for x, y in train_loader do
-    local loss, hits = run_step(x, y)
-    -- running sums stay on the device: no synchronisation per step
-    netcl.no_grad(function()
-      loss_sum = loss_sum and loss_sum + loss or loss:clone()
-      correct = correct and correct + hits or hits:clone()
-    end)
-    seen, steps = seen + y:size(1), steps + 1
-  end
-  local mean_loss, train_acc = loss_sum:item() / steps, correct:item() / seen   -- item() waits for the device
-  local secs = now() - t0
-  train_time = train_time + secs
-  test_acc = evaluate(test_loader)
-  print(("epoch %d/%d: loss %.4f  train acc %.2f%%  test acc %.2f%%  %.0f img/s  (epoch %.1f s, elapsed %.1f s)"):format(
-    epoch, opts.epochs, mean_loss, 100 * train_acc, 100 * test_acc, seen / secs, secs, now() - wall0))
-end
+-- ---- training: netcl.Trainer (docs/trainer.md) -------------------------------------------
+-- a progress line on a terminal, one summary line per epoch, test accuracy
+-- after each epoch; with --checkpoint-dir a log, a PNG of the curves and a
+-- checkpoint per epoch that a restarted run resumes from
+local trainer = netcl.Trainer({
+  model = model, optimizer = opt, loss = nn.CrossEntropyLoss(), scheduler = sched, scheduler_interval = "batch",
+  metrics = { "loss", "accuracy" }, amp = opts.amp == true, compile = opts.compile == true,
+  checkpoint_dir = opts["checkpoint-dir"],
+})
+local t0 = now()
+local history = trainer:fit(train_loader, { epochs = opts.epochs, val = test_loader })
+local train_time = now() - t0
+local test_acc = history[#history].val_accuracy
 
 if opts.save ~= "" and opts.save ~= "none" then
-  netcl.save({ model = model, optimizer = opt, scheduler = sched, epoch = opts.epochs, test_accuracy = test_acc }, opts.save)
+  netcl.save({ model = model, optimizer = opt, scheduler = sched, epoch = #history, test_accuracy = test_acc }, opts.save)
   print("checkpoint: " .. opts.save)
 end
 train_loader:close()
-print(("final test accuracy %.2f%% after %d epochs; training %.1f s, total %.1f s"):format(100 * test_acc, opts.epochs,
+print(("final test accuracy %.2f%% after %d epochs; training %.1f s, total %.1f s"):format(100 * test_acc, #history,
   train_time, now() - wall0))

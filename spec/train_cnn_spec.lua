@@ -79,7 +79,7 @@ function TestTrainCNN:test_example_runs_and_saves()
   local out, code = H.run(("%s/build/netcl %s/examples/fashion_mnist.lua --epochs 1 --limit 512 --test-limit 500 --device cpu --save %s")
     :format(root, root, path))
   lu.assertEquals(code, 0, out)
-  lu.assertNotNil(out:match("epoch 1/1: loss [%d%.]+  train acc [%d%.]+%%  test acc [%d%.]+%%  %d+ img/s"), out)
+  lu.assertNotNil(out:match("epoch 1/1:  train loss [%d%.]+  train accuracy [%d%.]+%%  val loss [%d%.]+  val accuracy [%d%.]+%%  %d+ img/s"), out)
   local ck = netcl.load(path)
   os.remove(path)
   lu.assertEquals(ck.epoch, 1)
@@ -99,6 +99,6 @@ function TestTrainCNN:test_example_compiled_trains_as_eager()
   lu.assertEquals(c1, 0, eager)
   lu.assertEquals(c2, 0, compiled)
   lu.assertNotNil(compiled:match("compiled the training step: %d+ kernels a step"), compiled)
-  local pat = "epoch 1/1: loss ([%d%.]+)  train acc ([%d%.]+)%%  test acc ([%d%.]+)%%"
+  local pat = "epoch 1/1:  train loss ([%d%.]+)  train accuracy ([%d%.]+)%%  val loss [%d%.]+  val accuracy ([%d%.]+)%%"
   lu.assertEquals({ compiled:match(pat) }, { eager:match(pat) })
 end

@@ -29,6 +29,8 @@ netcl.jit = require("netcl.jit").jit
 local LAZY = {
   data = function() return require("netcl.data") end,
   distributed = function() return require("netcl.distributed") end,
+  Trainer = function() return require("netcl.trainer").Trainer end,
+  trainer = function() return require("netcl.trainer") end,
   image = function() return require("netcl.image") end,
 }
 setmetatable(netcl, { __index = function(t, k)
