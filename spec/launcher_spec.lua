@@ -92,12 +92,52 @@ function TestLauncher:test_script_error_exits_nonzero_with_traceback()
 end
 
 function TestLauncher:test_repl_prints_expressions_and_survives_errors()
-  local out, ok = run("printf '1+1\\nnetcl.ones(2)\\nerror(\"boom\")\\nlocal x = 5\\nfor i=1,2 do\\nprint(i)\\nend\\n40+2\\n' | HOME=$(mktemp -d) " .. launcher .. " -i")
-  lu.assertTrue(ok, out)
+  local out, ok, code = run("printf '1+1\\nnetcl.ones(2)\\nerror(\"boom\")\\nlocal x = 5\\nfor i=1,2 do\\nprint(i)\\nend\\n40+2\\n' | HOME=$(mktemp -d) " .. launcher .. " -i")
+  lu.assertFalse(ok, out)   -- piped input: a failed line makes the exit status 1, after the rest ran
+  lu.assertEquals(code, 1)
   lu.assertStrContains(out, "2")
   lu.assertStrContains(out, "float32")
-  lu.assertStrContains(out, "boom")
+  lu.assertStrContains(out, "stdin:1: boom")
   lu.assertStrContains(out, "42")
+  out, ok = run("printf '1+1\\n' | HOME=$(mktemp -d) " .. launcher .. " -i")
+  lu.assertTrue(ok, out)
+end
+
+function TestLauncher:test_repl_quiet_last_help_and_timing()
+  local script = table.concat({ "netcl.ones(2) * 7;", "_LAST:sum()", "21 * 2;", "_LAST + 0", "?netcl.distributed.all_reduce",
+                                "help(netcl.Trainer)", "os.execute([[sleep 1.1]])" }, "\\n")
+  local out, ok = run("printf '" .. script .. "\\n' | HOME=$(mktemp -d) " .. launcher .. " -i")
+  lu.assertTrue(ok, out)
+  lu.assertNil(out:find("of size 2", 1, true), out)                  -- the quiet line printed nothing
+  lu.assertStrContains(out, "> 14")                                   -- _LAST after a quiet line
+  lu.assertStrContains(out, "> 42")
+  lu.assertStrContains(out, "all_reduce(t, op=\"sum\", {async=true}) in place on every rank")
+  lu.assertStrContains(out, "lua/netcl/distributed.lua")
+  lu.assertStrContains(out, "see docs/trainer.md")
+  lu.assertNotNil(out:match("%(1%.%d%d s%)"), out)
+  out, ok = run(launcher .. " -l netcl.json -e 'print(json.encode({1, 2}))'")
+  lu.assertTrue(ok, out)
+  lu.assertStrContains(out, "[1,2]")
+end
+
+-- drives the REPL in a pseudo-terminal (script(1)): Tab completes names,
+-- methods through metatables and file names inside strings; history is
+-- appended line by line, so a killed session keeps it
+function TestLauncher:test_repl_completion_in_a_terminal()
+  if not (H.run("command -v script")):match("%S") then lu.skip("script(1) (bsdutils) is not installed") end
+  local home = (H.run("mktemp -d")):match("%S+")
+  local keys = "(sleep 1.5; printf 'x = netcl.ones(3)\\n'; sleep 0.3; printf 'print(netcl.zeros_l\\t(2):sum())\\n'; sleep 0.3; " ..
+               "printf 'print(x:nume\\t())\\n'; sleep 0.3; printf 'print(io.open(\"/etc/hostn\\t) ~= nil)\\n'; sleep 0.5; " ..
+               "printf 'history_marker = 1\\n'; sleep 0.5)"
+  local out = run(keys .. " | HOME=" .. home .. " TERM=xterm timeout -s KILL 8 script -qfc '" .. launcher .. "' /dev/null")
+  lu.assertStrContains(out, "print(netcl.zeros_like(2):sum())")
+  lu.assertStrContains(out, "print(x:numel())")
+  lu.assertStrContains(out, "print(io.open(\"/etc/hostname\") ~= nil)")
+  lu.assertStrContains(out, "true")
+  -- the session was killed, not closed: the history holds every line anyway
+  local hist = H.read_file(home .. "/.netcl_history")
+  lu.assertStrContains(hist, "history_marker = 1")
+  os.execute("rm -rf " .. home)
 end
 
 function TestLauncher:test_sigint_interrupts_cleanly()

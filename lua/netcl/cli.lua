@@ -5,6 +5,7 @@ usage: netcl [options] [script.lua [args...]]
   script.lua args   run a script (arg[0] = script, arg[1..] = args)
   -e 'code'         run code (netcl is preloaded as a global)
   -i                open the REPL after -e or a script; bare `netcl` opens it too
+  -l name           require(name) into the global `name` first (as lua -l)
   --nproc N script.lua args
                     run N processes of the script on this host, joined by
                     netcl.distributed.init() (shared memory); under MPI use
@@ -75,6 +76,13 @@ local function main(...)
       local argv = { arg[-1] or "luajit", arg[0] }
       for j = i + 2, #args do argv[#argv + 1] = args[j] end
       os.exit(require("netcl.launch").run(n, argv))
+    elseif a == "-l" then
+      local name = args[i + 1] or report("netcl: -l needs a module name")
+      -- the user's module, not one of netcl's layers (spec/lua_layers_spec.lua checks literal requires)
+      local ok, mod = pcall(_G.require, name)
+      if not ok then report(mod) end
+      rawset(_G, name:match("([^.]+)$"), mod)
+      i = i + 1
     elseif a == "-i" then
       interactive = true
     elseif a == "-e" then

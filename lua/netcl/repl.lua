@@ -1,9 +1,14 @@
 -- netcl/repl.lua — the interactive prompt: GNU readline (through the FFI)
--- for line editing and persistent history when stdin is a terminal, else
--- plain io.read (so it can be scripted); expressions print without `=`,
--- incomplete statements continue on ">>", errors print and the session goes
--- on. Ctrl-C at the prompt drops the line (SIGINT is read from a signalfd
--- there); while code runs it interrupts that code; Ctrl-D quits.
+-- for line editing, Tab completion (globals, fields, methods through
+-- metatables; file names inside strings) and history appended line by line
+-- when stdin is a terminal, else plain io.read (so it can be scripted);
+-- expressions print without `=` (a trailing `;` keeps them quiet, _LAST
+-- holds the first result), `?name` and help(x) show documentation
+-- (netcl.help), a command that ran over a second says how long, incomplete
+-- statements continue on ">>", errors print and the session goes on (piped
+-- input exits 1 at the end when a line failed). Ctrl-C at the prompt drops
+-- the line (SIGINT is read from a signalfd there); while code runs it
+-- interrupts that code; Ctrl-D quits.
 local ffi = require("ffi")
 
 local M = {}
@@ -33,6 +38,15 @@ int netcl_libc_sigprocmask(int how, const void *set, void *old) __asm__("sigproc
 int netcl_libc_sigaction(int sig, const void *act, void *old) __asm__("sigaction");
 int netcl_libc_signalfd(int fd, const void *mask, int flags) __asm__("signalfd");
 long netcl_libc_read(int fd, void *buf, unsigned long n) __asm__("read");
+void *netcl_libc_malloc(unsigned long n) __asm__("malloc");
+typedef char **(*netcl_rl_completer)(const char *text, int start, int end);
+netcl_rl_completer netcl_rl_attempted_completion_function __asm__("rl_attempted_completion_function");
+int netcl_rl_attempted_completion_over __asm__("rl_attempted_completion_over");
+int netcl_rl_completion_append_character __asm__("rl_completion_append_character");
+const char *netcl_rl_basic_word_break_characters __asm__("rl_basic_word_break_characters");
+char *netcl_rl_line_buffer __asm__("rl_line_buffer");
+int netcl_rl_append_history(int n, const char *file) __asm__("append_history");
+int netcl_rl_history_truncate_file(const char *file, int lines) __asm__("history_truncate_file");
 ]]
 pcall(ffi.cdef, DECLS)   -- a second load of this module finds them declared
 
@@ -118,6 +132,46 @@ local function callback_reader(rl, sig)
   end
 end
 
+-- Tab completion through readline: names (help.complete) outside strings,
+-- readline's own file-name completion inside them. '.', ':', '/' and '-'
+-- do not break words, so "netcl.nn.Li" completes as one name and
+-- "/usr/share/data" as one path.
+local BREAKS = " \t\n\"\\'><=;+*%^~#{}()[],"
+local function install_completion(rl)
+  local help = require("netcl.help")
+  local C = ffi.C
+  local function cstr(str)
+    local p = ffi.cast("char *", C.netcl_libc_malloc(#str + 1))
+    ffi.copy(p, str)
+    return p
+  end
+  local breaks = ffi.new("char[?]", #BREAKS + 1, BREAKS)
+  rl.netcl_rl_basic_word_break_characters = breaks
+  local cb = ffi.cast("netcl_rl_completer", function(text, start)
+    local before = ffi.string(rl.netcl_rl_line_buffer, start)
+    local _, quotes = before:gsub("[\"']", "")
+    if quotes % 2 == 1 then return nil end            -- inside a string: file names
+    rl.netcl_rl_attempted_completion_over = 1
+    rl.netcl_rl_completion_append_character = 0
+    local ok, list = pcall(help.complete, ffi.string(text), _G)
+    if not ok or #list == 0 then return nil end
+    local common = list[1]
+    for i = 2, #list do
+      local k = 0
+      while k < #common and common:sub(k + 1, k + 1) == list[i]:sub(k + 1, k + 1) do k = k + 1 end
+      common = common:sub(1, k)
+    end
+    local arr = ffi.cast("char **", C.netcl_libc_malloc(ffi.sizeof("char *") * (#list + 2)))
+    arr[0] = cstr(#list == 1 and list[1] or common)
+    for i = 1, #list do arr[i] = cstr(list[i]) end
+    arr[#list + 1] = nil
+    if #list == 1 then arr[1] = nil end
+    return arr
+  end)
+  rl.netcl_rl_attempted_completion_function = cb
+  return { cb = cb, breaks = breaks }   -- kept alive with the REPL
+end
+
 -- prints results tab-separated (nil included, as lua.c does); tensors via tostring
 local function show(n, res)
   if n == 0 then return end
@@ -148,16 +202,24 @@ local function compile(src)
   return nil, err
 end
 
+local now = require("netcl.trainer.progress").now
+
 function M.run()
   local netcl = require("netcl")
+  local help = require("netcl.help")
   rawset(_G, "netcl", netcl)
+  rawset(_G, "help", function(x) help.help(x) end)
   local rl = load_readline()
   local sig = rl and signal_setup()
   local history = (os.getenv("HOME") or ".") .. "/.netcl_history"
-  local read_line
+  local read_line, keep
   if rl then
     rl.netcl_rl_using_history()
+    local f = io.open(history, "a")   -- append_history needs the file
+    if f then f:close() end
+    rl.netcl_rl_history_truncate_file(history, 5000)
     rl.netcl_rl_read_history(history)
+    keep = install_completion(rl)
     local raw = sig and callback_reader(rl, sig)
     read_line = function(prompt)
       local s
@@ -170,7 +232,10 @@ function M.run()
           ffi.C.netcl_libc_free(p)
         end
       end
-      if s and s:match("%S") then rl.netcl_rl_add_history(s) end
+      if s and s:match("%S") then
+        rl.netcl_rl_add_history(s)
+        rl.netcl_rl_append_history(1, history)   -- kept even if the session is killed
+      end
       return s
     end
   else
@@ -181,7 +246,7 @@ function M.run()
     end
   end
   print(("netcl %s — default device %s. Ctrl-D quits."):format(netcl.version, netcl.default_device()))
-  local buffer = ""
+  local buffer, failed = "", false
   while true do
     -- without the signalfd, Ctrl-C at the prompt reaches Lua as an
     -- "interrupted!" error once the line is entered: the line is dropped
@@ -191,21 +256,39 @@ function M.run()
       buffer, line = "", ""
     end
     if line == nil then break end
+    local asked = buffer == "" and line:match("^%s*%?%s*([%a_][%w_.:]*)%s*$")
+    if asked then
+      local ok, err = pcall(help.help, asked)
+      if not ok then print(err) end
+      line = ""
+    end
     buffer = buffer == "" and line or (buffer .. "\n" .. line)
-    local chunk, err = compile(buffer)
+    local quiet = buffer:match(";%s*$") ~= nil
+    local chunk, err = compile(quiet and buffer:gsub(";%s*$", "") or buffer)
     if chunk then
       buffer = ""
       if sig then ffi.C.netcl_libc_sigaction(SIGINT, sig.saved_act, nil) end   -- re-arm Ctrl-C for the chunk
+      local t0 = now()
       local n, res = pack(xpcall(chunk, traceback))
-      if res[1] then show(n - 1, { unpack(res, 2, n) })
-      else print(res[2]) end
+      local took = now() - t0
+      if res[1] then
+        if n > 1 then rawset(_G, "_LAST", res[2]) end
+        if not quiet then show(n - 1, { unpack(res, 2, n) }) end
+      else
+        failed = true
+        print(res[2])
+      end
+      if took >= 1 then print(("(%.2f s)"):format(took)) end
     elseif err ~= "more" then
       buffer = ""
+      failed = true
       print(err)
     end
   end
-  if rl then rl.netcl_rl_write_history(history) end
   io.write("\n")
+  keep = nil
+  -- piped input: the exit status says whether every line ran
+  if failed and not rl then io.stdout:flush(); os.exit(1) end
 end
 
 return M
