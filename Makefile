@@ -28,12 +28,12 @@ DEB_PKGS := gcc make luajit libluajit-5.1-dev ocl-icd-libopencl1 ocl-icd-opencl-
             libreadline-dev dataset-fashion-mnist libopenblas0-pthread luarocks \
             libopenmpi-dev openmpi-bin
 
-.PHONY: all deps test check demo clean bench cdef-check install
+.PHONY: all deps test check demo clean bench cdef-check install rock
 all: $(LIB) $(CDEF) $(LAUNCH) $(MPI_PLUGIN)
 
 $(BUILD)/obj/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(NC_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(NC_CFLAGS) $(CFLAGS) $(LATE_OPT) -c $< -o $@
 
 # kernels/*.cl become C string literals, one table entry per file
 $(BUILD)/kernels_embed.c: $(KERNELS) Makefile
@@ -48,8 +48,10 @@ $(BUILD)/kernels_embed.c: $(KERNELS) Makefile
 	  done; \
 	  echo '  { NULL, NULL } };'; } > $@
 
-# plain loops in the cpu backend only vectorise at -O3 with GCC 12
-$(BUILD)/obj/backend/cpu/%.o: OPT := -O3
+# plain loops in the cpu backend only vectorise at -O3 with GCC 12; it goes
+# after CFLAGS so that a caller's -O2 (luarocks passes one) cannot undo it,
+# unless OPT itself is given (make check's sanitizer build)
+$(BUILD)/obj/backend/cpu/%.o: LATE_OPT := $(if $(filter command line,$(origin OPT)),,-O3)
 # sqrt in the fused optimizer loops vectorises only without errno (never read there)
 $(BUILD)/obj/backend/cpu/optim.o: NC_CFLAGS += -fno-math-errno
 # the float32 row loops (src/backend/cpu/rowf32.h) hold selects that GCC if-converts
@@ -130,6 +132,19 @@ install: all
 	@mkdir -p "$(INST_BINDIR)"
 	sed -e "s|@LUADIR@|$(INST_LUADIR)|g" -e "s|@LIBDIR@|$(INST_LIBDIR)|g" lua/netcl/launcher.sh > "$(INST_BINDIR)/netcl"
 	chmod 755 "$(INST_BINDIR)/netcl"
+
+# a self-contained source rock of the working tree's tracked files:
+# `luarocks install ROCK_DIR/netcl-scm-1.src.rock` builds and installs it
+# anywhere, with no checkout and no network
+ROCK_DIR ?= $(BUILD)
+rock:
+	@set -e; stage=$$(mktemp -d); \
+	git ls-files | tar czf $$stage/netcl-scm-1.tar.gz --transform 's,^,netcl/,' -T -; \
+	sed -e "s|url = \"git+file:///netcl\",.*|url = \"file://$$stage/netcl-scm-1.tar.gz\", dir = \"netcl\",|" \
+	  rockspec/netcl-scm-1.rockspec > $$stage/netcl-scm-1.rockspec; \
+	mkdir -p $(ROCK_DIR); out=$$(cd $(ROCK_DIR) && pwd); \
+	(cd $$stage && luarocks pack netcl-scm-1.rockspec >/dev/null && mv netcl-scm-1.src.rock "$$out/"); \
+	rm -rf $$stage; echo "$$out/netcl-scm-1.src.rock"
 
 clean:
 	rm -rf build build-asan $(CDEF)

@@ -1,7 +1,9 @@
 -- spec/rockspec_spec.lua — the luarocks route: `luarocks make` of the
 -- rockspec into a private tree installs every Lua module, the library and
 -- the launcher, and `require "netcl"` works from plain LuaJIT with only that
--- tree on its paths (from another directory). Also `make install` itself.
+-- tree on its paths (from another directory); `make rock` packs a source
+-- rock that `luarocks install` builds into a fresh tree from anywhere.
+-- Also `make install` itself. Nothing is left in the checkout.
 local lu = require("luaunit")
 local H = require("helper")
 
@@ -42,7 +44,23 @@ function TestRockspec:test_luarocks_make_into_a_private_tree()
   local out, code = H.run(("cd %s && luarocks make --tree %s rockspec/netcl-scm-1.rockspec"):format(root, tree))
   lu.assertEquals(code, 0, out)
   check_tree(tree .. "/share/lua/5.1", tree .. "/lib/lua/5.1", tree .. "/bin")
-  os.execute("rm -rf " .. tree)
+  os.execute("rm -rf " .. tree .. " " .. root .. "/build-rock")
+end
+
+function TestRockspec:test_packed_source_rock_installs_anywhere()
+  local _, has = H.run("command -v luarocks")
+  lu.skipIf(has ~= 0, "luarocks is not installed (make deps installs it)")
+  local _, git = H.run("cd " .. root .. " && git rev-parse --git-dir")
+  lu.skipIf(git ~= 0, "make rock packs the tracked files: needs a git checkout")
+  local work = (H.run("mktemp -d")):match("%S+")
+  local out, code = H.run(("cd %s && make -s rock ROCK_DIR=%s/pack"):format(root, work))
+  lu.assertEquals(code, 0, out)
+  -- the rock alone, in a directory of its own: no checkout, no tarball beside it
+  os.execute(("mkdir -p %s/elsewhere && mv %s/pack/netcl-scm-1.src.rock %s/elsewhere/ && rm -rf %s/pack"):format(work, work, work, work))
+  out, code = H.run(("cd %s/elsewhere && luarocks install --tree %s/tree netcl-scm-1.src.rock"):format(work, work))
+  lu.assertEquals(code, 0, out)
+  check_tree(work .. "/tree/share/lua/5.1", work .. "/tree/lib/lua/5.1", work .. "/tree/bin")
+  os.execute("rm -rf " .. work)
 end
 
 function TestRockspec:test_make_install()
