@@ -93,9 +93,13 @@ deps:
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "make deps: installing$$missing"; \
+	  mkdir -p $(BUILD); \
+	  echo "make deps: installing$$missing (apt's output: $(BUILD)/deps.log)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	  if ! { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	         --no-install-recommends $$missing; } > $(BUILD)/deps.log 2>&1; then \
+	    tail -20 $(BUILD)/deps.log; echo "make deps: apt-get failed (the whole output is in $(BUILD)/deps.log)"; exit 1; \
+	  fi; \
 	fi
 
 test: deps

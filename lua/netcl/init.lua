@@ -16,6 +16,7 @@ netcl.nn = require("netcl.nn")         -- nn.Module, layers, init, losses; netcl
 netcl.optim = require("netcl.optim")
 netcl.save = require("netcl.io").save
 netcl.load = require("netcl.io").load
+netcl.inspect = require("netcl.printing").inspect   -- tables as text with their contents
 
 -- ---- mixed precision (lua/netcl/amp.lua) -----------------------------------------------
 netcl.amp = require("netcl.amp")

@@ -159,4 +159,31 @@ function M.format(t)
   return table.concat(lines, "\n") .. "\n" .. footer
 end
 
+-- inspect(v): a value as text, tables shown with their contents ({1, 2,
+-- x = "a"}; nested to depth 3, cycles as <cycle>, long tables cut after 40
+-- entries); the REPL prints tables this way.
+function M.inspect(v, depth, seen)
+  depth, seen = depth or 0, seen or {}
+  if type(v) == "string" then return ("%q"):format(v) end
+  if type(v) ~= "table" or getmetatable(v) and getmetatable(v).__tostring then return tostring(v) end
+  if seen[v] then return "<cycle>" end
+  if depth >= 3 then return "{...}" end
+  seen[v] = true
+  local parts, n = {}, #v
+  for i = 1, math.min(n, 40) do parts[#parts + 1] = M.inspect(v[i], depth + 1, seen) end
+  if n > 40 then parts[#parts + 1] = ("... (%d entries)"):format(n) end
+  local keys = {}
+  for k in pairs(v) do
+    if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then keys[#keys + 1] = k end
+  end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  for i, k in ipairs(keys) do
+    if i > 40 then parts[#parts + 1] = ("... (%d keys)"):format(#keys); break end
+    local name = type(k) == "string" and k:match("^[%a_][%w_]*$") and k or "[" .. M.inspect(k, depth + 1, seen) .. "]"
+    parts[#parts + 1] = name .. " = " .. M.inspect(v[k], depth + 1, seen)
+  end
+  seen[v] = nil
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
 return M

@@ -172,11 +172,13 @@ local function install_completion(rl)
   return { cb = cb, breaks = breaks }   -- kept alive with the REPL
 end
 
--- prints results tab-separated (nil included, as lua.c does); tensors via tostring
+-- prints results tab-separated (nil included, as lua.c does); tables with
+-- their contents (netcl.inspect), tensors via tostring
+local inspect = require("netcl.printing").inspect
 local function show(n, res)
   if n == 0 then return end
   local parts = {}
-  for i = 1, n do parts[i] = tostring(res[i]) end
+  for i = 1, n do parts[i] = inspect(res[i]) end
   print(table.concat(parts, "\t"))
 end
 
