@@ -105,6 +105,7 @@ local function start(i, task)
               " " .. shell_quote(task.file) .. " > " .. shell_quote(task.out) .. " 2>&1 < /dev/null"
   -- the marker is written after the output is complete
   os.execute("( " .. cmd .. "; : > " .. shell_quote(task.out .. ".done") .. " ) &")
+  task.started = os.time()
 end
 
 local function finished(task)
@@ -169,6 +170,25 @@ local function report(task)
   io.stdout:flush()
 end
 
+-- a minute without a line: say what is still running, and for how long
+local HEARTBEAT = tonumber(os.getenv("NETCL_TEST_HEARTBEAT") or "") or 60
+local last_line = os.time()
+local function heartbeat()
+  local now = os.time()
+  if now - last_line < HEARTBEAT then return end
+  local busy = {}
+  for _, task in ipairs(tasks) do
+    if task.started and not task.done then
+      busy[#busy + 1] = ("%s on %s (%d s)"):format(task.file:match("([^/]+)_spec%.lua$"), task.dev, now - task.started)
+    end
+  end
+  if #busy > 0 then
+    print(("  ... still running after %d s: %s"):format(now - t0, table.concat(busy, ", ")))
+    io.stdout:flush()
+  end
+  last_line = now
+end
+
 local next_start, next_report, running = 1, 1, 0
 while next_report <= #tasks do
   while running < jobs and next_start <= #tasks do
@@ -183,7 +203,9 @@ while next_report <= #tasks do
   while next_report < next_start and tasks[next_report].done do
     report(tasks[next_report])
     next_report = next_report + 1
+    last_line = os.time()
   end
+  heartbeat()
   if not progressed then os.execute("sleep 0.2") end
 end
 if cov_out then cov_out:close() end
