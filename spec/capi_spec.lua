@@ -47,3 +47,17 @@ function TestCApi:test_embedded_luajit_and_a_second_state()
   lu.assertEquals(code, 0, out)
   lu.assertStrContains(out, "second state refused: netcl: another Lua state in this process has already loaded netcl")
 end
+
+-- examples/embed/capi_train.c: a plain C program (no Lua) trains a linear
+-- model through the C API alone, on the device under test
+function TestCApi:test_plain_c_program_trains()
+  local dir = (H.run("mktemp -d")):match("%S+")
+  local lib = os.getenv("NETCL_LIB") and os.getenv("NETCL_LIB"):match("^(.*)/[^/]*$") or (root .. "/build")
+  local out, code = H.run(("gcc -std=c11 -Wall -Werror -I%s/src %s/examples/embed/capi_train.c -o %s/capi_train -L%s -lnetcl -Wl,-rpath,%s -lm")
+    :format(root, root, dir, lib, lib))
+  lu.assertEquals(code, 0, "compile failed:\n" .. out)
+  out, code = H.run(("NETCL_DEVICE=%s %s/capi_train"):format(H.device, dir))
+  os.execute("rm -rf " .. dir)
+  lu.assertEquals(code, 0, out)
+  lu.assertNotNil(out:match("loss [%d.]+ %-> [%d.]+, largest weight error"), out)
+end
