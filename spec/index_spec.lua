@@ -270,5 +270,10 @@ function TestIndex:test_random_ops()
   H.assert_error(function() return netcl.multinomial(T({ 1, -1 }), 1) end, "multinomial", "negative")
   H.assert_error(function() return netcl.multinomial(T({ 1, 2 }, "int32"), 1) end, "multinomial", "floating", "int32")
   H.assert_error(function() return netcl.bernoulli(T({ 1 }, "int64")) end, "bernoulli", "floating", "int64")
+  -- probabilities outside [0, 1] or NaN are refused, naming the range found
+  H.assert_error(function() return netcl.bernoulli(T({ 0.5, 1.5 })) end, "bernoulli", "[0, 1]", "from 0.5 to 1.5")
+  H.assert_error(function() return netcl.bernoulli(T({ 0.5, -1 })) end, "bernoulli", "[0, 1]", "from -1 to 0.5")
+  H.assert_error(function() return netcl.bernoulli(T({ 0 / 0 })) end, "bernoulli", "[0, 1]", "nan")
+  H.assert_error(function() return netcl.bernoulli(1.25, { 3 }) end, "bernoulli", "[0, 1]", "1.25")
   H.assert_error(function() return netcl.randperm(300, { device = dev, dtype = "uint8" }) end, "randperm", "too large", "uint8")
 end

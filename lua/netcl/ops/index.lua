@@ -284,6 +284,7 @@ return function(netcl, methods)
   function netcl.bernoulli(p, size, opts)
     if is_tensor(p) then return call1(C.netcl_bernoulli, H(p)) end
     if type(p) ~= "number" then throw("bernoulli: p must be a tensor or a number, got " .. type(p)) end
+    if not (p >= 0 and p <= 1) then throw(("bernoulli: p must lie in [0, 1], got %s"):format(tostring(p))) end
     if size == nil then throw("bernoulli: a size is needed with a number p") end
     opts = opts or {}
     local u = netcl.rand(size, { device = opts.device, dtype = opts.dtype == "float64" and "float64" or "float32" })
