@@ -12,6 +12,18 @@ end
 
 TestLauncher = {}
 
+-- a private HOME for REPL runs (its history file), removed after the test
+local homes = {}
+local function home()
+  local d = (H.run("mktemp -d")):match("%S+")
+  homes[#homes + 1] = d
+  return d
+end
+function TestLauncher:tearDown()
+  for _, d in ipairs(homes) do os.execute("rm -rf " .. d) end
+  homes = {}
+end
+
 function TestLauncher:setUp()
   lu.skipIf(not H.is_cpu, "launcher is device independent: run once")
 end
@@ -92,21 +104,21 @@ function TestLauncher:test_script_error_exits_nonzero_with_traceback()
 end
 
 function TestLauncher:test_repl_prints_expressions_and_survives_errors()
-  local out, ok, code = run("printf '1+1\\nnetcl.ones(2)\\nerror(\"boom\")\\nlocal x = 5\\nfor i=1,2 do\\nprint(i)\\nend\\n40+2\\n' | HOME=$(mktemp -d) " .. launcher .. " -i")
+  local out, ok, code = run("printf '1+1\\nnetcl.ones(2)\\nerror(\"boom\")\\nlocal x = 5\\nfor i=1,2 do\\nprint(i)\\nend\\n40+2\\n' | HOME=" .. home() .. " " .. launcher .. " -i")
   lu.assertFalse(ok, out)   -- piped input: a failed line makes the exit status 1, after the rest ran
   lu.assertEquals(code, 1)
   lu.assertStrContains(out, "2")
   lu.assertStrContains(out, "float32")
   lu.assertStrContains(out, "stdin:1: boom")
   lu.assertStrContains(out, "42")
-  out, ok = run("printf '1+1\\n' | HOME=$(mktemp -d) " .. launcher .. " -i")
+  out, ok = run("printf '1+1\\n' | HOME=" .. home() .. " " .. launcher .. " -i")
   lu.assertTrue(ok, out)
 end
 
 function TestLauncher:test_repl_quiet_last_help_and_timing()
   local script = table.concat({ "netcl.ones(2) * 7;", "_LAST:sum()", "21 * 2;", "_LAST + 0", "?netcl.distributed.all_reduce",
                                 "help(netcl.Trainer)", "os.execute([[sleep 1.1]])" }, "\\n")
-  local out, ok = run("printf '" .. script .. "\\n' | HOME=$(mktemp -d) " .. launcher .. " -i")
+  local out, ok = run("printf '" .. script .. "\\n' | HOME=" .. home() .. " " .. launcher .. " -i")
   lu.assertTrue(ok, out)
   lu.assertNil(out:find("of size 2", 1, true), out)                  -- the quiet line printed nothing
   lu.assertStrContains(out, "> 14")                                   -- _LAST after a quiet line
