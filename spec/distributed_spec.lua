@@ -201,3 +201,37 @@ function TestDistributedDevice:test_device_tensors_staged()
   local out, code = job("shm", 2, "collectives.lua", "device " .. H.device)
   assert_job(out, code, 2)
 end
+
+-- several devices in one process: replicas on the cpu and the device under
+-- test, each on half the batch, averaged by sync_grads(replicas), train as
+-- one model on the whole batch
+function TestDistributedDevice:test_replicas_in_one_process()
+  local nn, optim, dist = netcl.nn, netcl.optim, netcl.distributed
+  local devs = { "cpu", H.device }
+  local function build() netcl.manual_seed(3); return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)) end
+  local reps = dist.replicate(build, devs)
+  lu.assertEquals(reps[2]:parameters()[1].device, H.device)
+  local opts = { optim.SGD(reps[1], { lr = 0.1 }), optim.SGD(reps[2], { lr = 0.1 }) }
+  local ref = build():to("cpu")
+  local ropt = optim.SGD(ref, { lr = 0.1 })
+  netcl.manual_seed(9)
+  local x, y = netcl.randn(16, 4, { device = "cpu" }), netcl.randn(16, 2, { device = "cpu" })
+  local crit = nn.MSELoss()
+  for _ = 1, 3 do
+    for i, m in ipairs(reps) do
+      opts[i]:zero_grad()
+      crit(m(x:narrow(1, (i - 1) * 8 + 1, 8):to(devs[i])), y:narrow(1, (i - 1) * 8 + 1, 8):to(devs[i])):backward()
+    end
+    dist.sync_grads(reps)
+    opts[1]:step()
+    opts[2]:step()
+    ropt:zero_grad()
+    crit(ref(x), y):backward()
+    ropt:step()
+  end
+  for i, p in ipairs(ref:parameters()) do
+    H.assert_close(reps[1]:parameters()[i]:detach(), p:detach(), 1e-5, 1e-6, "replica 1 against one model")
+    H.assert_close(reps[2]:parameters()[i]:detach():to("cpu"), p:detach(), 1e-5, 1e-6, "replica 2 against one model")
+  end
+  H.assert_error(function() dist.replicate(42, devs) end, "build must be a function")
+end

@@ -263,10 +263,70 @@ end
 
 local function slice_of(flat, off, t) return flat:narrow(1, off + 1, t:numel()):view(t:size()) end
 
+-- ---- replicas: several devices in one process (the seed's sync_grads(replicas)) ----
+
+-- replicate(build, devices) -> a list of models, one per device: build()
+-- makes each (the same architecture), moved to its device, and every copy
+-- gets the first one's parameters and buffers
+function M.replicate(build, devices)
+  if type(build) ~= "function" then throw("distributed.replicate: build must be a function returning a module", 2) end
+  if type(devices) ~= "table" or #devices == 0 then throw("distributed.replicate: devices must be a list of device names", 2) end
+  local out = {}
+  for i, d in ipairs(devices) do
+    local m = build()
+    if not nn.is_module(m) then throw("distributed.replicate: build() returned " .. type(m) .. ", not a module", 2) end
+    out[i] = m:to(d)
+  end
+  local sd = out[1]:state_dict()
+  for i = 2, #out do out[i]:load_state_dict(sd) end
+  return out
+end
+
+local function is_replica_list(x)
+  return type(x) == "table" and not nn.is_module(x) and nn.is_module(x[1])
+end
+
+-- averages the gradients of replicas (models of one architecture on
+-- several devices of this process), then over the ranks when a job is
+-- initialised; every replica ends with the same averaged .grad
+local function sync_replicas(replicas, op)
+  local lists = {}
+  for r, m in ipairs(replicas) do lists[r] = m:parameters() end
+  local n = #lists[1]
+  for r = 2, #lists do
+    if #lists[r] ~= n then throw(("distributed.sync_grads: replica %d has %d parameters, replica 1 has %d"):format(r, #lists[r], n), 3) end
+  end
+  core.no_grad(function()
+    for i = 1, n do
+      local p1 = lists[1][i]
+      if p1.requires_grad then
+        local total = (p1.grad or core.zeros(p1:size(), { dtype = p1.dtype, device = p1.device })):clone()
+        for r = 2, #lists do
+          local g = lists[r][i].grad
+          if g then total:add_(g:to(p1.device)) end
+        end
+        if op == "avg" then total:mul_(1 / #lists) end
+        if state.comm then check(C.netcl_dist_all_reduce(state.comm, H(total), op == "avg" and C.NETCL_DIST_AVG or C.NETCL_DIST_SUM, nil)) end
+        for r = 1, #lists do
+          local q = lists[r][i]
+          q.grad = r == 1 and total or total:to(q.device)
+        end
+      end
+    end
+  end)
+end
+
 -- sync_grads(params or module, {op="avg"}): all-reduces every parameter's
 -- .grad (a missing grad counts as zeros and is set), one flat buffer per
 -- device and dtype. For loops that do not use DistributedDataParallel.
+-- sync_grads(replicas) (a list of models from replicate): averages over the
+-- replicas, then over the ranks.
 function M.sync_grads(params, opts)
+  if is_replica_list(params) then
+    local op = opts and opts.op or "avg"
+    if op ~= "avg" and op ~= "sum" then throw("distributed.sync_grads: replicas take op 'avg' or 'sum'", 2) end
+    return sync_replicas(params, op)
+  end
   local list = {}
   for _, p in ipairs(param_list(params, "sync_grads")) do if p.requires_grad then list[#list + 1] = p end end
   local op = op_code(opts and opts.op or "avg", "sync_grads")
