@@ -1,10 +1,86 @@
 -- netcl/autograd.lua — the explicit autograd forms on top of the C engine:
 -- Tape (record a function, then backward) and gradcheck (finite
 -- differences against backward, for tests and for users' own ops).
+local ffi = require("ffi")
 local tensor = require("netcl.tensor")
 local netcl = require("netcl.core")
+local lib = require("netcl.lib")
+local C, throw = lib.C, lib.throw
 
 local M = {}
+
+-- ---- Function: an op with a backward of its own ------------------------------------
+-- Function{name=, forward=function(ctx, ...) -> tensor, backward=function(ctx,
+-- grad) -> one gradient per tensor argument (nil: none)}: calling it runs
+-- forward without recording (any ops, or a user's kernel: netcl.kernel)
+-- and records one node whose backward calls `backward`. ctx is a table
+-- for what backward needs (ctx.saved = {...}, sizes, ...).
+local fn_state, fn_key = {}, 0
+local dead_buf = ffi.new("void *[64]")
+
+-- states of nodes that died since: dropped here, outside any finalizer
+local function drain_dead()
+  while true do
+    local n = C.netcl_autograd_function_dead(dead_buf, 64)
+    for i = 0, n - 1 do fn_state[tonumber(ffi.cast("intptr_t", dead_buf[i]))] = nil end
+    if n < 64 then return end
+  end
+end
+
+local fn_dispatch = ffi.cast("netcl_backward_callback", function(ctx, g, nin, grads)
+  local st = fn_state[tonumber(ffi.cast("intptr_t", ctx))]
+  if not st then return 1 end
+  C.netcl_tensor_retain(g)
+  local res = { pcall(st.def.backward, st.ctx, tensor.wrap(g)) }
+  if not res[1] then tensor.note_backward_error(tostring(res[2])); return 1 end
+  for i = 1, nin do
+    local r = res[i + 1]
+    if r ~= nil then
+      if not tensor.is_tensor(r) then
+        tensor.note_backward_error(("%s: backward returned a %s as gradient %d; gradients are tensors or nil"):format(
+          st.def.name or "Function", type(r), i))
+        return 1
+      end
+      C.netcl_tensor_retain(tensor.handle(r))
+      grads[i - 1] = tensor.handle(r)
+    end
+  end
+  return 0
+end)
+
+-- how many Function calls still hold state (their nodes alive): a diagnostic
+function M.live_function_states()
+  drain_dead()
+  local n = 0
+  for _ in pairs(fn_state) do n = n + 1 end
+  return n
+end
+
+local Function = {}
+Function.__index = Function
+
+function M.Function(def)
+  if type(def) ~= "table" or type(def.forward) ~= "function" or type(def.backward) ~= "function" then
+    throw("autograd.Function: expects {forward = function(ctx, ...), backward = function(ctx, grad)}", 2)
+  end
+  return setmetatable({ def = def, name = def.name or "Function" }, Function)
+end
+
+Function.__call = function(self, ...)
+  drain_dead()
+  local args = { n = select("#", ...), ... }
+  local ctx = {}
+  local out = tensor.with_grad_mode(false, self.def.forward, ctx, unpack(args, 1, args.n))
+  if not tensor.is_tensor(out) then throw(("%s: forward must return a tensor, got %s"):format(self.name, type(out)), 2) end
+  local ins = {}
+  for i = 1, args.n do if tensor.is_tensor(args[i]) then ins[#ins + 1] = args[i] end end
+  local hs = ffi.new("netcl_tensor *[?]", math.max(#ins, 1))
+  for i, t in ipairs(ins) do hs[i - 1] = tensor.handle(t) end
+  fn_key = fn_key + 1
+  fn_state[fn_key] = { def = self.def, ctx = ctx }
+  return tensor.call1(C.netcl_autograd_function, tensor.handle(out), #ins, hs, self.name, fn_dispatch,
+    ffi.cast("void *", fn_key))
+end
 
 local Tape = {}
 Tape.__index = Tape

@@ -17,6 +17,7 @@ netcl.optim = require("netcl.optim")
 netcl.save = require("netcl.io").save
 netcl.load = require("netcl.io").load
 netcl.inspect = require("netcl.printing").inspect   -- tables as text with their contents
+netcl.kernel = require("netcl.kernel").kernel        -- a program's own OpenCL kernels (docs/custom-ops.md)
 
 -- ---- mixed precision (lua/netcl/amp.lua) -----------------------------------------------
 netcl.amp = require("netcl.amp")

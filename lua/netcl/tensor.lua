@@ -601,6 +601,9 @@ local hook_dispatch = ffi.cast("netcl_grad_hook_fn", function(ctx, g, replace)
   return 0
 end)
 local hook_id = ffi.new("int[1]")
+-- a callback that failed inside backward (autograd.Function) leaves its
+-- reason here; backward adds it to the engine's message
+function M.note_backward_error(msg) hook_error = msg end
 
 -- t:register_hook(fn): fn(grad) runs during backward with the gradient
 -- flowing into t (for a leaf, before .grad accumulates it) and may return

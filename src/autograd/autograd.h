@@ -43,6 +43,7 @@ typedef enum nc_rule {
     NC_RULE_BATCH_NORM,                                                    /* norm.c */
     NC_RULE_CLASS_LOSS,                                                    /* loss.c */
     NC_RULE_CAT, NC_RULE_GATHER, NC_RULE_SCATTER, NC_RULE_SORT, NC_RULE_SCAN,   /* index.c */
+    NC_RULE_CUSTOM,                                                        /* custom.c */
     NC_RULE_COUNT
 } nc_rule;
 
@@ -148,6 +149,9 @@ NC_RULE_FN(pool);                                                               
 NC_RULE_FN(batch_norm);                                                               /* norm.c */
 NC_RULE_FN(class_loss);                                                               /* loss.c */
 NC_RULE_FN(cat); NC_RULE_FN(gather); NC_RULE_FN(scatter); NC_RULE_FN(sort); NC_RULE_FN(scan);   /* index.c */
+NC_RULE_FN(custom);                                                                   /* custom.c */
+/* A custom node's context, handed back when the node dies (custom.c). */
+void nc_custom_release(nc_node *n);
 
 /* Runs the hooks on *g (may replace it); hooks.c. */
 netcl_status nc_hooks_run(nc_hook *h, netcl_tensor **g, const char *what);

@@ -63,6 +63,7 @@ void nc_node_release(nc_node *n)
     /* iterative over long chains so a deep graph cannot overflow the stack */
     while (n && atomic_fetch_sub(&n->refcount, 1) == 1) {
         nc_node *chain = NULL;
+        if (n->rule == NC_RULE_CUSTOM) nc_custom_release(n);
         release_saved(n);
         netcl_tensor_release(n->grad_acc);
         if (n->view_storage) nc_storage_release(n->view_storage);

@@ -12,7 +12,7 @@
 
 /* Slot by slot: a new node kind raises NC_RULE_COUNT, which fails the
  * assertion until its row is here (and the spec checks no slot is empty). */
-_Static_assert(NC_RULE_COUNT == 28, "a new node kind needs its row in nc_op_rules: then raise this count");
+_Static_assert(NC_RULE_COUNT == 29, "a new node kind needs its row in nc_op_rules: then raise this count");
 const nc_op_rule nc_op_rules[NC_RULE_COUNT] = {
     [NC_RULE_UNARY] = {"unary", nc_rule_unary},
     [NC_RULE_BINARY] = {"binary", nc_rule_binary},
@@ -42,6 +42,7 @@ const nc_op_rule nc_op_rules[NC_RULE_COUNT] = {
     [NC_RULE_SCATTER] = {"scatter", nc_rule_scatter},
     [NC_RULE_SORT] = {"sort", nc_rule_sort},
     [NC_RULE_SCAN] = {"scan", nc_rule_scan},
+    [NC_RULE_CUSTOM] = {"custom", nc_rule_custom},
 };
 
 /* the public entry point, whatever its signature (named, never called here) */

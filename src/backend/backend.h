@@ -541,6 +541,26 @@ typedef struct nc_be_augment {
     netcl_status (*run)(netcl_device *dev, const struct nc_augment *a);
 } nc_be_augment;
 
+/* ---- a user's own kernels ---------------------------------------------------
+ * Kernels compiled from OpenCL C a program supplies (netcl_kernel_*). One
+ * launch argument: a buffer at an element offset (two kernel arguments:
+ * the buffer, then the offset as a long) or a scalar of the given kind. */
+typedef struct nc_user_arg {
+    netcl_kernel_arg kind;
+    void *buf;            /* NETCL_ARG_TENSOR */
+    int64_t offset;       /* NETCL_ARG_TENSOR, in elements */
+    double value;         /* scalars */
+} nc_user_arg;
+
+/* Every entry may be NULL: the backend runs no user kernels. */
+typedef struct nc_be_user {
+    /* compiles `source` (cached like netcl's own programs) and takes kernel `name` */
+    netcl_status (*create)(netcl_device *dev, const char *source, const char *name, const char *options, void **kernel);
+    netcl_status (*launch)(netcl_device *dev, void *kernel, int nargs, const nc_user_arg *args, int ndim,
+                           const int64_t *global, const int64_t *local);
+    void (*release)(netcl_device *dev, void *kernel);
+} nc_be_user;
+
 typedef struct nc_backend {
     const char *name;
     nc_be_memory mem;
@@ -557,6 +577,7 @@ typedef struct nc_backend {
     nc_be_random random;
     nc_be_optim optim;
     nc_be_augment augment;
+    nc_be_user user;
 } nc_backend;
 
 /* One augmentation launch. x [N,C,H,W] contiguous, float32 or uint8; out

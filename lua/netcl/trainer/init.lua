@@ -32,6 +32,12 @@ local OPTIONS = {
 }
 local METRICS = { accuracy = true, loss = true }
 
+-- the device of the model's first parameter: batches go there by default
+local function model_device(m)
+  local p = m:parameters()[1]
+  return p and p.device or nil
+end
+
 -- Trainer{model=, optimizer=, loss=, ...}: see docs/trainer.md
 function M.Trainer(o)
   if type(o) ~= "table" then throw("Trainer: expected a table of options, got " .. type(o), 2) end
@@ -65,7 +71,8 @@ function M.Trainer(o)
   end
   local self = setmetatable({
     model = o.model, optimizer = o.optimizer, loss_fn = o.loss, scheduler = o.scheduler, interval = interval,
-    metrics = o.metrics or { "loss" }, device = o.device and core.device(o.device).name or nil, amp_dtype = amp_dtype or nil,
+    metrics = o.metrics or { "loss" }, device = o.device and core.device(o.device).name or model_device(o.model),
+    amp_dtype = amp_dtype or nil,
     compile = o.compile == true, grad_clip = o.grad_clip, accumulate = accumulate, dir = o.checkpoint_dir,
     callbacks = o.callbacks or {}, out = o.out or io.stdout, progress = o.progress, history = {}, epoch = 0,
   }, Trainer)

@@ -153,6 +153,7 @@ static const nc_backend opencl_backend = {
     .random = {.draw = nc_cl_rng},
     .optim = {.step = nc_cl_optim_step, .unscale = nc_cl_amp_unscale},
     .augment = {.run = nc_cl_augment},
+    .user = {.create = nc_cl_user_create, .launch = nc_cl_user_launch, .release = nc_cl_user_release},
 };
 
 static void info_str(cl_device_id id, cl_device_info what, char *buf, size_t len)

@@ -160,6 +160,11 @@ netcl_status nc_cl_class_loss_backward(netcl_device *dev, const nc_desc *gx, con
 netcl_status nc_cl_rng(netcl_device *dev, const nc_desc *out, netcl_rng_kind kind, uint64_t seed, uint64_t offset, double p1, double p2);
 /* optim (optim.c) */
 netcl_status nc_cl_amp_unscale(netcl_device *dev, const nc_desc *g, const nc_desc *inv, const nc_desc *found);
+/* a program's own kernels (user.c) */
+netcl_status nc_cl_user_create(netcl_device *dev, const char *source, const char *name, const char *options, void **out);
+netcl_status nc_cl_user_launch(netcl_device *dev, void *kernel, int nargs, const nc_user_arg *args, int ndim,
+                               const int64_t *global, const int64_t *local);
+void nc_cl_user_release(netcl_device *dev, void *kernel);
 netcl_status nc_cl_optim_step(netcl_device *dev, netcl_optim_kind kind, int flags, const nc_desc *p, const nc_desc *g,
                               const nc_desc *const *s, const double *hyper);
 /* augment (augment.c) */
