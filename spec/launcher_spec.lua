@@ -171,3 +171,15 @@ function TestLauncher:test_exit_with_queued_work()
   lu.assertTrue(ok, out)
   lu.assertStrContains(out, "done")
 end
+
+-- Ctrl-C twice while a pure-Lua loop runs: the loop stops with
+-- "interrupted", the session goes on (typed code runs interpreted, so the
+-- interrupt lands; the handler stays installed for the second press)
+function TestLauncher:test_repl_survives_two_ctrl_c()
+  if not (H.run("command -v script")):match("%S") then lu.skip("script(1) (bsdutils) is not installed") end
+  local keys = "(sleep 1.5; printf 'while true do local t = {} end\\n'; sleep 1; printf '\\003'; sleep 0.05; printf '\\003'; " ..
+               "sleep 1; printf 'print(\"still\" .. \"here\")\\n'; sleep 0.5; printf '\\004')"
+  local out = run(keys .. " | HOME=" .. home() .. " TERM=xterm timeout -s KILL 12 script -qfc '" .. launcher .. "' /dev/null")
+  lu.assertStrContains(out, "interrupted")
+  lu.assertStrContains(out, "stillhere")
+end

@@ -766,6 +766,12 @@ const char *netcl_tensor_grad_fn(const netcl_tensor *t);
 typedef int (*netcl_grad_hook_fn)(void *ctx, netcl_tensor *grad, netcl_tensor **replace);
 netcl_status netcl_tensor_register_hook(netcl_tensor *t, netcl_grad_hook_fn fn, void *ctx, int *id);
 netcl_status netcl_tensor_remove_hook(netcl_tensor *t, int id);
+/* Ctrl-C for an interactive host (the REPL): SIGINT goes to the handler
+ * installed before the first call (LuaJIT's), and stays handled when
+ * pressed again; the third press since the last call ends the process
+ * (code that never answers). 0, or -1 if sigaction failed. */
+int netcl_sigint_arm(void);
+
 /* grad may be NULL when root has one element (then it is 1). */
 netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_graph);
 

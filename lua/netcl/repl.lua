@@ -269,7 +269,13 @@ function M.run()
     local chunk, err = compile(quiet and buffer:gsub(";%s*$", "") or buffer)
     if chunk then
       buffer = ""
-      if sig then ffi.C.netcl_libc_sigaction(SIGINT, sig.saved_act, nil) end   -- re-arm Ctrl-C for the chunk
+      if sig then   -- re-arm Ctrl-C for the chunk: LuaJIT's handler, kept installed by netcl_sigint_arm
+        ffi.C.netcl_libc_sigaction(SIGINT, sig.saved_act, nil)
+        require("netcl.lib").C.netcl_sigint_arm()
+      end
+      -- typed code runs interpreted: LuaJIT checks for Ctrl-C in the
+      -- interpreter, never inside a compiled loop (library code still compiles)
+      jit.off(chunk, true)
       local t0 = now()
       local n, res = pack(xpcall(chunk, traceback))
       local took = now() - t0
