@@ -81,6 +81,13 @@ function TestReliability:test_bad_arguments_are_named()
       "DataLoader: batch_size must be an integer, got inf" },
     { function() netcl.data.random_split(netcl.data.TensorDataset(netcl.randn(5, 2)), { -1, 6 }) end,
       "random_split: length 1 must be a non-negative number, got -1" },
+    { function() netcl.nn.functional.conv2d(netcl.ones(1, 1, 4, 4), netcl.ones(1, 1, 3, 3), nil, { padding = 1.5 }) end,
+      "conv2d: padding must hold integers, got 1.5" },
+    { function() netcl.nn.functional.max_pool2d(netcl.ones(1, 1, 4, 4), { 2, 2.5 }) end,
+      "max_pool2d: kernel_size must hold integers, got {2, 2.5}" },
+    { function() netcl.optim.SGD(netcl.nn.Linear(2, 2), { lr = 0.1 }):step(5) end,
+      "SGD:step: the closure must be a function returning the loss, got number" },
+    { function() netcl.zeros(2 ^ 70) end, "sizes must be below 2^62" },
   }
   for _, c in ipairs(cases) do
     local ok, err = pcall(c[1])
@@ -132,4 +139,20 @@ function TestReliability:test_save_removes_dead_writers_temporaries()
   lu.assertTrue(exists(dir .. "/other.safetensors.tmp.4194321.1"))
   lu.assertEquals(netcl.load(path).x:totable(), { 1, 1 })
   os.execute("rm -rf " .. dir)
+end
+
+-- copies between overlapping views of one storage read everything before
+-- writing (t:copy_(t:t()) gave 0,2,2,3); writes into an expanded view,
+-- whose elements share one location, are refused
+function TestReliability:test_overlapping_and_expanded_writes()
+  local t = netcl.tensor({ { 0, 1 }, { 2, 3 } }, { device = H.device })
+  t:copy_(t:t())
+  lu.assertEquals(t:totable(), { { 0, 2 }, { 1, 3 } })
+  local x = netcl.arange(0, 6, 1, { device = H.device }):view(2, 3)
+  x:narrow(2, 1, 2):copy_(x:narrow(2, 2, 2))
+  lu.assertEquals(x:totable(), { { 1, 2, 2 }, { 4, 5, 5 } })
+  local e = netcl.zeros(1, { device = H.device }):expand(3)
+  H.assert_error(function() e:add_(1) end, "add_", "several elements in one memory location", "dim 1")
+  H.assert_error(function() e:copy_(netcl.ones(3, { device = H.device })) end, "copy_", "several elements in one memory location")
+  H.assert_error(function() e:mul_(e) end, "mul_", "several elements")
 end

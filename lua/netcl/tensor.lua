@@ -139,6 +139,7 @@ local function parse_sizes(...)
   for i = 1, n do
     local v = list[i]
     if type(v) ~= "number" or v ~= floor(v) then throw(("size %d must be an integer, got %s"):format(i, tostring(v))) end
+    if v >= 2 ^ 62 then throw(("size %d is %s: sizes must be below 2^62"):format(i, tostring(v))) end
     sizes_buf[i - 1] = v
   end
   return n, sizes_buf

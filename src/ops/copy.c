@@ -86,9 +86,28 @@ static netcl_status move_bytes(netcl_tensor *dst, netcl_tensor *src)
     return st;
 }
 
+/* Whether src and dst are views of one storage with different geometry:
+ * element by element, the copy could read what it already wrote. */
+static int aliased(const netcl_tensor *dst, const netcl_tensor *src)
+{
+    if (dst->storage != src->storage) return 0;
+    if (dst->offset != src->offset || dst->ndim != src->ndim) return 1;
+    for (int i = 0; i < dst->ndim; i++)
+        if (dst->sizes[i] != src->sizes[i] || (dst->sizes[i] > 1 && dst->strides[i] != src->strides[i])) return 1;
+    return 0;
+}
+
 netcl_status nc_fwd_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src)
 {
-    netcl_tensor *view = NULL, *tmp = NULL, *moved = NULL;
+    netcl_tensor *view = NULL, *tmp = NULL, *moved = NULL, *own = NULL;
+    NC_TRY(nc_check_writable("copy_", dst));
+    if (aliased(dst, src)) {   /* t:copy_(t:t()): read everything before writing */
+        NC_TRY(nc_tensor_new(&own, nc_dev(src), src->dtype, src->ndim, src->sizes));
+        netcl_status st = nc_fwd_tensor_copy_(own, src);
+        if (st == NETCL_OK) st = nc_fwd_tensor_copy_(dst, own);
+        netcl_tensor_release(own);
+        return st;
+    }
     nc_tensor_bump_version(dst);
     netcl_status st = nc_fwd_tensor_expand(&view, (netcl_tensor *)src, dst->ndim, dst->sizes);
     if (st != NETCL_OK) {

@@ -20,8 +20,23 @@ static int overlaps(const netcl_tensor *out, const netcl_tensor *t, const nc_des
     return 0;
 }
 
+/* A destination where several elements are one memory location (an
+ * expanded view) has no well-defined in-place result: refused, as in
+ * PyTorch. */
+netcl_status nc_check_writable(const char *op, const netcl_tensor *out)
+{
+    for (int i = 0; i < out->ndim; i++)
+        if (out->sizes[i] > 1 && out->strides[i] == 0)
+            return nc_fail(NETCL_ERR_ARGUMENT, "%s: %s has several elements in one memory location (dim %d is expanded); "
+                           "write into a tensor of its own (clone() or contiguous())", op, nc_describe(out), i + 1);
+    return NETCL_OK;
+}
+
 static netcl_status check_shape(const char *op, const netcl_tensor *out, int ndim, const int64_t *sizes)
 {
+    char what[64];
+    snprintf(what, sizeof what, "%s_", op);
+    NC_TRY(nc_check_writable(what, out));
     if (ndim != out->ndim || memcmp(sizes, out->sizes, sizeof(int64_t) * (size_t)ndim) != 0)
         return nc_fail(NETCL_ERR_ARGUMENT, "%s_: the result has shape %s, which does not fit in place into %s",
                        op, nc_shape_str(ndim, sizes), nc_describe(out));

@@ -93,6 +93,9 @@ netcl_status nc_fwd_pad(netcl_tensor **out, netcl_tensor *a, int npad, const int
  * first): copy_ (broadcast, cast, any devices), fill_ and set_item; each
  * bumps the written tensor's version. */
 netcl_status nc_fwd_tensor_copy_(netcl_tensor *dst, const netcl_tensor *src);
+/* NETCL_ERR_ARGUMENT naming op when t has an expanded dim (several
+ * elements in one location), which no in-place write can fill sensibly. */
+netcl_status nc_check_writable(const char *op, const netcl_tensor *t);
 netcl_status nc_fwd_tensor_fill_(netcl_tensor *dst, double value);
 netcl_status nc_fwd_tensor_set_item(netcl_tensor *t, const int64_t *index, double value);
 

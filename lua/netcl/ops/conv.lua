@@ -18,6 +18,12 @@ local function pair(v, default, what, op, slot)
   if type(v) == "number" then b[0], b[1] = v, v
   elseif type(v) == "table" and #v == 2 and type(v[1]) == "number" and type(v[2]) == "number" then b[0], b[1] = v[1], v[2]
   else throw(("%s: %s must be a number or an {h, w} pair, got %s"):format(op, what, tostring(v))) end
+  -- sizes are whole numbers: 1.5 would be truncated on the way to C
+  for _, x in ipairs(type(v) == "table" and v or { v }) do
+    if x ~= math.floor(x) or x ~= x or math.abs(x) >= 2 ^ 31 then
+      throw(("%s: %s must hold integers, got %s"):format(op, what, type(v) == "table" and ("{%s, %s}"):format(tostring(v[1]), tostring(v[2])) or tostring(v)))
+    end
+  end
   return b
 end
 
@@ -62,13 +68,16 @@ return function(netcl, methods)
     local bh, act = bias(b, "conv2d"), lib.fused_act(o, "conv2d")
     return batched(x, "conv2d", function(x4)
       return call1(C.netcl_conv2d_act, H(x4), H(w), bh, pair(o.stride, 1, "stride", "conv2d", 1),
-                   pair(o.padding, 0, "padding", "conv2d", 2), pair(o.dilation, 1, "dilation", "conv2d", 3), o.groups or 1,
+                   pair(o.padding, 0, "padding", "conv2d", 2), pair(o.dilation, 1, "dilation", "conv2d", 3),
+                   lib.integer("conv2d", "groups", o.groups or 1, 1),
                    act, o.slope or 0.01)
     end)
   end
   function netcl.conv1d(x, w, b, o)
     o = opts_of(o, "conv1d")
-    return call1(C.netcl_conv1d, H(x), H(w), bias(b, "conv1d"), o.stride or 1, o.padding or 0, o.dilation or 1, o.groups or 1)
+    local function int(v, d, what) return lib.integer("conv1d", what, v == nil and d or v, 0) end
+    return call1(C.netcl_conv1d, H(x), H(w), bias(b, "conv1d"), int(o.stride, 1, "stride"), int(o.padding, 0, "padding"),
+                 int(o.dilation, 1, "dilation"), int(o.groups, 1, "groups"))
   end
   -- conv_transpose2d(x, w, b, {stride, padding, output_padding, dilation, groups, act, slope})
   function netcl.conv_transpose2d(x, w, b, o)

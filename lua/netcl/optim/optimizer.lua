@@ -286,6 +286,9 @@ end
 function Optimizer:step(closure)
   local loss
   if M.recorder then M.recorder(function() self:step() end) end   -- a capture notes the host work to redo (netcl/jit.lua)
+  if closure ~= nil and type(closure) ~= "function" then
+    throw(("%s:step: the closure must be a function returning the loss, got %s"):format(self.__name, type(closure)))
+  end
   if closure ~= nil then loss = autograd.with_grad_mode(true, closure) end
   for gi, group in ipairs(self.param_groups) do
     sync(self, gi, true)
