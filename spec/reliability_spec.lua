@@ -4,6 +4,7 @@
 -- the rule it now follows.
 local lu = require("luaunit")
 local H = require("helper")
+local root = arg[0]:match("^(.*)/spec/run_one%.lua$") or "."
 local netcl = H.netcl
 
 TestReliability = {}
@@ -155,4 +156,36 @@ function TestReliability:test_overlapping_and_expanded_writes()
   H.assert_error(function() e:add_(1) end, "add_", "several elements in one memory location", "dim 1")
   H.assert_error(function() e:copy_(netcl.ones(3, { device = H.device })) end, "copy_", "several elements in one memory location")
   H.assert_error(function() e:mul_(e) end, "mul_", "several elements")
+end
+
+-- the on-disk program cache written by several processes at once: every
+-- process computes the right answer, no temporary is left, and a later
+-- process loads every entry whole (compiles nothing); a damaged entry is
+-- compiled again instead of being used
+function TestReliability:test_program_cache_under_concurrent_writers()
+  if H.is_cpu then lu.skip("the program cache belongs to OpenCL devices: the OpenCL passes run this") end
+  local dir = (H.run("mktemp -d")):match("%S+")
+  local code = ("local x = netcl.arange(0, 1000, 1, {device = %q}); local r = ((x * 2 + 1):sqrt():sum()):item(); " ..
+                "local st = netcl.runtime_stats(); print(('result %%.3f compiled %%d loaded %%d'):format(r, st.programs_compiled, st.programs_loaded))")
+                :format(H.device)
+  local cmd = ("NETCL_CACHE_DIR=%s %s/build/netcl -e %q"):format(dir, root, code)
+  local out = H.run(("for i in 1 2 3; do (%s > %s/out.$i 2>&1; echo $? >> %s/out.$i) & done; wait"):format(cmd, dir, dir))
+  local want
+  for i = 1, 3 do
+    local o = H.read_file(("%s/out.%d"):format(dir, i))
+    lu.assertStrContains(o, "\n0\n", false)
+    local r = o:match("result (%S+)")
+    lu.assertNotNil(r, o)
+    want = want or r
+    lu.assertEquals(r, want)
+  end
+  local leftovers = H.run("ls " .. dir .. " | grep -c '\\.tmp$' || true")
+  lu.assertEquals(tonumber(leftovers:match("%d+")), 0, "temporary files left in the cache")
+  out = H.run(cmd)
+  lu.assertStrContains(out, "result " .. want .. " compiled 0 loaded")
+  -- a damaged entry: cut every cache file in half; the answer stays right
+  for f in H.run("ls " .. dir .. "/*.bin 2>/dev/null"):gmatch("%S+") do os.execute(("truncate -s %%50 %s"):format(f)) end
+  out = H.run(cmd)
+  lu.assertStrContains(out, "result " .. want)
+  os.execute("rm -rf " .. dir)
 end
