@@ -10,6 +10,7 @@ local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
 local C, throw = lib.C, lib.throw
 local H, call1, check, split_opts = tensor.handle, tensor.call1, tensor.check, tensor.split_opts
+local parse_sizes_for = tensor.parse_sizes_for
 local dtype_code, parse_sizes = tensor.dtype_code, tensor.parse_sizes
 local function dtype_name(name) return tensor.DTYPES[tonumber(dtype_code(name))] end
 
@@ -42,14 +43,15 @@ local function device_object(h)
 end
 
 -- name string, device object or nil (default) -> device object
-local function resolve(dev)
+local function resolve(dev, who)
   if type(dev) == "table" and dev.handle then return dev end
   if dev == nil then dev = netcl.default_device() end
-  if type(dev) ~= "string" then throw("device must be a name like \"cpu\" or \"opencl:0\" or a device object, got " .. type(dev)) end
+  local p = who and who .. ": " or ""
+  if type(dev) ~= "string" then throw(p .. "device must be a name like \"cpu\" or \"opencl:0\" or a device object, got " .. type(dev)) end
   local cached = device_cache[dev]
   if cached then return cached end
   local out = ffi.new("netcl_device *[1]")
-  check(C.netcl_device_get(out, dev))
+  if C.netcl_device_get(out, dev) ~= 0 then throw(p .. ffi.string(C.netcl_last_error())) end
   return device_object(out[0])
 end
 
@@ -89,7 +91,7 @@ function netcl.default_device()
   return default_name
 end
 
-function netcl.set_default_device(dev) default_name = resolve(dev).name end
+function netcl.set_default_device(dev) default_name = resolve(dev, "set_default_device").name end
 
 function netcl.synchronize(dev) check(C.netcl_device_synchronize(resolve(dev).handle)) end
 
@@ -148,10 +150,15 @@ function netcl.shutdown() C.netcl_shutdown() end
 local UNIFORM, NORMAL, RANDINT = C.NETCL_RNG_UNIFORM, C.NETCL_RNG_NORMAL, C.NETCL_RNG_RANDINT
 
 -- (opts) -> device handle, dtype code, requires_grad
-local function target(opts, default_dtype)
-  if opts ~= nil and type(opts) ~= "table" then throw("options must be a table {dtype=, device=}, got " .. type(opts)) end
+local TARGET_OPTS = { dtype = true, device = true, requires_grad = true }
+local function target(opts, default_dtype, who)
+  local p = who and who .. ": " or ""
+  if opts ~= nil and type(opts) ~= "table" then throw(p .. "options must be a table {dtype=, device=}, got " .. type(opts)) end
   opts = opts or {}
-  local dev = resolve(opts.device).handle
+  for k in pairs(opts) do
+    if not TARGET_OPTS[k] then throw(("%sunknown option '%s' (dtype, device, requires_grad)"):format(p, tostring(k))) end
+  end
+  local dev = resolve(opts.device, who).handle
   return dev, dtype_code(opts.dtype or default_dtype), opts.requires_grad
 end
 
@@ -160,31 +167,34 @@ local function finish(t, requires_grad)
   return t
 end
 
-local function sized(f, extra)
+local function sized(who, extra)
   return function(...)
     local opts, n = split_opts(...)
     local args = { ... }
-    local nd, sizes = parse_sizes(unpack(args, 1, n))
-    local dev, dt, rg = target(opts, nil)
+    local nd, sizes = parse_sizes_for(who, unpack(args, 1, n))
+    for i = 0, nd - 1 do
+      if sizes[i] < 0 then throw(("%s: negative size %d in dim %d"):format(who, tonumber(sizes[i]), i + 1)) end
+    end
+    local dev, dt, rg = target(opts, nil, who)
     return finish(extra(dev, dt, nd, sizes), rg)
   end
 end
 
-netcl.empty = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_empty, dev, dt, nd, s) end)
+netcl.empty = sized("empty", function(dev, dt, nd, s) return call1(C.netcl_tensor_empty, dev, dt, nd, s) end)
 -- empty_pinned(sizes..., {device = d}): a cpu tensor in page-locked memory of
 -- d's driver, whose copies to d run on a transfer queue (docs/tensor-api.md)
-netcl.empty_pinned = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_empty_pinned, dev, dt, nd, s) end)
-netcl.zeros = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 0) end)
-netcl.ones = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 1) end)
-netcl.rand = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, UNIFORM, 0, 1) end)
-netcl.randn = sized(nil, function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, NORMAL, 0, 1) end)
+netcl.empty_pinned = sized("empty_pinned", function(dev, dt, nd, s) return call1(C.netcl_tensor_empty_pinned, dev, dt, nd, s) end)
+netcl.zeros = sized("zeros", function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 0) end)
+netcl.ones = sized("ones", function(dev, dt, nd, s) return call1(C.netcl_tensor_full, dev, dt, nd, s, 1) end)
+netcl.rand = sized("rand", function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, UNIFORM, 0, 1) end)
+netcl.randn = sized("randn", function(dev, dt, nd, s) return call1(C.netcl_tensor_rand, dev, dt, nd, s, NORMAL, 0, 1) end)
 
 -- full(size, value, opts): size is a number or a table of sizes
 function netcl.full(size, value, opts)
   if type(value) == "boolean" then value = value and 1 or 0 end
   if type(value) ~= "number" then throw("full: value must be a number or boolean, got " .. type(value)) end
-  local nd, s = parse_sizes(size)
-  local dev, dt, rg = target(opts, nil)
+  local nd, s = parse_sizes_for("full", size)
+  local dev, dt, rg = target(opts, nil, "full")
   return finish(call1(C.netcl_tensor_full, dev, dt, nd, s, value), rg)
 end
 
@@ -193,9 +203,11 @@ end
 function netcl.randint(low, high, size, opts)
   if type(high) == "table" then low, high, size, opts = 0, low, high, size end
   if type(low) ~= "number" or type(high) ~= "number" then throw("randint: low and high must be numbers") end
+  lib.finite("randint", "low", low)
+  lib.finite("randint", "high", high)
   if size == nil then throw("randint: size is missing (randint(low, high, size, opts))") end
-  local nd, s = parse_sizes(size)
-  local dev, dt = target(opts, "int64")
+  local nd, s = parse_sizes_for("randint", size)
+  local dev, dt = target(opts, "int64", "randint")
   return call1(C.netcl_tensor_rand, dev, dt, nd, s, RANDINT, low, high)
 end
 
@@ -317,7 +329,13 @@ function methods.to(t, target_)
     if target_.dtype ~= nil then out = methods.to(out, dtype_name(target_.dtype)) end
     return out
   end
-  local dev = resolve(target_)
+  if type(target_) == "string" and C.netcl_device_get(ffi.new("netcl_device *[1]"), target_) ~= 0 then
+    throw(("to: '%s' is neither a dtype nor a device (%s)"):format(target_, ffi.string(C.netcl_last_error())))
+  end
+  if type(target_) ~= "string" and not (type(target_) == "table" and target_.handle) then
+    throw("to: expected a dtype name, a device name, a device or {device=, dtype=}, got " .. type(target_))
+  end
+  local dev = resolve(target_, "to")
   if t.device == dev.name then return t end
   return call1(C.netcl_tensor_to_device, H(t), dev.handle)
 end

@@ -18,6 +18,9 @@ netcl.save = require("netcl.io").save
 netcl.load = require("netcl.io").load
 netcl.inspect = require("netcl.printing").inspect   -- tables as text with their contents
 netcl.kernel = require("netcl.kernel").kernel        -- a program's own OpenCL kernels (docs/custom-ops.md)
+-- messages about a bad argument name the function, however it was reached
+require("netcl.tensor").name_functions(netcl)
+require("netcl.tensor").name_functions(require("netcl.tensor").methods)
 
 -- ---- mixed precision (lua/netcl/amp.lua) -----------------------------------------------
 netcl.amp = require("netcl.amp")

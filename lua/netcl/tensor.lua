@@ -97,8 +97,30 @@ local function is_tensor(x) return ffi.istype(Box, x) end
 M.is_tensor = is_tensor
 
 local istype = ffi.istype
+-- the name the calling function was called by ("matmul", "mse_loss"), for
+-- messages raised on its behalf
+local function caller_name(level)
+  local info = debug.getinfo(level + 1, "n")
+  return info and info.name or nil
+end
+M.caller_name = caller_name
+
+-- public functions by identity -> their names, so a message raised inside
+-- one can name it whatever way it was reached (M.name_functions fills it)
+local fn_names = setmetatable({}, { __mode = "k" })
+function M.name_functions(tbl, prefix)
+  for k, v in pairs(tbl) do
+    if type(k) == "string" and type(v) == "function" and not fn_names[v] then fn_names[v] = (prefix or "") .. k end
+  end
+end
+function M.function_name(f) return fn_names[f] end
+
 local function H(t)
-  if not istype(Box, t) then throw("expected a netcl tensor, got " .. type(t)) end
+  if not istype(Box, t) then
+    local info = debug.getinfo(2, "f")
+    local who = info and fn_names[info.func] or caller_name(2)
+    throw(("%sexpected a netcl tensor, got %s"):format(who and who .. ": " or "", type(t)))
+  end
   local h = t.h
   if h == nil then throw("tensor was freed (t:free() was called); it cannot be used") end
   return h
@@ -131,20 +153,24 @@ end
 M.cdim = cdim
 
 -- Shape from varargs: (2, 3), ({2, 3}) or a tensor's size table; fills sizes_buf.
-local function parse_sizes(...)
+-- parse_sizes_for(who, ...) -> ndim, a buffer of sizes; messages name `who`
+local function parse_sizes_for(who, ...)
   local first = ...
   local list = type(first) == "table" and first or { ... }
   local n = #list
-  if n > 8 then throw("at most 8 dims, got " .. n) end
+  local p = who and who .. ": " or ""
+  if n > 8 then throw(("%sat most 8 dims, got %d"):format(p, n)) end
   for i = 1, n do
     local v = list[i]
-    if type(v) ~= "number" or v ~= floor(v) then throw(("size %d must be an integer, got %s"):format(i, tostring(v))) end
-    if v >= 2 ^ 62 then throw(("size %d is %s: sizes must be below 2^62"):format(i, tostring(v))) end
+    if type(v) ~= "number" or v ~= floor(v) then throw(("%ssize %d must be an integer, got %s"):format(p, i, tostring(v))) end
+    if v >= 2 ^ 62 then throw(("%ssize %d is %s: sizes must be below 2^62"):format(p, i, tostring(v))) end
     sizes_buf[i - 1] = v
   end
   return n, sizes_buf
 end
+local function parse_sizes(...) return parse_sizes_for(nil, ...) end
 M.parse_sizes = parse_sizes
+M.parse_sizes_for = parse_sizes_for
 
 -- Splits a trailing options table (dtype/device/requires_grad) off varargs.
 local function split_opts(...)
@@ -252,6 +278,10 @@ M.check = check
 -- ---- elementwise operators ------------------------------------------------------------
 
 local function binary(a, b, op)
+  if not istype(Box, a) and type(a) ~= "number" or not istype(Box, b) and type(b) ~= "number" then
+    local bad = (not istype(Box, a) and type(a) ~= "number") and a or b
+    throw(("%s: expected a tensor or a number, got %s"):format(ffi.string(C.netcl_op_name(op)), type(bad)), 3)
+  end
   if type(b) == "number" then
     return call1(C.netcl_binary_scalar, op, H(a), b, 0)
   elseif type(a) == "number" then
@@ -262,6 +292,10 @@ end
 M.binary = binary
 
 local function unary(a, op, p1, p2)
+  if (p1 ~= nil and type(p1) ~= "number") or (p2 ~= nil and type(p2) ~= "number") then
+    local bad = (p1 ~= nil and type(p1) ~= "number") and p1 or p2
+    throw(("%s: its parameters must be numbers, got %s"):format(ffi.string(C.netcl_op_name(op)), type(bad)), 3)
+  end
   return call1(C.netcl_unary, op, H(a), p1 or 0, p2 or 0)
 end
 
@@ -350,12 +384,12 @@ function methods.matmul(a, b) return call1(C.netcl_matmul, H(a), H(b)) end
 -- ---- views ---------------------------------------------------------------------------
 
 function methods.view(t, ...)
-  local n, s = parse_sizes(...)
+  local n, s = parse_sizes_for("view", ...)
   return call1(C.netcl_tensor_view, H(t), n, s)
 end
 
 function methods.reshape(t, ...)
-  local n, s = parse_sizes(...)
+  local n, s = parse_sizes_for("reshape", ...)
   return call1(C.netcl_tensor_reshape, H(t), n, s)
 end
 
@@ -411,7 +445,7 @@ function methods.select(t, d, i)
 end
 
 function methods.expand(t, ...)
-  local n, s = parse_sizes(...)
+  local n, s = parse_sizes_for("expand", ...)
   return call1(C.netcl_tensor_expand, H(t), n, s)
 end
 
@@ -549,6 +583,9 @@ end
 function methods.clone(t) return call1(C.netcl_tensor_cast, H(t), C.netcl_tensor_dtype(H(t))) end
 
 function methods.copy_(t, src)
+  if not istype(Box, src) and type(src) ~= "number" and type(src) ~= "boolean" then
+    throw("copy_: the source must be a tensor, a number or a boolean, got " .. type(src))
+  end
   assign(t, src)
   return t
 end
@@ -582,6 +619,7 @@ function M.with_grad_mode(enabled, fn, ...)
 end
 
 function methods.requires_grad_(t, flag)
+  if flag ~= nil and type(flag) ~= "boolean" then throw("requires_grad_: the flag must be a boolean, got " .. type(flag)) end
   check(C.netcl_tensor_set_requires_grad(H(t), flag == false and 0 or 1))
   return t
 end

@@ -50,7 +50,10 @@ end
 
 for _, name in ipairs({ "relu", "relu6", "sigmoid", "tanh", "silu", "elu", "leaky_relu", "hardtanh", "gelu",
                         "softplus", "softmax", "log_softmax" }) do
-  M[name] = function(x, ...) return x[name](x, ...) end
+  M[name] = function(x, ...)
+    if not tensor.is_tensor(x) then throw(("%s: the input must be a tensor, got %s"):format(name, type(x))) end
+    return x[name](x, ...)
+  end
 end
 -- prelu(x, weight): weight of 1 or C elements, broadcast over dim 2
 function M.prelu(x, weight)
@@ -86,11 +89,16 @@ function M.group_norm(x, groups, w, b, eps)
   return call1(C.netcl_group_norm, H(x), groups, opt(w), opt(b), eps or 1e-5)
 end
 -- dropout(x, p = 0.5, training = true); dropout2d zeroes whole channels
+local function probability(who, p)
+  p = p == nil and 0.5 or p
+  if type(p) ~= "number" or not (p >= 0 and p <= 1) then throw(("%s: p must be a probability in [0, 1], got %s"):format(who, tostring(p)), 3) end
+  return p
+end
 function M.dropout(x, p, training)
-  return call1(C.netcl_dropout, H(x), p or 0.5, training == false and 0 or 1, 0)
+  return call1(C.netcl_dropout, H(x), probability("dropout", p), training == false and 0 or 1, 0)
 end
 function M.dropout2d(x, p, training)
-  return call1(C.netcl_dropout, H(x), p or 0.5, training == false and 0 or 1, 1)
+  return call1(C.netcl_dropout, H(x), probability("dropout2d", p), training == false and 0 or 1, 1)
 end
 
 -- interpolate(x, {size = n | {h, w}, scale_factor = f | {fh, fw},
@@ -198,4 +206,5 @@ function M.nll_loss(logp, target, o)
 end
 M.nll = M.nll_loss
 
+tensor.name_functions(M)   -- messages about a bad argument name the function
 return M

@@ -27,8 +27,14 @@ local function pair(v, default, what, op, slot)
   return b
 end
 
+local KNOWN = { stride = true, padding = true, dilation = true, groups = true, act = true, slope = true,
+                output_padding = true, ceil_mode = true, return_indices = true, count_include_pad = true,
+                divisor_override = true }
 local function opts_of(o, op)
   if o ~= nil and type(o) ~= "table" then throw(op .. ": options must be a table, got " .. type(o)) end
+  for k in pairs(o or {}) do
+    if not KNOWN[k] then throw(("%s: unknown option '%s'"):format(op, tostring(k))) end
+  end
   return o or {}
 end
 
@@ -65,6 +71,8 @@ return function(netcl, methods)
   -- nothing records a gradient
   function netcl.conv2d(x, w, b, o)
     o = opts_of(o, "conv2d")
+    if not is_tensor(x) then throw("conv2d: the input must be a tensor, got " .. type(x)) end
+    if not is_tensor(w) then throw("conv2d: the weight must be a tensor, got " .. type(w)) end
     local bh, act = bias(b, "conv2d"), lib.fused_act(o, "conv2d")
     return batched(x, "conv2d", function(x4)
       return call1(C.netcl_conv2d_act, H(x4), H(w), bh, pair(o.stride, 1, "stride", "conv2d", 1),

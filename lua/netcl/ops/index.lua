@@ -143,7 +143,7 @@ return function(netcl, methods)
   -- repeat_tensor(r1, r2, ...) (also t["repeat"], Torch7's repeatTensor):
   -- tile along each dim; more counts than dims add leading dims
   function methods.repeat_tensor(t, ...)
-    local n, s = parse_sizes(...)
+    local n, s = tensor.parse_sizes_for("repeat", ...)
     return call1(C.netcl_repeat, H(t), n, s)
   end
   methods["repeat"] = methods.repeat_tensor

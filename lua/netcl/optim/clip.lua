@@ -53,7 +53,7 @@ local function total_norm(grads, p)
 end
 
 local function clip(who, params, max_norm, norm_type, before_scaling)
-  if type(max_norm) ~= "number" or max_norm < 0 then throw(who .. ": max_norm must be a non-negative number, got " .. tostring(max_norm)) end
+  if type(max_norm) ~= "number" or not (max_norm >= 0) then throw(who .. ": max_norm must be a non-negative number, got " .. tostring(max_norm)) end
   local p = check_norm_type(who, norm_type)
   local grads = grads_of(who, params)
   if #grads == 0 then return core.zeros({}) end

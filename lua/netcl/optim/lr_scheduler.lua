@@ -38,7 +38,7 @@ end
 local function number(who, opts, key, default, check)
   local v = opts[key]
   if v == nil then v = default end
-  if type(v) ~= "number" or (check and not check(v)) then
+  if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge or (check and not check(v)) then
     throw(("%s: %s must be a%s number, got %s"):format(who, key, check and " valid" or "", tostring(v)))
   end
   return v

@@ -214,6 +214,12 @@ function Optimizer:add_param_group(group)
   end
   for k, v in pairs(group) do if k ~= "params" then g[k] = deep_copy(v) end end
   for k, v in pairs(self.defaults) do if g[k] == nil then g[k] = deep_copy(v) end end
+  -- every numeric option is finite (an lr of NaN or inf trains nothing, silently)
+  for k, v in pairs(g) do
+    if type(v) == "number" and (v ~= v or v == math.huge or v == -math.huge) then
+      throw(("%s: option %s must be a finite number, got %s"):format(who, tostring(k), tostring(v)))
+    end
+  end
   self:validate(g)
   self.param_groups[#self.param_groups + 1] = g
   self._groups[#self._groups + 1] = { step = 0, buckets = build_buckets(g.params) }

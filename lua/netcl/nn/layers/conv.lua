@@ -18,10 +18,11 @@ local M = {}
 
 local function shape_str(x) return "[" .. table.concat(x:size(), ", ") .. "]" end
 
+-- a positive (allow_zero: non-negative) integer, finite (lib.integer)
 local function positive_int(who, what, v, allow_zero)
-  local low = allow_zero and 0 or 1
-  if type(v) ~= "number" or v ~= math.floor(v) or v < low then
-    throw(("%s: %s must be a %s integer, got %s"):format(who, what, allow_zero and "non-negative" or "positive", tostring(v)))
+  lib.integer(who, what, v)
+  if v < (allow_zero and 0 or 1) then
+    lib.throw(("%s: %s must be a %s integer, got %s"):format(who, what, allow_zero and "non-negative" or "positive", tostring(v)))
   end
   return v
 end

@@ -11,7 +11,7 @@ local M = {}
 
 local function check_p(who, p)
   p = p == nil and 0.5 or p
-  if type(p) ~= "number" or p < 0 or p > 1 then throw(("%s: p must be a probability in [0, 1], got %s"):format(who, tostring(p))) end
+  if type(p) ~= "number" or not (p >= 0 and p <= 1) then throw(("%s: p must be a probability in [0, 1], got %s"):format(who, tostring(p))) end
   return p
 end
 

@@ -35,9 +35,7 @@ function Embedding:__init(num_embeddings, embedding_dim, opts)
     end
   end
   for what, v in pairs({ num_embeddings = num_embeddings, embedding_dim = embedding_dim }) do
-    if type(v) ~= "number" or v ~= math.floor(v) or v < 1 then
-      throw(("Embedding: %s must be a positive integer, got %s"):format(what, tostring(v)))
-    end
+    lib.integer("Embedding", what, v, 1)
   end
   self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
   self.padding_idx = padding_index("Embedding", opts.padding_idx, num_embeddings)

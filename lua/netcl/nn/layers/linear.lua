@@ -11,9 +11,8 @@ local Module, Parameter, throw = module.Module, module.Parameter, lib.throw
 local M = {}
 
 local function positive_int(who, what, v)
-  if type(v) ~= "number" or v ~= math.floor(v) or v < 1 then
-    throw(("%s: %s must be a positive integer, got %s"):format(who, what, tostring(v)))
-  end
+  lib.integer(who, what, v)
+  if v < 1 then lib.throw(("%s: %s must be a positive integer, got %s"):format(who, what, tostring(v))) end
   return v
 end
 

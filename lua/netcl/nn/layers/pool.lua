@@ -26,7 +26,7 @@ end
 -- a non-negative (positive unless allow_zero) integer or an {h, w} pair of them
 local function pair(who, what, v, allow_zero)
   local low = allow_zero and 0 or 1
-  local function ok(n) return type(n) == "number" and n == math.floor(n) and n >= low end
+  local function ok(n) return type(n) == "number" and n == math.floor(n) and n >= low and n < 2 ^ 31 end
   if ok(v) then return v end
   if type(v) == "table" and #v == 2 and ok(v[1]) and ok(v[2]) then return { v[1], v[2] } end
   throw(("%s: %s must be a %s integer or an {h, w} pair, got %s"):format(who, what, allow_zero and "non-negative" or "positive",
