@@ -28,7 +28,7 @@ DEB_PKGS := gcc make luajit libluajit-5.1-dev ocl-icd-libopencl1 ocl-icd-opencl-
             libreadline-dev dataset-fashion-mnist libopenblas0-pthread luarocks \
             libopenmpi-dev openmpi-bin
 
-.PHONY: all deps test check demo clean bench cdef-check install rock
+.PHONY: all deps test check demo clean bench cdef-check install rock fuzz
 all: $(LIB) $(CDEF) $(LAUNCH) $(MPI_PLUGIN)
 
 $(BUILD)/obj/%.o: src/%.c $(HDRS)
@@ -114,6 +114,28 @@ check: deps
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  NETCL_LIB=$(CURDIR)/build-asan/libnetcl.so NETCL_TEST_OPENCL=0 luajit spec/run.lua
 
+# libFuzzer on the file readers (IDX, CIFAR, PNG): the library rebuilt by
+# clang with the fuzzer's coverage and ASan+UBSan, the harness in
+# spec/fuzz/, seeds in spec/fuzz/corpus/; FUZZ_SECONDS per reader (CI runs
+# a short one). A finding stops with the crashing input in build-fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+fuzz: deps
+	$(MAKE) -j$(JOBS) BUILD=build-fuzz CC=$(FUZZ_CC) WERROR= \
+	  OPT="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=address,undefined" build-fuzz/libnetcl.so
+	$(FUZZ_CC) -g -fsanitize=fuzzer,address,undefined -Isrc spec/fuzz/fuzz_readers.c -Lbuild-fuzz -lnetcl \
+	  -Wl,-rpath,$(CURDIR)/build-fuzz -o build-fuzz/fuzz_readers
+	@for r in idx cifar png; do \
+	  mkdir -p build-fuzz/corpus-$$r build-fuzz/findings-$$r; \
+	  echo "fuzz: $$r for $(FUZZ_SECONDS) s"; \
+	  NETCL_FUZZ_READER=$$r NETCL_NO_OPENCL=1 UBSAN_OPTIONS=halt_on_error=1 build-fuzz/fuzz_readers \
+	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/findings-$$r/ build-fuzz/corpus-$$r spec/fuzz/corpus/$$r \
+	    > build-fuzz/fuzz-$$r.log 2>&1 || { tail -40 build-fuzz/fuzz-$$r.log; echo "fuzz: $$r found a problem"; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build-fuzz/fuzz-$$r.log | tr '\n' ' '; echo; \
+	done
+
 # the Fashion-MNIST CNN: --quick (1 epoch, >= 88%) by default; FULL=1 runs
 # the full default (>= 91%); DEMO_ARGS adds flags (e.g. DEMO_ARGS="--device opencl:0")
 demo: deps
@@ -151,4 +173,4 @@ rock:
 	rm -rf $$stage; echo "$$out/netcl-scm-1.src.rock"
 
 clean:
-	rm -rf build build-asan $(CDEF)
+	rm -rf build build-asan build-fuzz $(CDEF)

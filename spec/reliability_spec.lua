@@ -189,3 +189,13 @@ function TestReliability:test_program_cache_under_concurrent_writers()
   lu.assertStrContains(out, "result " .. want)
   os.execute("rm -rf " .. dir)
 end
+
+-- found by `make fuzz`: an IDX header with a zero dim and two huge ones
+-- overflowed the stride and element-count products (UBSan, under make
+-- check); the counts saturate now and the file reads as an empty tensor
+function TestReliability:test_idx_zero_dim_with_huge_sizes()
+  if not H.is_cpu then lu.skip("a file reader: cpu pass only") end
+  local t = netcl.read_idx(root .. "/spec/fuzz/corpus/idx/regress-zero-dim-huge-sizes.idx")
+  lu.assertEquals(t:numel(), 0)
+  lu.assertEquals(t:size(), { 0, 4278190079, 4294967295 })
+end

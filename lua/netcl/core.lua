@@ -260,6 +260,7 @@ function netcl.tensor(value, opts)
   local first_leaf
   local function walk(v, d)
     if type(v) == "table" then
+      if sizes[d] == nil then throw(("tensor: ragged table: a table where a number was expected at depth %d"):format(d)) end
       if #v ~= sizes[d] then throw(("tensor: ragged table: %d entries where %d expected at depth %d"):format(#v, sizes[d], d)) end
       for i = 1, #v do walk(v[i], d + 1) end
     else

@@ -5,10 +5,15 @@
 #include "base/base.h"
 #include <stdio.h>
 
+/* A zero anywhere makes the count 0 before a large product can overflow;
+ * otherwise it saturates (shapes are validated below 2^62 bytes first). */
 int64_t nc_numel(int ndim, const int64_t *sizes)
 {
+    for (int i = 0; i < ndim; i++)
+        if (sizes[i] == 0) return 0;
     int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= sizes[i];
+    for (int i = 0; i < ndim; i++)
+        if (__builtin_mul_overflow(n, sizes[i], &n)) return INT64_MAX;
     return n;
 }
 

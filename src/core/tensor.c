@@ -33,10 +33,16 @@ static void tensor_free(netcl_tensor *t)
     else free(t);
 }
 
+/* A shape with a zero dim passes check_shape whatever its other sizes, so
+ * the running product saturates instead of overflowing (a stride of an
+ * empty tensor is never used to address memory). */
 static void contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides)
 {
     int64_t s = 1;
-    for (int i = ndim - 1; i >= 0; i--) { strides[i] = s; s *= sizes[i] > 1 ? sizes[i] : 1; }
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        if (__builtin_mul_overflow(s, sizes[i] > 1 ? sizes[i] : 1, &s)) s = INT64_MAX;
+    }
 }
 
 /* Validates a shape: 0..8 dims, sizes >= 0, total bytes below 2^62. */
