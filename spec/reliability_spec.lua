@@ -199,3 +199,19 @@ function TestReliability:test_idx_zero_dim_with_huge_sizes()
   lu.assertEquals(t:numel(), 0)
   lu.assertEquals(t:size(), { 0, 4278190079, 4294967295 })
 end
+
+-- huge geometry: paddings, dilations, strides, windows and batch sizes near
+-- 2^30 give clear errors (or the right small result), never an overflow;
+-- make check runs this under UBSan
+function TestReliability:test_huge_geometry_is_named_not_overflowed()
+  local F = netcl.nn.functional
+  local function x(n) return netcl.ones(n or 1, 1, 4, 4, { device = H.device }) end
+  local w = netcl.ones(1, 1, 3, 3, { device = H.device })
+  H.assert_error(function() F.conv2d(x(), w, nil, { padding = 2 ^ 30 }) end, "conv2d", "too large")
+  H.assert_error(function() F.conv2d(x(), w, nil, { dilation = 2 ^ 30 }) end, "conv2d", "does not fit")
+  lu.assertEquals(F.conv2d(x(), w, nil, { stride = 2 ^ 30 }):size(), { 1, 1, 1, 1 })
+  H.assert_error(function() F.max_pool2d(x(), 2, { padding = 2 ^ 30 }) end, "max_pool2d", "at most half the kernel")
+  H.assert_error(function() F.avg_pool2d(x(), 2 ^ 30) end, "avg_pool2d", "does not fit")
+  H.assert_error(function() F.conv2d(x(), w, nil, { padding = -5 }) end, "conv2d", "non-negative")
+  lu.assertEquals(netcl.zeros(2 ^ 31, 2 ^ 31, 0, { device = H.device }):sum():item(), 0)
+end
