@@ -19,14 +19,7 @@ local function check(st, what)
   if st ~= 0 then throw(what .. ": " .. ffi.string(C.netcl_last_error()), 3) end
 end
 
-local function options(who, opts, allowed)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then throw(("%s: options must be a table, got %s"):format(who, type(opts)), 3) end
-  for k in pairs(opts) do
-    if not allowed[k] then throw(("%s: unknown option '%s'"):format(who, tostring(k)), 3) end
-  end
-  return opts
-end
+local function options(who, opts, allowed) return lib.options(who, opts, allowed, 4) end
 
 -- ---- devices ------------------------------------------------------------------------
 

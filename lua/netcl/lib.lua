@@ -118,6 +118,17 @@ function M.integer(who, what, v, lo, hi)
   return v
 end
 
+-- an options table (nil: empty) whose keys are all in `allowed` (a set);
+-- the error points `level` frames up (default: the caller's caller)
+function M.options(who, opts, allowed, level)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then throw(("%s: options must be a table, got %s"):format(who, type(opts)), level or 3) end
+  for k in pairs(opts) do
+    if not allowed[k] then throw(("%s: unknown option '%s'"):format(who, tostring(k)), level or 3) end
+  end
+  return opts
+end
+
 -- a finite number (NaN and the infinities refused)
 function M.finite(who, what, v)
   if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then

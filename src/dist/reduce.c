@@ -17,35 +17,25 @@
     } while (0)
 
 /* max/min keep NaN, as torch.max does: a NaN on any rank gives NaN */
-static void accumulate_float(float *a, const float *s, int64_t n, netcl_dist_op op)
-{
-    if (op == NETCL_DIST_MAX)
-        for (int64_t i = 0; i < n; i++) a[i] = (s[i] > a[i] || s[i] != s[i]) ? s[i] : a[i];
-    else if (op == NETCL_DIST_MIN)
-        for (int64_t i = 0; i < n; i++) a[i] = (s[i] < a[i] || s[i] != s[i]) ? s[i] : a[i];
-    else if (op == NETCL_DIST_PRODUCT)
-        for (int64_t i = 0; i < n; i++) a[i] *= s[i];
-    else
-        for (int64_t i = 0; i < n; i++) a[i] += s[i];
-}
-
-static void accumulate_double(double *a, const double *s, int64_t n, netcl_dist_op op)
-{
-    if (op == NETCL_DIST_MAX)
-        for (int64_t i = 0; i < n; i++) a[i] = (s[i] > a[i] || s[i] != s[i]) ? s[i] : a[i];
-    else if (op == NETCL_DIST_MIN)
-        for (int64_t i = 0; i < n; i++) a[i] = (s[i] < a[i] || s[i] != s[i]) ? s[i] : a[i];
-    else if (op == NETCL_DIST_PRODUCT)
-        for (int64_t i = 0; i < n; i++) a[i] *= s[i];
-    else
-        for (int64_t i = 0; i < n; i++) a[i] += s[i];
-}
+#define NC_ACCUMULATE_FLOAT(T)                                                                   \
+    do {                                                                                         \
+        T *a = acc;                                                                              \
+        const T *s = src;                                                                        \
+        if (op == NETCL_DIST_MAX)                                                                \
+            for (int64_t i = 0; i < n; i++) a[i] = (s[i] > a[i] || s[i] != s[i]) ? s[i] : a[i];  \
+        else if (op == NETCL_DIST_MIN)                                                           \
+            for (int64_t i = 0; i < n; i++) a[i] = (s[i] < a[i] || s[i] != s[i]) ? s[i] : a[i];  \
+        else if (op == NETCL_DIST_PRODUCT)                                                       \
+            for (int64_t i = 0; i < n; i++) a[i] *= s[i];                                        \
+        else                                                                                     \
+            for (int64_t i = 0; i < n; i++) a[i] += s[i];                                        \
+    } while (0)
 
 void nc_dist_accumulate(void *acc, const void *src, int64_t n, netcl_dtype dt, netcl_dist_op op)
 {
     switch (dt) {
-    case NETCL_DTYPE_FLOAT32: accumulate_float(acc, src, n, op); break;
-    case NETCL_DTYPE_FLOAT64: accumulate_double(acc, src, n, op); break;
+    case NETCL_DTYPE_FLOAT32: NC_ACCUMULATE_FLOAT(float); break;
+    case NETCL_DTYPE_FLOAT64: NC_ACCUMULATE_FLOAT(double); break;
     case NETCL_DTYPE_INT32: NC_ACCUMULATE(int32_t, uint32_t); break;
     case NETCL_DTYPE_INT64: NC_ACCUMULATE(int64_t, uint64_t); break;
     case NETCL_DTYPE_UINT8: NC_ACCUMULATE(uint8_t, unsigned); break;

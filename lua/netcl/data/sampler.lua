@@ -14,14 +14,7 @@ local C, throw = lib.C, lib.throw
 
 local M = {}
 
-local function options(who, opts, allowed)
-  opts = opts or {}
-  if type(opts) ~= "table" then throw(("%s: options must be a table, got %s"):format(who, type(opts)), 3) end
-  for k in pairs(opts) do
-    if not allowed[k] then throw(("%s: unknown option '%s'"):format(who, tostring(k)), 3) end
-  end
-  return opts
-end
+local function options(who, opts, allowed) return lib.options(who, opts, allowed, 4) end
 
 local function seed_of(who, opts)
   if opts.seed ~= nil then return lib.integer(who, "seed", opts.seed, 0) end
