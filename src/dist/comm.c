@@ -87,7 +87,7 @@ static netcl_status reduce_call(nc_transport *tp, netcl_dist_work *w, const void
     }
     const void *src = wide_in ? (const void *)wide_in : in;
     void *dst = wide_out ? (void *)wide_out : out;
-    netcl_status st = scatter ? tp->reduce_scatter(tp, src, dst, n, dt, op) : tp->all_reduce(tp, dst, n, dt, op);
+    netcl_status st = scatter ? tp->ops->reduce_scatter(tp, src, dst, n, dt, op) : tp->ops->all_reduce(tp, dst, n, dt, op);
     if (st == NETCL_OK && w->op == NETCL_DIST_AVG) {
         for (int64_t i = 0; i < n; i++) {
             if (dt == NETCL_DTYPE_FLOAT64) ((double *)dst)[i] /= tp->world;
@@ -110,11 +110,11 @@ static netcl_status run(nc_transport *tp, netcl_dist_work *w)
     switch (w->kind) {
     case W_ALL_REDUCE: return reduce_call(tp, w, out, out, w->n);
     case W_REDUCE_SCATTER: return reduce_call(tp, w, in, out, w->n);
-    case W_BROADCAST: return tp->broadcast(tp, out, bytes, w->root);
-    case W_ALL_GATHER: return tp->all_gather(tp, in, out, bytes);
-    case W_GATHER: return tp->gather(tp, in, out, bytes, w->root);
-    case W_SCATTER: return tp->scatter(tp, in, out, bytes, w->root);
-    case W_BARRIER: return tp->barrier(tp);
+    case W_BROADCAST: return tp->ops->broadcast(tp, out, bytes, w->root);
+    case W_ALL_GATHER: return tp->ops->all_gather(tp, in, out, bytes);
+    case W_GATHER: return tp->ops->gather(tp, in, out, bytes, w->root);
+    case W_SCATTER: return tp->ops->scatter(tp, in, out, bytes, w->root);
+    case W_BARRIER: return tp->ops->barrier(tp);
     }
     return NETCL_OK;
 }
@@ -162,7 +162,7 @@ netcl_status netcl_comm_init(netcl_comm **out, netcl_dist_backend backend, const
     else return nc_fail(NETCL_ERR_ARGUMENT, "distributed init: unknown backend %d (shm or mpi)", (int)backend);
     netcl_comm *c = calloc(1, sizeof *c);
     if (!c) {
-        tp->destroy(tp);
+        tp->ops->destroy(tp);
         return nc_fail(NETCL_ERR_OOM, "distributed init: out of host memory");
     }
     c->backend = backend;
@@ -192,7 +192,7 @@ void netcl_comm_release(netcl_comm *c)
         pthread_mutex_unlock(&c->lock);
         pthread_join(c->thread, NULL);
     }
-    c->tp->destroy(c->tp);
+    c->tp->ops->destroy(c->tp);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->cond);
     free(c);

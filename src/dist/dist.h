@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 typedef struct nc_transport nc_transport;
-struct nc_transport {
-    int rank, world, local_rank;
+/* What a transport does, one static table per transport. */
+typedef struct nc_transport_ops {
     netcl_status (*all_reduce)(nc_transport *t, void *buf, int64_t n, netcl_dtype dt, netcl_dist_op op);
     netcl_status (*broadcast)(nc_transport *t, void *buf, int64_t nbytes, int root);
     /* in: world slices of n elements; out: n elements */
@@ -24,6 +24,11 @@ struct nc_transport {
     netcl_status (*scatter)(nc_transport *t, const void *in, void *out, int64_t nbytes, int root);
     netcl_status (*barrier)(nc_transport *t);
     void (*destroy)(nc_transport *t);
+} nc_transport_ops;
+
+struct nc_transport {
+    const nc_transport_ops *ops;
+    int rank, world, local_rank;
 };
 
 netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int world, double timeout_s);

@@ -80,6 +80,12 @@ static void m_destroy(nc_transport *t)
     free(m);
 }
 
+static const nc_transport_ops mpi_ops = {
+    .all_reduce = m_all_reduce, .broadcast = m_broadcast, .reduce_scatter = m_reduce_scatter,
+    .all_gather = m_all_gather, .gather = m_gather, .scatter = m_scatter, .barrier = m_barrier,
+    .destroy = m_destroy,
+};
+
 /* The plugin's path: NETCL_MPI_PLUGIN, else beside this library. */
 static void plugin_path(char *path, size_t n)
 {
@@ -129,14 +135,7 @@ netcl_status nc_mpi_open(nc_transport **out, double timeout_s)
     }
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     m->base.local_rank = lr ? atoi(lr) : m->base.rank;
-    m->base.all_reduce = m_all_reduce;
-    m->base.broadcast = m_broadcast;
-    m->base.reduce_scatter = m_reduce_scatter;
-    m->base.all_gather = m_all_gather;
-    m->base.gather = m_gather;
-    m->base.scatter = m_scatter;
-    m->base.barrier = m_barrier;
-    m->base.destroy = m_destroy;
+    m->base.ops = &mpi_ops;
     *out = &m->base;
     return NETCL_OK;
 }

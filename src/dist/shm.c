@@ -351,6 +351,12 @@ static netcl_status attach(shm_t *s, int create)
     return NETCL_OK;
 }
 
+static const nc_transport_ops shm_ops = {
+    .all_reduce = shm_all_reduce, .broadcast = shm_broadcast, .reduce_scatter = shm_reduce_scatter,
+    .all_gather = shm_all_gather, .gather = shm_gather, .scatter = shm_scatter, .barrier = shm_barrier,
+    .destroy = shm_destroy,
+};
+
 netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int world, double timeout_s)
 {
     *out = NULL;
@@ -372,14 +378,7 @@ netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int wor
     s->slot_bytes = ((uint64_t)(slot_mb * 1048576.0) + 4095) / 4096 * 4096;
     if (s->slot_bytes < 4096 * (uint64_t)world) s->slot_bytes = 4096 * (uint64_t)world;
     s->what = "init";
-    s->base.all_reduce = shm_all_reduce;
-    s->base.broadcast = shm_broadcast;
-    s->base.reduce_scatter = shm_reduce_scatter;
-    s->base.all_gather = shm_all_gather;
-    s->base.gather = shm_gather;
-    s->base.scatter = shm_scatter;
-    s->base.barrier = shm_barrier;
-    s->base.destroy = shm_destroy;
+    s->base.ops = &shm_ops;
     netcl_status st = attach(s, rank == 0);
     if (st == NETCL_OK) st = sync_all(s);   /* every rank attached: the name can go */
     if (rank == 0) shm_unlink(s->name);
