@@ -62,6 +62,13 @@ function TestDistributed:test_shm_collectives_world_2_and_4()
   lu.assertEquals(shm_entries(), before, "a shared segment was left in /dev/shm")
 end
 
+-- the slot path alone (the single-copy path off), for machines where the
+-- kernel refuses cross-memory attach
+function TestDistributed:test_shm_slot_path_alone()
+  local out, code = job("shm", 2, "collectives.lua", "all", "NETCL_SHM_SLOT_MB=0.25 NETCL_SHM_CMA=0")
+  assert_job(out, code, 2)
+end
+
 function TestDistributed:test_mpi_collectives_world_2_and_4()
   local why = mpi_missing()
   if why then lu.skip("mpi: " .. why) end

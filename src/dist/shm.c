@@ -9,6 +9,13 @@
  * slot, in rank order) then an all-gather: each element is reduced by one
  * rank only, so every rank copies bitwise the same result.
  *
+ * Large all_reduces take a single-copy path where the kernel allows it
+ * (cross-memory attach, process_vm_readv; probed at init, NETCL_SHM_CMA=0
+ * turns it off): each rank publishes its buffer's address, reduces its
+ * slice reading the peers' slices straight from their memory, then reads
+ * the peers' reduced slices into its own buffer. Same order of
+ * accumulation as the slot path, so the same bits.
+ *
  * Waiting spins briefly, then sleeps on a futex in the segment. While it
  * waits it checks the peers' processes (/proc) and the abort word, and
  * gives up after the timeout: a dead or stuck peer is an error naming it,
@@ -28,6 +35,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +65,10 @@ typedef struct {
     shm_header *h;
     _Atomic int32_t *pids;
     shm_counter *seq;
+    _Atomic uint64_t *addr;       /* each rank's buffer for the single-copy path */
+    _Atomic int32_t *cma_ok;      /* each rank's probe result */
+    int cma;                      /* the single-copy path is on */
+    unsigned char *scratch;       /* one slot of private memory for it */
     unsigned char *slots;
     uint64_t slot_bytes;
     uint32_t my_seq;
@@ -159,10 +171,80 @@ static netcl_status sync_all(shm_t *s)
     }
 }
 
+/* Reads nbytes at rank q's address `remote` into `local` (cross-memory attach). */
+static netcl_status peer_read(shm_t *s, int q, void *local, uint64_t remote, size_t nbytes)
+{
+    while (nbytes > 0) {
+        struct iovec l = { local, nbytes }, r = { (void *)(uintptr_t)remote, nbytes };
+        ssize_t got = process_vm_readv((pid_t)atomic_load(&s->pids[q]), &l, 1, &r, 1, 0);
+        if (got <= 0)
+            return give_up(s, nc_fail(NETCL_ERR_BACKEND, "distributed %s: reading rank %d's buffer failed: %s", s->what, q,
+                                      got < 0 ? strerror(errno) : "nothing read"));
+        local = (char *)local + got;
+        remote += (uint64_t)got;
+        nbytes -= (size_t)got;
+    }
+    return NETCL_OK;
+}
+
+/* The single-copy all_reduce: slices reduced from the peers' memory. */
+static netcl_status all_reduce_direct(shm_t *s, unsigned char *buf, int64_t n, netcl_dtype dt, netcl_dist_op op)
+{
+    int W = s->base.world, r = s->base.rank;
+    size_t es = (size_t)netcl_dtype_size(dt);
+    int64_t per = (int64_t)(s->slot_bytes / es);
+    atomic_store(&s->addr[r], (uint64_t)(uintptr_t)buf);
+    NC_TRY(sync_all(s));
+    int64_t lo = n * r / W, hi = n * (r + 1) / W;
+    for (int q = 0; q < W; q++) {
+        if (q == r) continue;
+        uint64_t base = atomic_load(&s->addr[q]);
+        for (int64_t off = lo; off < hi; off += per) {
+            int64_t cnt = hi - off < per ? hi - off : per;
+            NC_TRY(peer_read(s, q, s->scratch, base + (uint64_t)off * es, (size_t)cnt * es));
+            nc_dist_accumulate(buf + off * (int64_t)es, s->scratch, cnt, dt, op);
+        }
+    }
+    NC_TRY(sync_all(s));
+    for (int q = 0; q < W; q++) {
+        if (q == r) continue;
+        int64_t a = n * q / W, e = n * (q + 1) / W;
+        NC_TRY(peer_read(s, q, buf + a * (int64_t)es, atomic_load(&s->addr[q]) + (uint64_t)a * es, (size_t)(e - a) * es));
+    }
+    return sync_all(s);   /* the peers may still be reading this buffer */
+}
+
+/* Whether every rank can read its neighbour's memory (all ranks agree). */
+static netcl_status probe_cma(shm_t *s)
+{
+    static volatile uint64_t probe = 0x6e63636d61ULL;
+    int W = s->base.world, r = s->base.rank;
+    const char *env = getenv("NETCL_SHM_CMA");
+    int want = W > 1 && !(env && strcmp(env, "0") == 0);
+    atomic_store(&s->addr[r], (uint64_t)(uintptr_t)&probe);
+    NC_TRY(sync_all(s));
+    int ok = 0;
+    if (want) {
+        uint64_t got = 0;
+        int q = (r + 1) % W;
+        struct iovec l = { &got, sizeof got }, rv = { (void *)(uintptr_t)atomic_load(&s->addr[q]), sizeof got };
+        ok = process_vm_readv((pid_t)atomic_load(&s->pids[q]), &l, 1, &rv, 1, 0) == (ssize_t)sizeof got && got == probe;
+    }
+    atomic_store(&s->cma_ok[r], ok);
+    NC_TRY(sync_all(s));
+    s->cma = 1;
+    for (int q = 0; q < W; q++) s->cma = s->cma && atomic_load(&s->cma_ok[q]);
+    if (s->cma && !(s->scratch = malloc(s->slot_bytes))) s->cma = 0;
+    return NETCL_OK;
+}
+
 static netcl_status shm_all_reduce(nc_transport *t, void *data, int64_t n, netcl_dtype dt, netcl_dist_op op)
 {
     shm_t *s = (shm_t *)t;
     s->what = "all_reduce";
+    /* large tensors: the single-copy path (below a slot the copies are cheap) */
+    if (s->cma && (uint64_t)n * (uint64_t)netcl_dtype_size(dt) >= s->slot_bytes)
+        return all_reduce_direct(s, data, n, dt, op);
     int W = t->world, r = t->rank;
     size_t es = (size_t)netcl_dtype_size(dt);
     int64_t per = (int64_t)(s->slot_bytes / es);
@@ -283,6 +365,7 @@ static netcl_status shm_barrier(nc_transport *t)
 static void shm_destroy(nc_transport *t)
 {
     shm_t *s = (shm_t *)t;
+    free(s->scratch);
     if (s->map) munmap(s->map, s->map_bytes);
     free(s);
 }
@@ -290,7 +373,10 @@ static void shm_destroy(nc_transport *t)
 static netcl_status attach(shm_t *s, int create)
 {
     int world = s->base.world;
-    size_t head = ((sizeof(shm_header) + (size_t)world * (sizeof(int32_t) + sizeof(shm_counter)) + 4095) / 4096) * 4096;
+    size_t pid_bytes = (((size_t)world * sizeof(int32_t) + 63) / 64) * 64;
+    size_t seq_bytes = (size_t)world * sizeof(shm_counter);
+    size_t addr_bytes = (((size_t)world * (sizeof(uint64_t) + sizeof(int32_t)) + 63) / 64) * 64;
+    size_t head = ((sizeof(shm_header) + pid_bytes + seq_bytes + addr_bytes + 4095) / 4096) * 4096;
     s->map_bytes = head + (size_t)world * 2 * s->slot_bytes;
     int fd = -1;
     double start = now_s();
@@ -329,7 +415,9 @@ static netcl_status attach(shm_t *s, int create)
     }
     s->h = (shm_header *)s->map;
     s->pids = (_Atomic int32_t *)(s->map + sizeof(shm_header));
-    s->seq = (shm_counter *)(s->map + sizeof(shm_header) + (((size_t)world * sizeof(int32_t) + 63) / 64) * 64);
+    s->seq = (shm_counter *)(s->map + sizeof(shm_header) + pid_bytes);
+    s->addr = (_Atomic uint64_t *)(s->map + sizeof(shm_header) + pid_bytes + seq_bytes);
+    s->cma_ok = (_Atomic int32_t *)(s->addr + world);
     s->slots = s->map + head;
     if (create) {
         s->h->world = (uint32_t)world;
@@ -382,6 +470,7 @@ netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int wor
     netcl_status st = attach(s, rank == 0);
     if (st == NETCL_OK) st = sync_all(s);   /* every rank attached: the name can go */
     if (rank == 0) shm_unlink(s->name);
+    if (st == NETCL_OK) st = probe_cma(s);
     if (st != NETCL_OK) {
         shm_destroy(&s->base);
         return st;
