@@ -177,9 +177,12 @@ static netcl_status peer_read(shm_t *s, int q, void *local, uint64_t remote, siz
     while (nbytes > 0) {
         struct iovec l = { local, nbytes }, r = { (void *)(uintptr_t)remote, nbytes };
         ssize_t got = process_vm_readv((pid_t)atomic_load(&s->pids[q]), &l, 1, &r, 1, 0);
-        if (got <= 0)
+        if (got <= 0) {
+            int err = errno;
+            NC_TRY(check_peer(s, q));   /* a peer that died: say so */
             return give_up(s, nc_fail(NETCL_ERR_BACKEND, "distributed %s: reading rank %d's buffer failed: %s", s->what, q,
-                                      got < 0 ? strerror(errno) : "nothing read"));
+                                      got < 0 ? strerror(err) : "nothing read"));
+        }
         local = (char *)local + got;
         remote += (uint64_t)got;
         nbytes -= (size_t)got;
