@@ -12,6 +12,15 @@ end
 
 TestLauncher = {}
 
+-- script(1) gives the REPL a pseudo-terminal; nil, or why it cannot here
+local function pty_missing()
+  if not (H.run("command -v script")):match("%S") then return "script(1) (bsdutils) is not installed" end
+  local out = H.run("script -qfc true /dev/null < /dev/null")
+  if out:find("pseudo%-terminal") or out:find("No such device") then
+    return "this machine gives no pseudo-terminal (" .. out:gsub("%s+$", "") .. ")"
+  end
+end
+
 -- a private HOME for REPL runs (its history file), removed after the test
 local homes = {}
 local function home()
@@ -136,7 +145,8 @@ end
 -- methods through metatables and file names inside strings; history is
 -- appended line by line, so a killed session keeps it
 function TestLauncher:test_repl_completion_in_a_terminal()
-  if not (H.run("command -v script")):match("%S") then lu.skip("script(1) (bsdutils) is not installed") end
+  local why = pty_missing()
+  if why then lu.skip("REPL in a terminal: " .. why) end
   local home = (H.run("mktemp -d")):match("%S+")
   local keys = "(sleep 1.5; printf 'x = netcl.ones(3)\\n'; sleep 0.3; printf 'print(netcl.zeros_l\\t(2):sum())\\n'; sleep 0.3; " ..
                "printf 'print(x:nume\\t())\\n'; sleep 0.3; printf 'print(io.open(\"/etc/hostn\\t) ~= nil)\\n'; sleep 0.5; " ..
@@ -176,7 +186,8 @@ end
 -- "interrupted", the session goes on (typed code runs interpreted, so the
 -- interrupt lands; the handler stays installed for the second press)
 function TestLauncher:test_repl_survives_two_ctrl_c()
-  if not (H.run("command -v script")):match("%S") then lu.skip("script(1) (bsdutils) is not installed") end
+  local why = pty_missing()
+  if why then lu.skip("REPL in a terminal: " .. why) end
   local keys = "(sleep 1.5; printf 'while true do local t = {} end\\n'; sleep 1; printf '\\003'; sleep 0.05; printf '\\003'; " ..
                "sleep 1; printf 'print(\"still\" .. \"here\")\\n'; sleep 0.5; printf '\\004')"
   local out = run(keys .. " | HOME=" .. home() .. " TERM=xterm timeout -s KILL 12 script -qfc '" .. launcher .. "' /dev/null")
