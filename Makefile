@@ -119,7 +119,8 @@ check: deps
 # spec/fuzz/, seeds in spec/fuzz/corpus/; FUZZ_SECONDS per reader (CI runs
 # a short one). A finding stops with the crashing input in build-fuzz/.
 FUZZ_SECONDS ?= 60
-FUZZ_CC ?= clang
+# clang, or the versioned one PoCL brings (Debian installs no plain `clang` without recommends)
+FUZZ_CC ?= $(shell command -v clang 2>/dev/null || command -v clang-15 2>/dev/null || echo clang)
 fuzz: deps
 	$(MAKE) -j$(JOBS) BUILD=build-fuzz CC=$(FUZZ_CC) WERROR= \
 	  OPT="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
