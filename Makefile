@@ -74,9 +74,9 @@ $(BUILD)/libnetcl_mpi.so: src/dist/plugin/mpi.c src/netcl.h src/netcl_dist.h
 	$(MPICC) $(NC_CFLAGS) $(CFLAGS) -shared -o $@ $< $(LDFLAGS)
 
 # The FFI declarations are the headers' cdef sections (netcl.h, then
-# netcl_data.h, then netcl_dist.h) minus preprocessor lines; spec/cdef_spec.lua fails when
+# netcl_data.h, then netcl_dist.h, then netcl_custom.h) minus preprocessor lines; spec/cdef_spec.lua fails when
 # they drift apart.
-CDEF_HEADERS = src/netcl.h src/netcl_data.h src/netcl_dist.h
+CDEF_HEADERS = src/netcl.h src/netcl_data.h src/netcl_dist.h src/netcl_custom.h
 $(CDEF): $(CDEF_HEADERS) Makefile
 	@{ echo '-- generated from $(CDEF_HEADERS) by make; do not edit'; \
 	  echo 'return [==['; \

@@ -9,7 +9,7 @@ TestCdef = {}
 
 function TestCdef:test_generated_matches_header()
   local lines = {}
-  for _, name in ipairs({ "netcl.h", "netcl_data.h", "netcl_dist.h" }) do
+  for _, name in ipairs({ "netcl.h", "netcl_data.h", "netcl_dist.h", "netcl_custom.h" }) do
     local section = H.read_file(root .. "/src/" .. name):match("/%* cdef%-begin %*/\n(.-)/%* cdef%-end %*/")
     lu.assertNotNil(section, "cdef markers in src/" .. name)
     for line in (section):gmatch("([^\n]*)\n") do
