@@ -28,6 +28,15 @@ local function home()
   homes[#homes + 1] = d
   return d
 end
+-- the REPL in a pseudo-terminal fed `keys` (a shell command writing the
+-- keystrokes), killed after `seconds`; skips where there is no pty
+local function in_terminal(keys, home_dir, seconds)
+  local why = pty_missing()
+  if why then lu.skip("REPL in a terminal: " .. why) end
+  return (H.run(("%s | HOME=%s TERM=xterm timeout -s KILL %d script -qfc '%s' /dev/null")
+    :format(keys, home_dir, seconds, launcher)))
+end
+
 function TestLauncher:tearDown()
   for _, d in ipairs(homes) do os.execute("rm -rf " .. d) end
   homes = {}
@@ -145,21 +154,18 @@ end
 -- methods through metatables and file names inside strings; history is
 -- appended line by line, so a killed session keeps it
 function TestLauncher:test_repl_completion_in_a_terminal()
-  local why = pty_missing()
-  if why then lu.skip("REPL in a terminal: " .. why) end
-  local home = (H.run("mktemp -d")):match("%S+")
+  local dir = home()
   local keys = "(sleep 1.5; printf 'x = netcl.ones(3)\\n'; sleep 0.3; printf 'print(netcl.zeros_l\\t(2):sum())\\n'; sleep 0.3; " ..
                "printf 'print(x:nume\\t())\\n'; sleep 0.3; printf 'print(io.open(\"/etc/hostn\\t) ~= nil)\\n'; sleep 0.5; " ..
                "printf 'history_marker = 1\\n'; sleep 0.5)"
-  local out = run(keys .. " | HOME=" .. home .. " TERM=xterm timeout -s KILL 8 script -qfc '" .. launcher .. "' /dev/null")
+  local out = in_terminal(keys, dir, 8)
   lu.assertStrContains(out, "print(netcl.zeros_like(2):sum())")
   lu.assertStrContains(out, "print(x:numel())")
   lu.assertStrContains(out, "print(io.open(\"/etc/hostname\") ~= nil)")
   lu.assertStrContains(out, "true")
   -- the session was killed, not closed: the history holds every line anyway
-  local hist = H.read_file(home .. "/.netcl_history")
+  local hist = H.read_file(dir .. "/.netcl_history")
   lu.assertStrContains(hist, "history_marker = 1")
-  os.execute("rm -rf " .. home)
 end
 
 function TestLauncher:test_sigint_interrupts_cleanly()
@@ -186,11 +192,9 @@ end
 -- "interrupted", the session goes on (typed code runs interpreted, so the
 -- interrupt lands; the handler stays installed for the second press)
 function TestLauncher:test_repl_survives_two_ctrl_c()
-  local why = pty_missing()
-  if why then lu.skip("REPL in a terminal: " .. why) end
   local keys = "(sleep 1.5; printf 'while true do local t = {} end\\n'; sleep 1; printf '\\003'; sleep 0.05; printf '\\003'; " ..
                "sleep 1; printf 'print(\"still\" .. \"here\")\\n'; sleep 0.5; printf '\\004')"
-  local out = run(keys .. " | HOME=" .. home() .. " TERM=xterm timeout -s KILL 12 script -qfc '" .. launcher .. "' /dev/null")
+  local out = in_terminal(keys, home(), 12)
   lu.assertStrContains(out, "interrupted")
   lu.assertStrContains(out, "stillhere")
 end

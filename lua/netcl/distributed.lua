@@ -247,15 +247,16 @@ local function groups_of(list)
   return groups
 end
 
--- flattens tensors (values from get(t)) into one buffer of their device and dtype
-local function flatten(group, get)
+-- flattens the tensors of a list (values from get(t, i)) into one buffer of
+-- the list's device and dtype
+local function flatten(list, device, dtype, get)
   local n = 0
-  for _, t in ipairs(group) do n = n + t:numel() end
-  local flat = core.empty({ math.max(n, 1) }, { dtype = group.dtype, device = group.device })
+  for _, t in ipairs(list) do n = n + t:numel() end
+  local flat = core.empty({ math.max(n, 1) }, { dtype = dtype, device = device })
   local off = 0
-  for _, t in ipairs(group) do
+  for i, t in ipairs(list) do
     local k = t:numel()
-    if k > 0 then flat:narrow(1, off + 1, k):copy_(get(t):reshape({ k })) end
+    if k > 0 then flat:narrow(1, off + 1, k):copy_(get(t, i):reshape({ k })) end
     off = off + k
   end
   return flat
@@ -333,7 +334,8 @@ function M.sync_grads(params, opts)
   local c = comm("sync_grads")
   core.no_grad(function()
     for _, g in ipairs(groups_of(list)) do
-      local flat = flatten(g, function(p) return p.grad or core.zeros(p:size(), { dtype = p.dtype, device = p.device }) end)
+      local flat = flatten(g, g.device, g.dtype,
+        function(p) return p.grad or core.zeros(p:size(), { dtype = p.dtype, device = p.device }) end)
       check(C.netcl_dist_all_reduce(c, H(flat), op, nil))
       local off = 0
       for _, p in ipairs(g) do
@@ -355,7 +357,7 @@ function M.broadcast_parameters(m, root)
   local c = comm("broadcast_parameters")
   core.no_grad(function()
     for _, g in ipairs(groups_of(list)) do
-      local flat = flatten(g, function(t) return t:detach() end)
+      local flat = flatten(g, g.device, g.dtype, function(t) return t:detach() end)
       check(C.netcl_dist_broadcast(c, H(flat), r, nil))
       local off = 0
       for _, t in ipairs(g) do
@@ -394,11 +396,11 @@ local function make_buckets(params, bucket_bytes)
     local p = params[i]
     local bytes = p:numel() * C.netcl_dtype_size(tensor.dtype_code(p.dtype))
     if not cur or cur.device ~= p.device or cur.dtype ~= p.dtype or (cur.bytes > 0 and cur.bytes + bytes > bucket_bytes) then
-      cur = { device = p.device, dtype = p.dtype, bytes = 0, numel = 0, params = {} }
+      cur = { device = p.device, dtype = p.dtype, bytes = 0, params = {} }
       buckets[#buckets + 1] = cur
     end
     table.insert(cur.params, p)
-    cur.bytes, cur.numel = cur.bytes + bytes, cur.numel + p:numel()
+    cur.bytes = cur.bytes + bytes
   end
   return buckets
 end
@@ -443,13 +445,7 @@ function DDP:_reset()
 end
 
 local function launch(bucket)
-  local off = 0
-  local flat = core.empty({ math.max(bucket.numel, 1) }, { dtype = bucket.dtype, device = bucket.device })
-  for i, p in ipairs(bucket.params) do
-    local k = p:numel()
-    if k > 0 then flat:narrow(1, off + 1, k):copy_(bucket.grads[i]:reshape({ k })) end
-    off = off + k
-  end
+  local flat = flatten(bucket.params, bucket.device, bucket.dtype, function(_, i) return bucket.grads[i] end)
   bucket.flat = flat
   local out = ffi.new("netcl_dist_work *[1]")
   check(C.netcl_dist_all_reduce(state.comm, H(flat), C.NETCL_DIST_AVG, out))

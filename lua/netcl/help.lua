@@ -94,23 +94,22 @@ function M.doc(fn, name)
 end
 
 -- the names reachable from v: its own fields and its metatable's __index chain
-local function field_names(v, seen)
-  local names = {}
-  seen = seen or {}
-  local function add_table(t)
-    if type(t) ~= "table" or seen[t] then return end
-    seen[t] = true
-    for k in pairs(t) do if type(k) == "string" then names[k] = true end end
-  end
+local function field_names(v)
+  local names, seen = {}, {}
+  -- v's own fields, then along the metatables: an __index table, or (a
+  -- function __index: classes keep their methods there) the metatable itself
   local cur = v
   for _ = 1, 10 do
-    if type(cur) == "table" then add_table(cur) end
+    if type(cur) == "table" and not seen[cur] then
+      seen[cur] = true
+      for k in pairs(cur) do if type(k) == "string" then names[k] = true end end
+    end
     local ok, mt = pcall(getmetatable, cur)
     if not ok or type(mt) ~= "table" then break end
     local idx = rawget(mt, "__index")
-    if type(idx) == "table" then cur = idx
-    else add_table(mt); cur = mt end   -- a function __index: classes keep methods in the metatable
-    if cur == nil or (seen[cur] and type(rawget(getmetatable(cur) or {}, "__index")) ~= "table") then break end
+    local nxt = type(idx) == "table" and idx or mt
+    if nxt == cur then break end
+    cur = nxt
   end
   local out = {}
   for k in pairs(names) do if not k:match("^_") then out[#out + 1] = k end end

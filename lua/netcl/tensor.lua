@@ -103,7 +103,6 @@ local function caller_name(level)
   local info = debug.getinfo(level + 1, "n")
   return info and info.name or nil
 end
-M.caller_name = caller_name
 
 -- public functions by identity -> their names, so a message raised inside
 -- one can name it whatever way it was reached (M.name_functions fills it)

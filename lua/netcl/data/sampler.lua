@@ -24,7 +24,6 @@ end
 local function class(name)
   local cls = { __name = name }
   cls.__index = cls
-  cls.__len = function(self) return self:len() end
   cls.__tostring = function(self) return ("%s(%d samples)"):format(name, self:len()) end
   return cls
 end

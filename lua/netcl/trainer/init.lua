@@ -160,27 +160,26 @@ function Trainer:_train_batch(x, y, first, last)
 end
 
 -- With compile the first batch runs eagerly (the optimizer makes its
--- state) and the second is captured; later batches replay it.
+-- state) and the second is captured; later batches of the captured shapes
+-- replay it, others (a last, short batch) run eagerly.
 function Trainer:_step_fn()
-  if not self.compile then return function(x, y, first, last) return self:_train_batch(x, y, first, last) end end
-  local eager = 0
-  local step = function(x, y) return self:_train_batch(x, y, true, true) end
-  local run
-  run = function(x, y)
-    if eager < 1 then eager = eager + 1; return step(x, y) end
+  local step = function(x, y, first, last) return self:_train_batch(x, y, first, last) end
+  if not self.compile then return step end
+  local whole = function(x, y) return step(x, y, true, true) end   -- one batch, one optimizer step
+  local eager, captured = 0, nil
+  local function shapes(x, y) return table.concat(x:size(), ",") .. "|" .. table.concat(y:size(), ",") end
+  return function(x, y)
+    if eager < 1 then eager = eager + 1; return whole(x, y) end
     if not self.compiled then
-      self.compiled = require("netcl.jit").compile(step, x, y, { compile_options = true, warmup = 0 })
+      self.compiled = require("netcl.jit").compile(whole, x, y, { compile_options = true, warmup = 0 })
+      captured = shapes(x, y)
       self.out:write(("compiled the training step: %d kernels a step, %d before fusion\n"):format(self.compiled.kernels,
         self.compiled.captured_kernels))
       return self.compiled.results[1], self.compiled.results[2]
     end
-    local ok, a, b = pcall(self.compiled, x, y)
-    if ok then return a, b end
-    -- a batch of another shape (the last one) runs eagerly
-    if tostring(a):find("shape") or tostring(a):find("size") then return step(x, y) end
-    error(a, 0)
+    if shapes(x, y) ~= captured then return whole(x, y) end
+    return self.compiled(x, y)
   end
-  return function(x, y) return run(x, y) end
 end
 
 -- ---- checkpoints --------------------------------------------------------------------------
