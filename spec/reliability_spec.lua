@@ -190,6 +190,40 @@ function TestReliability:test_program_cache_under_concurrent_writers()
   os.execute("rm -rf " .. dir)
 end
 
+-- the GEMM tuning cache written by several tuners at once: the file
+-- always parses and keeps every process's entries (each process stores its
+-- winners under a lock, re-reading the file first)
+function TestReliability:test_tuning_cache_under_concurrent_tuners()
+  if H.is_cpu then lu.skip("the tuning cache belongs to OpenCL devices: the OpenCL passes run this") end
+  local dir = (H.run("mktemp -d")):match("%S+")
+  local function tune_cmd(sizes)
+    local shapes = {}
+    for _, s in ipairs(sizes) do shapes[#shapes + 1] = ("{%d,%d,%d}"):format(s[1], s[2], s[3]) end
+    return ("NETCL_CACHE_DIR=%s %s/build/netcl -e %q"):format(dir, root,
+      ("netcl.tune{device=%q, shapes={%s}, max_candidates=1, quiet=true}"):format(H.device, table.concat(shapes, ",")))
+  end
+  -- compile the kernels once, so the concurrent tuners race on the file only
+  H.run(tune_cmd({ { 16, 16, 16 } }))
+  local procs, want = {}, { "16:16:16" }
+  for i = 1, 4 do
+    local b = 16 * 2 ^ i
+    local sizes = { { b, 16, 16 }, { 16, b, 16 }, { 16, 16, b } }
+    for _, s in ipairs(sizes) do want[#want + 1] = ("%d:%d:%d"):format(s[1], s[2], s[3]) end
+    procs[#procs + 1] = ("(%s > %s/out.%d 2>&1; echo rc=$? >> %s/out.%d) &"):format(tune_cmd(sizes), dir, i, dir, i)
+  end
+  H.run(table.concat(procs, " ") .. " wait")
+  for i = 1, 4 do lu.assertStrContains(H.read_file(("%s/out.%d"):format(dir, i)), "rc=0") end
+  local file = H.run("cat " .. dir .. "/gemm-*.tune")
+  for _, key in ipairs(want) do lu.assertStrContains(file, "float32 nn " .. key .. " |", false) end
+  lu.assertEquals(tonumber(H.run("ls " .. dir .. " | grep -c '\\.tmp$' || true"):match("%d+")), 0, "temporary files left")
+  -- a later process reads it whole: no warning about the file
+  local out = H.run(("NETCL_CACHE_DIR=%s %s/build/netcl -e %q 2>&1"):format(dir, root,
+    ("print(netcl.gemm_config(32, 16, 16, {device=%q}))"):format(H.device)))
+  lu.assertNotStrContains(out, "ignoring")
+  lu.assertStrContains(out, "tuned")
+  os.execute("rm -rf " .. dir)
+end
+
 -- found by `make fuzz`: an IDX header with a zero dim and two huge ones
 -- overflowed the stride and element-count products (UBSan, under make
 -- check); the counts saturate now and the file reads as an empty tensor

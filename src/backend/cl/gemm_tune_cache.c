@@ -5,13 +5,18 @@
  *
  *     float32 nn 4096:4096:4096 | tiled mwg=128 nwg=128 ... | 41.2 GFLOP/s at 4096x4096x4096
  *
- * The file is rewritten whole (tmp + rename) after every tuning; a file
- * that fails to parse, or names another device, is ignored with a warning
+ * The file is rewritten whole (tmp + rename) after every tuning, under an
+ * exclusive lock on <file>.lock held from re-reading it to the rename, so
+ * tuners in several processes neither see a half-written file nor drop
+ * each other's entries; a file that fails to parse, or names another device, is ignored with a warning
  * on stderr (also returned by netcl_tune_cache_reload). */
 #include "gemm.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 nc_gemm_state *nc_gemm_state_of(nc_cl_device *cd)
@@ -141,16 +146,35 @@ int nc_gemm_tuned(const nc_gemm_call *g, nc_gemm_cfg *cfg)
     return 0;
 }
 
-/* Records a winner and rewrites the file (entries of other classes kept;
- * the file is read again first, so concurrent tuners lose at most a line). */
+static netcl_status write_file(netcl_device *dev, nc_gemm_state *s, const char *path, const char *key, const char *note);
+
+/* Records a winner and rewrites the file: entries of other classes, also
+ * those another process stored meanwhile, are kept (read again under the
+ * lock). Without a cache directory the entry lives in memory only. */
 netcl_status nc_gemm_cache_store(netcl_device *dev, const char *key, const nc_gemm_cfg *cfg, const char *note)
 {
     nc_gemm_state *s = nc_gemm_state_of(nc_cl_dev(dev));
     if (!s) return nc_fail(NETCL_ERR_OOM, "tune: out of host memory");
+    char path[1000], lock[1100];
+    int have_path = cache_path(dev, path, sizeof path), fd = -1;
+    if (have_path) {
+        snprintf(lock, sizeof lock, "%s.lock", path);
+        fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) return nc_fail(NETCL_ERR_BACKEND, "tune: cannot open the lock file %s", lock);
+        /* a file system without locks (some NFS) keeps the old behaviour:
+         * a concurrent tuner's line may be lost, never a file half-written */
+        while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
+    }
     load(dev, s, 1);
-    if (!put_entry(s, key, cfg)) return nc_fail(NETCL_ERR_OOM, "tune: out of host memory");
-    char path[1000], tmp[1100], line[600];
-    if (!cache_path(dev, path, sizeof path)) return NETCL_OK;   /* no cache directory: memory only */
+    netcl_status st = put_entry(s, key, cfg) ? NETCL_OK : nc_fail(NETCL_ERR_OOM, "tune: out of host memory");
+    if (st == NETCL_OK && have_path) st = write_file(dev, s, path, key, note);
+    if (fd >= 0) close(fd);   /* releases the lock */
+    return st;
+}
+
+static netcl_status write_file(netcl_device *dev, nc_gemm_state *s, const char *path, const char *key, const char *note)
+{
+    char tmp[1100], line[600];
     /* notes of other entries are not kept in memory; keep them from the old file */
     FILE *old = fopen(path, "r");
     char (*notes)[160] = calloc((size_t)s->nentries, sizeof *notes);
