@@ -252,6 +252,24 @@ function TestGemm:test_epilogue_against_separate_ops()
   end
 end
 
+-- the cpu adds a float32 bias (and ReLU) in float on each block the BLAS
+-- finishes; the bits must be those of the separate ops (the sum rounded once)
+function TestGemm:test_cpu_bias_epilogue_bits_match_separate_ops()
+  lu.skipIf(not H.is_cpu, "checks the cpu backend's float32 epilogue: cpu only")
+  netcl.manual_seed(7)
+  local a, b = netcl.randn(200, 64), netcl.randn(64, 300)
+  local bias = netcl.randn(300)
+  bias:narrow(1, 1, 3):fill_(0)
+  local p = a:matmul(b)
+  lu.assertEquals(netcl.gemm(a, b, { bias = bias }):totable(), (p + bias):totable(), "bias")
+  lu.assertEquals(netcl.gemm(a, b, { bias = bias, act = "relu" }):totable(), (p + bias):relu():totable(), "bias, relu")
+  -- a convolution's bias runs along the output channels
+  local x, w, cb = netcl.randn(8, 5, 12, 12), netcl.randn(16, 5, 3, 3), netcl.randn(16)
+  local F = netcl.nn.functional
+  lu.assertEquals(F.conv2d(x, w, cb, { padding = 1 }):totable(),
+                  (F.conv2d(x, w, nil, { padding = 1 }) + cb:view(1, 16, 1, 1)):totable(), "conv2d bias")
+end
+
 function TestGemm:test_epilogue_against_cpu()
   H.device_check("gemm", function(dev)
     local a, b = operands(dev, 37, 29, 21, true, false)

@@ -1,6 +1,7 @@
 -- examples/bench/layers.lua — one layer at a time, forward and forward +
 -- backward, at the shapes of the model benchmarks (LeNet-5 at batch 256,
--- ResNet-18 CIFAR at batch 128) and of MobileNetV2's depthwise layers
+-- ResNet-18 CIFAR at batch 128, the README demo's CNN at batch 128) and
+-- of MobileNetV2's depthwise layers
 -- (batch 128): every convolution strategy that applies,
 -- then pooling, batch norm and ReLU, each next to PyTorch's figure for the
 -- same layer (examples/bench/layers_peer.py, same command). Finds which
@@ -52,6 +53,8 @@ end
 
 -- {name, x sizes, w sizes, stride, padding[, groups]}
 local CONVS = {
+  { "demo conv1 b128", { 128, 1, 28, 28 }, { 32, 1, 3, 3 }, 1, 1 },
+  { "demo conv2 b128", { 128, 32, 14, 14 }, { 64, 32, 3, 3 }, 1, 1 },
   { "lenet conv1 b256", { 256, 1, 28, 28 }, { 6, 1, 5, 5 }, 1, 2 },
   { "lenet conv2 b256", { 256, 6, 14, 14 }, { 16, 6, 5, 5 }, 1, 0 },
   { "resnet 64x32x32 3x3", { 128, 64, 32, 32 }, { 64, 64, 3, 3 }, 1, 1 },

@@ -87,8 +87,12 @@ netcl_status nc_cpu_softmax_backward(netcl_device *dev, const nc_desc *gin, cons
 
 /* linalg (gemm.c, gemm_blas.c) */
 /* gemm_blas.c: the product through a dlopen'ed CPU BLAS when one is present and
- * the operands suit it (out contiguous [B,M,N]); 0 when it did not run. */
-int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w);
+ * the operands suit it (out contiguous [B,M,N]); 0 when it did not run.
+ * after (may be NULL) runs on each finished block of out — rows [m0, m1),
+ * columns [n0, n1) of item b — on the thread that computed it, while the
+ * block is still in cache (gemm's epilogue). */
+typedef void (*nc_cpu_block_fn)(void *ctx, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w, nc_cpu_block_fn after, void *ctx);
 const char *nc_cpu_blas_name(void);
 /* Loads the BLAS now (device discovery, while the process has one thread). */
 void nc_cpu_blas_init(void);

@@ -503,6 +503,12 @@ static void unary_grad_row(void *vctx, const int64_t *off, const int64_t *step, 
 {
     grad_ctx *c = vctx;
     netcl_dtype dt = c->gin->dtype;
+    if (dt == NETCL_DTYPE_FLOAT32 && c->g->dtype == dt && c->x->dtype == dt && c->y->dtype == dt && step[0] == 1 &&
+        step[1] == 1 && step[2] == 1 && step[3] == 1) {   /* contiguous float32: no staging copies */
+        unary_grad_f32(c->op, (float *)c->gin->buf + off[0], (const float *)c->g->buf + off[1],
+                       (const float *)c->x->buf + off[2], (const float *)c->y->buf + off[3], n, (float)c->p1, (float)c->p2);
+        return;
+    }
     for (int64_t j0 = 0; j0 < n; j0 += BLK) {
         int64_t m = n - j0 < BLK ? n - j0 : BLK, o[4];
         for (int k = 0; k < 4; k++) o[k] = off[k] + j0 * step[k];

@@ -5,7 +5,8 @@
  * into zero-padded MR/NR panels per KC slice and runs an MR x NR register
  * kernel (AVX2+FMA when the CPU has it). An element's k order is fixed, so the
  * result never depends on the thread count. float64 computes in double.
- * gemm adds the fused epilogue as a pass over the output's rows. */
+ * gemm adds the fused epilogue to each block the BLAS finishes, else as a
+ * pass over the output's rows. */
 #include "cpu.h"
 #include <math.h>
 #include <pthread.h>
@@ -228,7 +229,7 @@ netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc 
     int64_t B = out->sizes[0];
     if (B == 0 || c.M == 0 || c.N == 0) return NETCL_OK;
     if (c.K == 0) return nc_cpu_fill(dev, out, 0);
-    if (nc_cpu_blas_matmul(out, a, w)) return NETCL_OK;
+    if (nc_cpu_blas_matmul(out, a, w, NULL, NULL)) return NETCL_OK;
     if (out->dtype == NETCL_DTYPE_FLOAT64) return matmul_f64(&c);
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, pick_kernel);
@@ -242,7 +243,7 @@ netcl_status nc_cpu_matmul(netcl_device *dev, const nc_desc *out, const nc_desc 
     return NETCL_OK;
 }
 
-/* ---- gemm: matmul, then the epilogue in place over out's rows -------------------- */
+/* ---- gemm: matmul and the epilogue, in place, block by block or row by row -------- */
 typedef struct { const nc_desc *out; const nc_gemm_epi *e; int64_t M, N; } epi_ctx;
 
 double nc_cpu_activate(int act, double v, double p)
@@ -260,58 +261,99 @@ double nc_cpu_activate(int act, double v, double p)
     }
 }
 
-static void epi_rows(void *vctx, int64_t r0, int64_t r1)
+/* the epilogue on columns [n0, n1) of row m of item b (any dtype, in double) */
+static void epi_span(const epi_ctx *x, int64_t b, int64_t m, int64_t n0, int64_t n1)
 {
-    const epi_ctx *x = vctx;
     const nc_gemm_epi *e = x->e;
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t b = r / x->M, m = r % x->M, o = x->out->offset + r * x->N;
-        for (int64_t n = 0; n < x->N; n++) {
-            double v = e->alpha * nc_load_double(x->out->buf, x->out->dtype, o + n);
-            if (e->c)
-                v += e->beta * nc_load_double(e->c->buf, e->c->dtype,
-                                              e->c->offset + b * e->c->strides[0] + m * e->c->strides[1] + n * e->c->strides[2]);
-            if (e->bias)
-                v += nc_load_double(e->bias->buf, e->bias->dtype, e->bias->offset + (e->bias_dim == 1 ? m : n) * e->bias->strides[0]);
-            nc_store_double(x->out->buf, x->out->dtype, o + n, nc_cpu_activate(e->act, v, e->act_p));
-        }
+    int64_t o = x->out->offset + (b * x->M + m) * x->N;
+    for (int64_t n = n0; n < n1; n++) {
+        double v = e->alpha * nc_load_double(x->out->buf, x->out->dtype, o + n);
+        if (e->c)
+            v += e->beta * nc_load_double(e->c->buf, e->c->dtype,
+                                          e->c->offset + b * e->c->strides[0] + m * e->c->strides[1] + n * e->c->strides[2]);
+        if (e->bias)
+            v += nc_load_double(e->bias->buf, e->bias->dtype, e->bias->offset + (e->bias_dim == 1 ? m : n) * e->bias->strides[0]);
+        nc_store_double(x->out->buf, x->out->dtype, o + n, nc_cpu_activate(e->act, v, e->act_p));
     }
 }
 
-/* float32 operands: epi_rows's arithmetic (double, same order, same
+/* float32 operands: epi_span's arithmetic (double, same order, same
  * activation) with direct loads, a row's bias taken once, ReLU inline and
- * no call without an activation (act < 0) */
-static void epi_rows_f32(void *vctx, int64_t r0, int64_t r1)
+ * no call without an activation (act < 0). The common case — alpha 1, no
+ * c, a bias and at most a ReLU — runs in float: the double sum of two
+ * floats rounds to the float sum (53 >= 2 * 24 + 2 bits), and ReLU
+ * commutes with that rounding, so the bits are the same and the loop
+ * vectorises. */
+static void epi_span_f32(const epi_ctx *x, int64_t b, int64_t m, int64_t n0, int64_t n1)
+{
+    const nc_gemm_epi *e = x->e;
+    float *o = (float *)x->out->buf + x->out->offset + (b * x->M + m) * x->N;
+    const float *bias = e->bias ? (const float *)e->bias->buf + e->bias->offset : NULL;
+    int64_t bs = e->bias ? e->bias->strides[0] : 0;
+    const float *bn = bias && e->bias_dim != 1 ? bias : NULL;   /* a bias along n */
+    float bmf = bias && e->bias_dim == 1 ? bias[m * bs] : 0.0f;
+    if (e->alpha == 1 && !e->c && (e->act < 0 || e->act == NETCL_OP_RELU)) {
+        int relu = e->act == NETCL_OP_RELU;
+        if (bn && bs == 1) {
+            for (int64_t n = n0; n < n1; n++) { float v = o[n] + bn[n]; o[n] = relu ? (v > 0 ? v : 0.0f) : v; }
+        } else if (bn) {
+            for (int64_t n = n0; n < n1; n++) { float v = o[n] + bn[n * bs]; o[n] = relu ? (v > 0 ? v : 0.0f) : v; }
+        } else if (relu) {
+            for (int64_t n = n0; n < n1; n++) { float v = o[n] + bmf; o[n] = v > 0 ? v : 0.0f; }
+        } else {
+            for (int64_t n = n0; n < n1; n++) o[n] = o[n] + bmf;
+        }
+        return;
+    }
+    const float *cr = e->c ? (const float *)e->c->buf + e->c->offset + b * e->c->strides[0] + m * e->c->strides[1] : NULL;
+    int64_t cs = e->c ? e->c->strides[2] : 0;
+    double bm = bmf;
+    for (int64_t n = n0; n < n1; n++) {
+        double v = e->alpha * (double)o[n];
+        if (cr) v += e->beta * (double)cr[n * cs];
+        if (bias) v += bn ? (double)bn[n * bs] : bm;
+        o[n] = (float)(e->act < 0 ? v : e->act == NETCL_OP_RELU ? (v > 0 ? v : 0) : nc_cpu_activate(e->act, v, e->act_p));
+    }
+}
+
+static int epi_f32(const epi_ctx *x)
+{
+    const nc_gemm_epi *e = x->e;
+    return x->out->dtype == NETCL_DTYPE_FLOAT32 && (!e->c || e->c->dtype == NETCL_DTYPE_FLOAT32) &&
+           (!e->bias || e->bias->dtype == NETCL_DTYPE_FLOAT32);
+}
+
+/* rows [r0, r1) of out's B * M rows, whole */
+static void epi_rows(void *vctx, int64_t r0, int64_t r1)
 {
     const epi_ctx *x = vctx;
-    const nc_gemm_epi *e = x->e;
-    const float *c = e->c ? (const float *)e->c->buf + e->c->offset : NULL;
-    const float *bias = e->bias ? (const float *)e->bias->buf + e->bias->offset : NULL;
-    int64_t bs = e->bias ? e->bias->strides[0] : 0, cs = e->c ? e->c->strides[2] : 0;
+    int f32 = epi_f32(x);
     for (int64_t r = r0; r < r1; r++) {
-        int64_t b = r / x->M, m = r % x->M;
-        float *o = (float *)x->out->buf + x->out->offset + r * x->N;
-        const float *cr = c ? c + b * e->c->strides[0] + m * e->c->strides[1] : NULL;
-        const float *bn = bias && e->bias_dim != 1 ? bias : NULL;   /* a bias along n */
-        double bm = bias && e->bias_dim == 1 ? (double)bias[m * bs] : 0;
-        for (int64_t n = 0; n < x->N; n++) {
-            double v = e->alpha * (double)o[n];
-            if (cr) v += e->beta * (double)cr[n * cs];
-            if (bias) v += bn ? (double)bn[n * bs] : bm;
-            o[n] = (float)(e->act < 0 ? v : e->act == NETCL_OP_RELU ? (v > 0 ? v : 0) : nc_cpu_activate(e->act, v, e->act_p));
-        }
+        if (f32) epi_span_f32(x, r / x->M, r % x->M, 0, x->N);
+        else epi_span(x, r / x->M, r % x->M, 0, x->N);
+    }
+}
+
+/* a block the BLAS just finished (nc_cpu_block_fn) */
+static void epi_block(void *vctx, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    const epi_ctx *x = vctx;
+    int f32 = epi_f32(x);
+    for (int64_t m = m0; m < m1; m++) {
+        if (f32) epi_span_f32(x, b, m, n0, n1);
+        else epi_span(x, b, m, n0, n1);
     }
 }
 
 netcl_status nc_cpu_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *e)
 {
-    NC_TRY(nc_cpu_matmul(dev, out, a, w));
-    if (e->alpha == 1 && !e->c && !e->bias && e->act < 0) return NETCL_OK;   /* the identity: a plain product */
+    if (e->alpha == 1 && !e->c && !e->bias && e->act < 0) return nc_cpu_matmul(dev, out, a, w);   /* a plain product */
     epi_ctx x = {out, e, out->sizes[1], out->sizes[2]};
     int64_t rows = out->sizes[0] * x.M;
     if (rows == 0 || x.N == 0) return NETCL_OK;
-    int f32 = out->dtype == NETCL_DTYPE_FLOAT32 && (!e->c || e->c->dtype == NETCL_DTYPE_FLOAT32) &&
-              (!e->bias || e->bias->dtype == NETCL_DTYPE_FLOAT32);
-    nc_parallel_for(rows, 65536 / (x.N + 1) + 1, f32 ? epi_rows_f32 : epi_rows, &x);
+    /* through the BLAS, each block takes its epilogue while still in cache */
+    if (a->ndim == 3 && w->ndim == 3 && out->ndim == 3 && nc_cpu_blas_matmul(out, a, w, epi_block, &x)) return NETCL_OK;
+    NC_TRY(nc_cpu_matmul(dev, out, a, w));
+    nc_parallel_for(rows, 65536 / (x.N + 1) + 1, epi_rows, &x);
     return NETCL_OK;
 }

@@ -152,6 +152,8 @@ typedef struct {
     int64_t M, K, N;
     int64_t tm, tn, mt, nt;        /* tile sizes; tiles along M and N per batch item */
     int ta, tw, lda, ldw, es;
+    nc_cpu_block_fn after;         /* on each finished block, or NULL */
+    void *after_ctx;
 } blas_job;
 
 /* One BLAS call: rows [m0, m0+m) x cols [n0, n0+n) of batch item b. */
@@ -178,7 +180,9 @@ static void run_tiles(void *v, int64_t t0, int64_t t1)
     for (int64_t t = t0; t < t1; t++) {
         int64_t per = j->mt * j->nt, b = t / per, mi = t % per / j->nt, ni = t % j->nt;
         int64_t m0 = mi * j->tm, n0 = ni * j->tn;
-        gemm_block(j, b, m0, j->M - m0 < j->tm ? j->M - m0 : j->tm, n0, j->N - n0 < j->tn ? j->N - n0 : j->tn);
+        int64_t m = j->M - m0 < j->tm ? j->M - m0 : j->tm, n = j->N - n0 < j->tn ? j->N - n0 : j->tn;
+        gemm_block(j, b, m0, m, n0, n);
+        if (j->after) j->after(j->after_ctx, b, m0, m0 + m, n0, n0 + n);
     }
 }
 
@@ -220,9 +224,11 @@ static void run_threaded(void *v)
     set_threads(nc_cpu_threads());
     for (int64_t b = 0; b < j->out->sizes[0]; b++) gemm_block(j, b, 0, j->M, 0, j->N);
     set_threads(1);
+    if (j->after)
+        for (int64_t b = 0; b < j->out->sizes[0]; b++) j->after(j->after_ctx, b, 0, j->M, 0, j->N);
 }
 
-int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w)
+int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w, nc_cpu_block_fn after, void *ctx)
 {
     ensure_loaded();
     netcl_dtype dt = out->dtype;
@@ -232,7 +238,7 @@ int nc_cpu_blas_matmul(const nc_desc *out, const nc_desc *a, const nc_desc *w)
     if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || K == 0) return 0;
     int ta, tw, lda, ldw;
     if (!layout(a, &ta, &lda) || !layout(w, &tw, &ldw)) return 0;
-    blas_job j = {out, a, w, M, K, N, 0, 0, 0, 0, ta, tw, lda, ldw, netcl_dtype_size(dt)};
+    blas_job j = {out, a, w, M, K, N, 0, 0, 0, 0, ta, tw, lda, ldw, netcl_dtype_size(dt), after, ctx};
     double item = (double)M * (double)N * (double)K;
     if (threaded && item >= MIN_WORK && nc_cpu_threads() > 1 && !nc_cpu_nested()) {
         nc_parallel_exclusive(run_threaded, &j);

@@ -161,7 +161,7 @@ static void max_pool_part_f32(void *v, int64_t s, int64_t e)
 }
 
 /* float32 max-pool gradient: each output's gradient goes to its winner, in
- * double sums over the plane. Outputs are taken last to first: the order in
+ * double sums over the plane (stored directly where windows cannot overlap). Outputs are taken last to first: the order in
  * which pool_grad_at meets a pixel's windows (ki, kj ascending), so the bits
  * are the reference's. */
 static void max_pool_back_part_f32(void *v, int64_t s, int64_t e)
@@ -169,6 +169,19 @@ static void max_pool_back_part_f32(void *v, int64_t s, int64_t e)
     const job *j = v;
     const nc_pool_geom *g = j->p;
     int64_t HW = g->H * g->W, OL = g->oh * g->ow;
+    if (g->sh > (g->kh - 1) * g->dh && g->sw > (g->kw - 1) * g->dw) {
+        /* windows that do not overlap: a pixel gets at most one term, and
+         * 0 + that term (-0 becomes +0, as in the sums) */
+        for (int64_t p = s; p < e; p++) {
+            const float *go = (const float *)j->b->buf + j->b->offset + p * OL;
+            const int64_t *idx = (const int64_t *)j->idx->buf + j->idx->offset + p * OL;
+            float *gin = (float *)j->a->buf + j->a->offset + p * HW;
+            memset(gin, 0, sizeof(float) * (size_t)HW);
+            for (int64_t o = 0; o < OL; o++)
+                if (idx[o] >= 0) gin[idx[o]] = 0.0f + go[o];
+        }
+        return;
+    }
     double *acc = malloc(sizeof(double) * (size_t)HW);
     for (int64_t p = s; p < e; p++) {
         if (!acc) { pool_back_part(v, p, p + 1); continue; }   /* no scratch: the reference */
