@@ -197,6 +197,27 @@ function TestNormLayers:test_batch_norm_float32_matches_float64()
   end
 end
 
+-- statistics of values far from zero with a small spread: the float32
+-- path's single shifted pass must not cancel (a plain sum of squares would)
+function TestNormLayers:test_batch_norm_statistics_far_from_zero()
+  local F = netcl.nn.functional
+  netcl.manual_seed(8)
+  local x64 = netcl.randn({ 4, 3, 9, 9 }, { dtype = "float64", device = dev }) * 0.01 + 1000
+  local x32 = x64:float()
+  local function stats(x)
+    local rm, rv = netcl.zeros({ 3 }, { dtype = x.dtype, device = dev }), netcl.zeros({ 3 }, { dtype = x.dtype, device = dev })
+    local y = F.batch_norm(x, rm, rv, nil, nil, true, 1, 1e-5)
+    return y, rm, rv
+  end
+  local y32, rm32, rv32 = stats(x32)
+  local y64, rm64, rv64 = stats(x32:double())
+  H.assert_close(rm32, rm64:float(), 1e-6, 0, "mean")
+  H.assert_close(rv32, rv64:float(), 1e-3, 0, "variance")
+  -- the mean is kept in float32: an ulp of 1000 (6e-5) is 6e-3 of the
+  -- spread, so the outputs agree to about that
+  H.assert_close(y32, y64:float(), 0, 1.5e-2, "normalized")
+end
+
 function TestNormLayers:test_embedding()
   netcl.manual_seed(5)
   local e = nn.Embedding(6, 3, { padding_idx = 2, device = dev })

@@ -7,6 +7,18 @@
 
 #include "backend/backend.h"
 
+/* NC_CPU_WIDE on a hot loop's function: GCC builds it for AVX-512 (x86-64-v4),
+ * AVX2 (v3) and the baseline, and the loader picks the widest the CPU runs
+ * (an ifunc), so one build serves every x86-64 machine. The arithmetic is
+ * the same in each (C11 mode contracts nothing into an FMA), so the bits
+ * are too. Sanitizer builds and other compilers get the baseline only. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(NC_NO_WIDE)
+#define NC_CPU_WIDE __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define NC_CPU_WIDE
+#endif
+
 /* ---- thread pool (parallel.c) ------------------------------------------------
  * Runs fn over [0, n) split into contiguous ranges of at least `grain`
  * items; serial when small, when nested, or in a forked child. */

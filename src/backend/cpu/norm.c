@@ -1,9 +1,11 @@
 /* norm.c — the CPU norm family: fused batch normalisation, the reference
- * for kernels/norm.cl: per-channel statistics in double (two passes),
+ * for kernels/norm.cl: per-channel statistics in double (two passes; the
+ * float32 path one shifted pass),
  * normalisation, and the backward's reduction and elementwise pass.
  * Parallel over channels (reductions) or elements. */
 #include "cpu.h"
 #include <math.h>
+#include <string.h>
 
 /* operand-relative element access (offsets added) */
 #define ld(d, i) nc_cpu_ld((d), (d)->offset + (i))
@@ -84,42 +86,63 @@ static void grad_apply(void *v, int64_t s, int64_t e)
  * passes take their per-channel factors out of the loop. */
 #define LANES 8
 
-/* sum of f(j) over j < S in LANES partial sums; f reads p[j] (and q[j]) */
-#define LANE_SUM(acc, S, expr)                                                \
+/* LANES doubles as one vector (GCC vector extensions: AVX-512 registers in
+ * the widest clone, pairs of SSE2 ones in the baseline); lane l holds the
+ * sum of the elements j = l (mod LANES), as a scalar loop over an array of
+ * LANES sums would, which GCC does not vectorise by itself */
+typedef float lanes_f __attribute__((vector_size(LANES * sizeof(float))));
+typedef double lanes_d __attribute__((vector_size(LANES * sizeof(double))));
+
+/* (macro, not function: a function passing these vectors by value would
+ * change the baseline clone's calling convention) */
+#define LOAD_LANES(dst, p)                                                    \
     do {                                                                      \
-        int64_t j_ = 0;                                                       \
-        for (; j_ + LANES <= (S); j_ += LANES)                                \
-            for (int l_ = 0; l_ < LANES; l_++) { int64_t j = j_ + l_; acc[l_] += (expr); } \
-        for (; j_ < (S); j_++) { int64_t j = j_; acc[0] += (expr); }         \
+        lanes_f f_;                                                           \
+        memcpy(&f_, (p), sizeof f_);                                          \
+        (dst) = __builtin_convertvector(f_, lanes_d);                         \
     } while (0)
 
-static double lanes_total(const double *acc)
+static double vec_total(const lanes_d *v)
 {
     double t = 0;
-    for (int l = 0; l < LANES; l++) t += acc[l];
+    for (int l = 0; l < LANES; l++) t += (*v)[l];
     return t;
 }
 
 #define F32(d) ((float *)(d)->buf + (d)->offset)
 #define CF32(d) ((const float *)(d)->buf + (d)->offset)
 
-static void stats_f32(void *v, int64_t c0, int64_t c1)
+/* One pass over the channel: sums of x - K and of its square in double,
+ * shifted by K, the channel's first value, so that a mean far from zero
+ * cancels nothing (the shifted-data variance; the reference takes two
+ * passes, this reads x once). */
+NC_CPU_WIDE static void stats_f32(void *v, int64_t c0, int64_t c1)
 {
     const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x);
     int64_t M = a->N * a->S, S = a->S;
     for (int64_t c = c0; c < c1; c++) {
-        double sa[LANES] = {0}, qa[LANES] = {0};
+        double K = M ? (double)x[c * S] : 0;
+        lanes_d sv = {0}, qv = {0};
         for (int64_t n = 0; n < a->N; n++) {
             const float *p = x + (n * a->C + c) * S;
-            LANE_SUM(sa, S, (double)p[j]);
+            int64_t j = 0;
+            for (; j + LANES <= S; j += LANES) {
+                lanes_d d;
+                LOAD_LANES(d, p + j);
+                d -= K;
+                sv += d;
+                qv += d * d;
+            }
+            for (; j < S; j++) {
+                double d = (double)p[j] - K;
+                sv[0] += d;
+                qv[0] += d * d;
+            }
         }
-        double m = lanes_total(sa) / (double)M;
-        for (int64_t n = 0; n < a->N; n++) {
-            const float *p = x + (n * a->C + c) * S;
-            LANE_SUM(qa, S, ((double)p[j] - m) * ((double)p[j] - m));
-        }
-        double var = lanes_total(qa) / (double)M;
+        double s = vec_total(&sv), q = vec_total(&qv);
+        double m = K + s / (double)M, var = (q - s * s / (double)M) / (double)M;
+        if (var < 0) var = 0;
         F32(a->mean)[c] = (float)m;
         F32(a->invstd)[c] = (float)(1 / sqrt(var + a->eps));
         if (a->rmean) {
@@ -130,34 +153,36 @@ static void stats_f32(void *v, int64_t c0, int64_t c1)
     }
 }
 
-static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
+NC_CPU_WIDE static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
 {
     const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x), *g = CF32(a->g);
     int64_t S = a->S;
     for (int64_t c = c0; c < c1; c++) {
-        double m = CF32(a->mean)[c], sg[LANES] = {0}, sgx[LANES] = {0};
+        double m = CF32(a->mean)[c];
+        lanes_d sg = {0}, sgx = {0};
         for (int64_t n = 0; n < a->N; n++) {
             const float *px = x + (n * a->C + c) * S, *pg = g + (n * a->C + c) * S;
             int64_t j = 0;   /* both sums in one pass over the plane */
-            for (; j + LANES <= S; j += LANES)
-                for (int l = 0; l < LANES; l++) {
-                    double gv = pg[j + l];
-                    sg[l] += gv;
-                    sgx[l] += gv * ((double)px[j + l] - m);
-                }
+            for (; j + LANES <= S; j += LANES) {
+                lanes_d gv, xv;
+                LOAD_LANES(gv, pg + j);
+                LOAD_LANES(xv, px + j);
+                sg += gv;
+                sgx += gv * (xv - m);
+            }
             for (; j < S; j++) {
                 sg[0] += pg[j];
                 sgx[0] += (double)pg[j] * ((double)px[j] - m);
             }
         }
-        F32(a->sg)[c] = (float)lanes_total(sg);
-        F32(a->sgx)[c] = (float)lanes_total(sgx);
+        F32(a->sg)[c] = (float)vec_total(&sg);
+        F32(a->sgx)[c] = (float)vec_total(&sgx);
     }
 }
 
 /* planes [p0, p1) of (n, c) */
-static void apply_f32(void *v, int64_t p0, int64_t p1)
+NC_CPU_WIDE static void apply_f32(void *v, int64_t p0, int64_t p1)
 {
     const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x);
@@ -182,7 +207,7 @@ static void apply_f32(void *v, int64_t p0, int64_t p1)
     }
 }
 
-static void grad_apply_f32(void *v, int64_t p0, int64_t p1)
+NC_CPU_WIDE static void grad_apply_f32(void *v, int64_t p0, int64_t p1)
 {
     const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x), *g = CF32(a->g);
