@@ -59,6 +59,10 @@ $(BUILD)/obj/backend/cpu/optim.o: NC_CFLAGS += -fno-math-errno
 # the floating-point exception flags, and no value changes
 $(BUILD)/obj/backend/cpu/softmax.o $(BUILD)/obj/backend/cpu/loss.o: NC_CFLAGS += -fno-trapping-math
 
+# the cpu's vector direct convolution is a GEMM-like kernel: multiply-adds
+# contract into FMAs there, as in the BLAS (its bits are its own either way)
+$(BUILD)/obj/backend/cpu/conv_vec.o: NC_CFLAGS += -ffp-contract=fast
+
 $(BUILD)/obj/kernels_embed.o: $(BUILD)/kernels_embed.c
 	@mkdir -p $(dir $@)
 	$(CC) $(NC_CFLAGS) $(CFLAGS) -c $< -o $@

@@ -234,6 +234,45 @@ function TestConvAlgos:test_fused_epilogue_matches_unfused()
   lu.assertErrorMsgContains("unknown or unfusable activation", function() F.conv2d(x, w, b, { act = "softmax" }) end)
 end
 
+-- the cpu's float32 tiled pass (src/backend/cpu/conv_vec.c): 16 output
+-- channels a vector, blocks of 4, 2 and 1 vectors (112 channels), blocks
+-- of pixels of every width it picks (rows of 23, 13 and 4 pixels), strides,
+-- a dilation, uneven padding, the fused bias and activations, and the
+-- backward-data pass as the flipped convolution, against direct
+function TestConvAlgos:test_cpu_tiled_vector_paths()
+  lu.skipIf(not H.is_cpu, "the cpu backend's own float32 kernel: cpu only")
+  netcl.manual_seed(25)
+  local cases = {
+    { { 2, 5, 23, 23 }, { 112, 5, 3, 3 }, { padding = 1 } },
+    { { 2, 7, 13, 27 }, { 40, 7, 3, 2 }, { stride = { 1, 2 }, padding = { 2, 0 }, dilation = { 2, 1 } } },
+    { { 3, 9, 6, 6 }, { 20, 9, 3, 3 }, { padding = 1 } },
+    { { 1, 3, 9, 9 }, { 16, 3, 5, 5 }, { stride = 2, padding = 2 } },
+  }
+  for ci, c in ipairs(cases) do
+    local x = netcl.randn(c[1]):requires_grad_()
+    local w = netcl.randn(c[2]) * 0.2
+    local b = netcl.randn(c[2][1])
+    local function run(algo, act)
+      return with_algo(algo, function()
+        local opts = { act = act, slope = 0.2 }
+        for k, v in pairs(c[3]) do opts[k] = v end
+        local y = netcl.no_grad(function() return F.conv2d(x, w, b, opts) end)
+        local xg = x:detach():clone():requires_grad_()
+        local y2 = F.conv2d(xg, w, nil, c[3])
+        y2:backward(netcl.ones(y2:size()))
+        return y, xg.grad
+      end)
+    end
+    for _, act in ipairs({ false, "relu", "silu" }) do
+      local want, wantg = run("direct", act or nil)
+      local got, gotg = run("tiled", act or nil)
+      local what = ("case %d %s"):format(ci, tostring(act))
+      H.assert_close(got, want, 1e-4, 1e-4 * math.max(1, want:abs():max():item()), what)
+      H.assert_close(gotg, wantg, 1e-4, 1e-4 * math.max(1, wantg:abs():max():item()), what .. " backward-data")
+    end
+  end
+end
+
 -- the lower-precision storage types through the GEMM-based strategies and
 -- Winograd (whose transforms run in float32 for 16-bit operands: they match
 -- direct to the output's rounding)
@@ -318,7 +357,9 @@ function TestConvAlgos:test_planner_choices()
   lu.assertEquals(netcl.conv2d_strategy({ 2, 8, 8, 8 }, { 4, 8, 1, 1 }, o), "gemm1x1")
   -- an unfolded input past an eighth of the device's memory is gathered instead
   local big = { 4096, 64, 224, 224 }
-  lu.assertEquals(netcl.conv2d_strategy(big, { 64, 64, 3, 3 }, { device = dev, stride = 2 }), "implicit_gemm")
+  -- (the cpu's vector tiled pass, which unfolds nothing either, comes first there)
+  lu.assertEquals(netcl.conv2d_strategy(big, { 64, 64, 3, 3 }, { device = dev, stride = 2 }),
+    H.is_cpu and "tiled" or "implicit_gemm")
   local lenet = { netcl.conv2d_strategy({ 256, 1, 28, 28 }, { 6, 1, 5, 5 }, { device = dev, padding = 2 }) }
   local resnet = netcl.conv2d_strategy({ 128, 64, 32, 32 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 })
   local lenet2 = { netcl.conv2d_strategy({ 256, 6, 14, 14 }, { 16, 6, 5, 5 }, { device = dev }) }
@@ -333,7 +374,13 @@ function TestConvAlgos:test_planner_choices()
   else
     lu.assertEquals(lenet[1], "im2col")
   end
-  if info.type == "opencl_gpu" then lu.assertEquals(resnet, "winograd4") else lu.assertEquals(resnet, "im2col") end
+  if info.type == "opencl_gpu" then lu.assertEquals(resnet, "winograd4")
+  elseif H.is_cpu then
+    -- the cpu's vector tiled pass: a reduction of 64 or more, weights in L2
+    lu.assertEquals(resnet, "tiled")
+    lu.assertEquals(lenet2, { "tiled", "im2col", "im2col" })   -- 6 channels fill too little of a vector
+    lu.assertEquals(netcl.conv2d_strategy({ 128, 512, 4, 4 }, { 512, 512, 3, 3 }, { device = dev, padding = 1 }), "im2col")
+  else lu.assertEquals(resnet, "im2col") end
   -- 16-bit layers keep the GEMM strategies (tensor cores) over Winograd
   for _, dt in ipairs({ "float16", "bfloat16" }) do
     local r16 = { netcl.conv2d_strategy({ 128, 64, 32, 32 }, { 64, 64, 3, 3 }, { device = dev, padding = 1, dtype = dt }) }

@@ -95,6 +95,18 @@ static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_p
     /* backward-weight: LeNet's layers where im2col unfolds, copies and
      * splits K to produce a few thousand weights */
     if (pass == NC_CONV_PASS_WEIGHT) return dev->type == NETCL_DEVICE_OPENCL_GPU;
+    if (dev->type == NETCL_DEVICE_CPU) {
+        /* the cpu's float32 tiled pass keeps 16 output channels per vector
+         * and streams the whole weight per block of pixels: it wins with a
+         * reduction of 64 or more, vectors at least half used, and weights
+         * that stay in L2 (1 MiB forward, 96 KiB backward-data, measured:
+         * docs/notes/planner.md) */
+        nc_conv_args k = tiled_kernel_args(g, pass);
+        int64_t ov = (k.O + 15) / 16 * 16, red = k.C * k.KH * k.KW;
+        double wbytes = 4.0 * (double)red * (double)ov;
+        return dt == NETCL_DTYPE_FLOAT32 && k.G == 1 && red >= 64 && 2 * k.O >= ov &&
+               wbytes <= (pass == NC_CONV_PASS_FWD ? 1048576.0 : 98304.0);
+    }
     /* CPU OpenCL devices: im2col ran steadier than the tiled rows (docs/notes/planner.md) */
     if (dev->type != NETCL_DEVICE_OPENCL_GPU) return 0;
     nc_conv_args k = tiled_kernel_args(g, pass);

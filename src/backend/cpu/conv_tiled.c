@@ -101,6 +101,7 @@ netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const n
                                const nc_desc *w, const nc_conv_epi *epi, int flip)
 {
     (void)dev;
+    if (nc_cpu_conv_vec(g, y, x, w, epi, flip)) return NETCL_OK;
     job j = {g, y, x, w, epi, flip, g->C / g->G, g->O / g->G, (g->O / g->G + OB - 1) / OB, 0};
     int64_t parts = g->N * g->G * j.oblocks * g->OH;
     /* a part is about Cg*KH*KW*OW*OB multiply-adds; aim for 64k a task */

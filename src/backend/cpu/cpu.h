@@ -127,6 +127,11 @@ netcl_status nc_cpu_conv_depthwise(nc_conv_kernel kind, const nc_conv_args *g, c
                                    const nc_desc *b, int64_t ip);
 netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
                               const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
+/* conv_vec.c: the float32 tiled pass with output channels as vector lanes
+ * (groups 1); 0 when it does not apply or has no memory (the caller runs
+ * the rows of conv_tiled.c) */
+int nc_cpu_conv_vec(const nc_conv_args *g, const nc_desc *y, const nc_desc *x, const nc_desc *w, const nc_conv_epi *epi,
+                    int flip);
 netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *y, const nc_desc *x,
                                const nc_desc *w, const nc_conv_epi *epi, int flip);
 netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
