@@ -237,8 +237,9 @@ end
 -- the cpu's float32 tiled pass (src/backend/cpu/conv_vec.c): 16 output
 -- channels a vector, blocks of 4, 2 and 1 vectors (112 channels), blocks
 -- of pixels of every width it picks (rows of 23, 13 and 4 pixels), strides,
--- a dilation, uneven padding, the fused bias and activations, and the
--- backward-data pass as the flipped convolution, against direct
+-- a dilation, uneven padding, the fused bias and activations, the
+-- backward-data pass as the flipped convolution, and backward-weight with
+-- channels as vectors, against direct
 function TestConvAlgos:test_cpu_tiled_vector_paths()
   lu.skipIf(not H.is_cpu, "the cpu backend's own float32 kernel: cpu only")
   netcl.manual_seed(25)
@@ -263,6 +264,17 @@ function TestConvAlgos:test_cpu_tiled_vector_paths()
         return y, xg.grad
       end)
     end
+    -- backward-weight through the vector kernel (the implicit_gemm entry)
+    local function weight(algo)
+      return with_algo(algo, function()
+        local wg = w:detach():clone():requires_grad_()
+        local y = F.conv2d(x:detach(), wg, nil, c[3])
+        y:backward(netcl.ones(y:size()))
+        return wg.grad
+      end)
+    end
+    local ww = weight("direct")
+    H.assert_close(weight("implicit_gemm"), ww, 1e-4, 1e-4 * math.max(1, ww:abs():max():item()), ("case %d weight"):format(ci))
     for _, act in ipairs({ false, "relu", "silu" }) do
       local want, wantg = run("direct", act or nil)
       local got, gotg = run("tiled", act or nil)
@@ -378,7 +390,11 @@ function TestConvAlgos:test_planner_choices()
   elseif H.is_cpu then
     -- the cpu's vector tiled pass: a reduction of 64 or more, weights in L2
     lu.assertEquals(resnet, "tiled")
-    lu.assertEquals(lenet2, { "tiled", "im2col", "im2col" })   -- 6 channels fill too little of a vector
+    -- backward-data: 6 channels fill too little of a vector; backward-weight
+    -- as vectors (the implicit_gemm entry) for small weights
+    lu.assertEquals(lenet2, { "tiled", "im2col", "implicit_gemm" })
+    lu.assertEquals({ netcl.conv2d_strategy({ 128, 32, 14, 14 }, { 64, 32, 3, 3 }, { device = dev, padding = 1 }) },
+      { "tiled", "tiled", "implicit_gemm" })
     lu.assertEquals(netcl.conv2d_strategy({ 128, 512, 4, 4 }, { 512, 512, 3, 3 }, { device = dev, padding = 1 }), "im2col")
   else lu.assertEquals(resnet, "im2col") end
   -- 16-bit layers keep the GEMM strategies (tensor cores) over Winograd

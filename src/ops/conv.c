@@ -115,6 +115,15 @@ static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_p
            (k.O / k.G <= 32 || (t.ob == 32 && k.KH * k.KW > 1 && k.SH == 1 && k.SW == 1));
 }
 
+/* The cpu's vector backward-weight streams an image's dy once per block of
+ * taps: it won against im2col where the weight gradient (taps x channels
+ * rounded to vectors) is at most 128 KiB (the demo's and LeNet's second
+ * layers) and lost on ResNet's larger layers (docs/notes/planner.md). */
+static int cpu_vec_weight_wins(const nc_conv_args *g)
+{
+    return 4.0 * (double)(g->C * g->KH * g->KW) * (double)((g->O + 15) / 16 * 16) <= 131072.0;
+}
+
 /* Forced strategies, checked before NETCL_CONV_ALGO: this thread's (the
  * tuner's measurements) and the process's (netcl_set_conv_algo); -1 none.
  * Neither touches the environment, which other threads may be reading. */
@@ -159,6 +168,13 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     if (g->G == g->C && g->G > 1 && dev->type == NETCL_DEVICE_OPENCL_GPU) return NC_CONV_DIRECT;
     if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass)) return NC_CONV_GEMM1X1;
     if (tiled_suits(dev, g, pass, dt)) return NC_CONV_TILED;
+    /* the cpu's float32 backward-weight as vectors of output channels
+     * (src/backend/cpu/conv_vec.c, the implicit_gemm entry there): where the
+     * channels fill half a vector or more, the reduction is 64 or more and
+     * the window more than 1x1 */
+    if (dev->type == NETCL_DEVICE_CPU && pass == NC_CONV_PASS_WEIGHT && dt == NETCL_DTYPE_FLOAT32 && g->G == 1 &&
+        2 * g->O >= (g->O + 15) / 16 * 16 && g->C * g->KH * g->KW >= 64 && g->KH * g->KW > 1 && cpu_vec_weight_wins(g))
+        return NC_CONV_IGEMM;
     /* Winograd and the others below unfold nothing as large as im2col's
      * [N, C*KH*KW, OH*OW] (in the data pass, its adjoint): past an eighth of
      * the device's memory (a large image batch), gather instead. 16-bit

@@ -200,6 +200,7 @@ netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_con
                               const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices)
 {
     (void)kslices;   /* the cpu splits backward-weight its own fixed way */
+    if (pass == NC_CONV_PASS_WEIGHT && nc_cpu_conv_vec_weight(g, out, a, b)) return NETCL_OK;
     job j = {dev, pass, g, out, a, b, epi, NULL, g->C / g->G, g->O / g->G, g->KH * g->KW,
              pass == NC_CONV_PASS_DATA ? g->H * g->W : g->OH * g->OW, 0, 0, 0, NULL, 0};
     size_t es = (size_t)netcl_dtype_size(out->dtype);

@@ -183,3 +183,150 @@ int nc_cpu_conv_vec(const nc_conv_args *g, const nc_desc *y, const nc_desc *x, c
     free(wt);
     return !atomic_load(&oom);
 }
+
+/* ---- backward-weight ----------------------------------------------------------------
+ * dW[o, t] (t = (c, kh, kw)) = sum over images and output pixels p of
+ * dy[n, o, p] x[n, c, p's tap t]. dy is transposed to [N][OH*OW][O'] so a
+ * pixel's channels are vectors, x zero-padded to [N][C][rows][cols] (the
+ * window the taps read, from (-PH, -PW)) so a tap needs no bounds check. A
+ * block of TB taps x NV vectors of channels accumulates in registers over
+ * one image's pixels. Images are cut into at most WCHUNKS chunks, by the
+ * shape alone (not the thread count), whose sums are added in order at the
+ * end. */
+#define WCHUNKS 16
+
+typedef struct {
+    const nc_conv_args *g;
+    const float *xp, *dyt;      /* padded x, transposed dy */
+    int64_t R, Cq, OV, T, L;    /* padded rows and cols; O'; taps; pixels of an image */
+    const int64_t *toff;        /* a tap's offset in an image's padded x */
+    float *part;                /* [chunks][T][OV] */
+    int64_t chunks;
+} wjob;
+
+#define WBLOCK(NAME, NV, TB)                                                                              \
+    NC_CPU_WIDE static void NAME(const wjob *j, int64_t n, int64_t t0, int64_t nt, int64_t v0, float *acc_mem) \
+    {                                                                                                     \
+        const nc_conv_args *g = j->g;                                                                     \
+        vf acc[TB][NV];                                                                                   \
+        for (int t = 0; t < TB; t++)                                                                      \
+            for (int v = 0; v < NV; v++) {                                                                \
+                if (t < nt) memcpy(&acc[t][v], acc_mem + (t0 + t) * j->OV + (v0 + v) * VL, sizeof(vf));   \
+                else acc[t][v] = (vf){0};                                                                 \
+            }                                                                                             \
+        int64_t off[TB];                                                                                  \
+        for (int t = 0; t < TB; t++) off[t] = j->toff[t < nt ? t0 + t : t0];                              \
+        const float *xn = j->xp + n * g->C * j->R * j->Cq;                                                \
+        const float *dn = j->dyt + n * j->L * j->OV + v0 * VL;                                            \
+        for (int64_t oy = 0; oy < g->OH; oy++)                                                            \
+            for (int64_t ox = 0; ox < g->OW; ox++) {                                                      \
+                const float *dp = dn + (oy * g->OW + ox) * j->OV;                                         \
+                const float *xq = xn + oy * g->SH * j->Cq + ox * g->SW;                                   \
+                vf dv[NV];                                                                                \
+                for (int v = 0; v < NV; v++) memcpy(&dv[v], dp + v * VL, sizeof(vf));                     \
+                for (int t = 0; t < TB; t++) {                                                            \
+                    float xv = xq[off[t]];                                                                \
+                    for (int v = 0; v < NV; v++) acc[t][v] += dv[v] * xv;                                 \
+                }                                                                                         \
+            }                                                                                             \
+        for (int t = 0; t < nt; t++)                                                                      \
+            for (int v = 0; v < NV; v++) memcpy(acc_mem + (t0 + t) * j->OV + (v0 + v) * VL, &acc[t][v], sizeof(vf)); \
+    }
+
+WBLOCK(wblock1, 1, 16)
+WBLOCK(wblock2, 2, 10)
+WBLOCK(wblock4, 4, 6)
+
+/* tasks [s, e) of (chunk, vector chunk of 4) */
+static void weight_part(void *v, int64_t s, int64_t e)
+{
+    const wjob *j = v;
+    const nc_conv_args *g = j->g;
+    int64_t nvec = j->OV / VL, vchunks = (nvec + 3) / 4;
+    for (int64_t i = s; i < e; i++) {
+        int64_t k = i / vchunks, v0 = (i % vchunks) * 4, nv = nvec - v0 < 4 ? nvec - v0 : 4;
+        int64_t n0 = k * g->N / j->chunks, n1 = (k + 1) * g->N / j->chunks;
+        float *acc = j->part + k * j->T * j->OV;
+        for (int64_t vv = v0; vv < v0 + nv;) {
+            int64_t left = v0 + nv - vv;
+            int w = left >= 4 ? 4 : left >= 2 ? 2 : 1, TB = w == 4 ? 6 : w == 2 ? 10 : 16;
+            for (int64_t n = n0; n < n1; n++)
+                for (int64_t t0 = 0; t0 < j->T; t0 += TB) {
+                    int64_t nt = j->T - t0 < TB ? j->T - t0 : TB;
+                    if (w == 4) wblock4(j, n, t0, nt, vv, acc);
+                    else if (w == 2) wblock2(j, n, t0, nt, vv, acc);
+                    else wblock1(j, n, t0, nt, vv, acc);
+                }
+            vv += w;
+        }
+    }
+}
+
+typedef struct { const nc_conv_args *g; const float *x, *dy; float *xp, *dyt; int64_t R, Cq, OV, L; } prep;
+
+/* images [s, e): padded x and transposed dy */
+static void prep_part(void *v, int64_t s, int64_t e)
+{
+    const prep *p = v;
+    const nc_conv_args *g = p->g;
+    int64_t w0 = g->PW < p->Cq ? g->PW : p->Cq, w1 = g->PW + g->W < p->Cq ? g->PW + g->W : p->Cq;
+    for (int64_t n = s; n < e; n++) {
+        for (int64_t c = 0; c < g->C; c++)
+            for (int64_t r = 0; r < p->R; r++) {
+                float *d = p->xp + ((n * g->C + c) * p->R + r) * p->Cq;
+                int64_t ih = r - g->PH;
+                if (ih < 0 || ih >= g->H) { memset(d, 0, sizeof(float) * (size_t)p->Cq); continue; }
+                memset(d, 0, sizeof(float) * (size_t)w0);
+                if (w1 > w0) memcpy(d + w0, p->x + ((n * g->C + c) * g->H + ih) * g->W, sizeof(float) * (size_t)(w1 - w0));
+                memset(d + w1, 0, sizeof(float) * (size_t)(p->Cq - w1));
+            }
+        /* dy [O][L] -> [L][OV] in tiles of 16 x 16, the padding lanes zero */
+        float *t = p->dyt + n * p->L * p->OV;
+        const float *src = p->dy + n * g->O * p->L;
+        for (int64_t q0 = 0; q0 < p->L; q0 += 16)
+            for (int64_t o0 = 0; o0 < p->OV; o0 += 16) {
+                int64_t q1 = q0 + 16 < p->L ? q0 + 16 : p->L;
+                for (int64_t q = q0; q < q1; q++)
+                    for (int64_t o = o0; o < o0 + 16; o++) t[q * p->OV + o] = o < g->O ? src[o * p->L + q] : 0.0f;
+            }
+    }
+}
+
+int nc_cpu_conv_vec_weight(const nc_conv_args *g, const nc_desc *out, const nc_desc *x, const nc_desc *dy)
+{
+    if (g->G != 1 || out->dtype != NETCL_DTYPE_FLOAT32 || x->dtype != NETCL_DTYPE_FLOAT32 || dy->dtype != NETCL_DTYPE_FLOAT32)
+        return 0;
+    int64_t OV = (g->O + VL - 1) / VL * VL, T = g->C * g->KH * g->KW, L = g->OH * g->OW;
+    int64_t R = (g->OH - 1) * g->SH + (g->KH - 1) * g->DH + 1, Cq = (g->OW - 1) * g->SW + (g->KW - 1) * g->DW + 1;
+    /* the chunks' sums take at most 4 MiB (a shape's rule, not the thread count's) */
+    int64_t chunks = g->N < WCHUNKS ? g->N : WCHUNKS;
+    while (chunks > 1 && chunks * T * OV > (1 << 20)) chunks /= 2;
+    float *xp = aligned_alloc(64, sizeof(float) * (size_t)((g->N * g->C * R * Cq + 15) / 16 * 16));
+    float *dyt = aligned_alloc(64, sizeof(float) * (size_t)(g->N * L * OV));
+    float *part = aligned_alloc(64, sizeof(float) * (size_t)(chunks * T * OV));
+    if (part) memset(part, 0, sizeof(float) * (size_t)(chunks * T * OV));
+    int64_t *toff = malloc(sizeof(int64_t) * (size_t)T);
+    int ok = xp && dyt && part && toff;
+    if (ok) {
+        prep p = {g, (const float *)x->buf + x->offset, (const float *)dy->buf + dy->offset, xp, dyt, R, Cq, OV, L};
+        nc_parallel_for(g->N, 1, prep_part, &p);
+        for (int64_t t = 0; t < T; t++) {
+            int64_t c = t / (g->KH * g->KW), kh = t / g->KW % g->KH, kw = t % g->KW;
+            toff[t] = (c * R + kh * g->DH) * Cq + kw * g->DW;
+        }
+        wjob j = {g, xp, dyt, R, Cq, OV, T, L, toff, part, chunks};
+        nc_parallel_for(chunks * ((OV / VL + 3) / 4), 1, weight_part, &j);
+        float *o = (float *)out->buf + out->offset;   /* [O, T]: the chunks added in order */
+        for (int64_t oc = 0; oc < g->O; oc++)
+            for (int64_t t = 0; t < T; t++) {
+                float s = 0;
+                for (int64_t k = 0; k < chunks; k++) s += part[(k * T + t) * OV + oc];
+                o[oc * T + t] = s;
+            }
+    }
+    free(xp);
+    free(dyt);
+    free(part);
+    free(toff);
+    return ok;
+}

@@ -132,6 +132,10 @@ netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_con
  * the rows of conv_tiled.c) */
 int nc_cpu_conv_vec(const nc_conv_args *g, const nc_desc *y, const nc_desc *x, const nc_desc *w, const nc_conv_epi *epi,
                     int flip);
+/* conv_vec.c: backward-weight out [O, C*KH*KW] <- x, dy (float32, groups 1),
+ * the implicit_gemm strategy's weight pass on the cpu; 0 when it does not
+ * apply or has no memory */
+int nc_cpu_conv_vec_weight(const nc_conv_args *g, const nc_desc *out, const nc_desc *x, const nc_desc *dy);
 netcl_status nc_cpu_conv_tiled(netcl_device *dev, const nc_conv_args *g, const nc_desc *y, const nc_desc *x,
                                const nc_desc *w, const nc_conv_epi *epi, int flip);
 netcl_status nc_cpu_conv_tiled_weight(netcl_device *dev, const nc_conv_args *g, const nc_desc *parts, const nc_desc *x,
