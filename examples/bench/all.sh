@@ -20,4 +20,5 @@ devopt=""
 [ -f "$here/models.lua" ] && "$netcl" "$here/models.lua" $devopt > "$out/models.txt" 2>&1
 [ -f "$here/layers.lua" ] && "$netcl" "$here/layers.lua" $devopt > "$out/layers.txt" 2>&1
 [ -f "$here/optim_step.lua" ] && "$netcl" "$here/optim_step.lua" $devopt > "$out/optim.txt" 2>&1
+[ -f "$here/demo_cpu.lua" ] && "$netcl" "$here/demo_cpu.lua" --threads 2,16 > "$out/demo_cpu.txt" 2>&1
 tail -n 30 "$out"/*.txt
