@@ -118,10 +118,11 @@ check: deps
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  NETCL_LIB=$(CURDIR)/build-asan/libnetcl.so NETCL_TEST_OPENCL=0 luajit spec/run.lua
 
-# libFuzzer on the file readers (IDX, CIFAR, PNG): the library rebuilt by
-# clang with the fuzzer's coverage and ASan+UBSan, the harness in
-# spec/fuzz/, seeds in spec/fuzz/corpus/; FUZZ_SECONDS per reader (CI runs
-# a short one). A finding stops with the crashing input in build-fuzz/.
+# libFuzzer on the file readers (IDX, CIFAR, PNG) and, through an embedded
+# LuaJIT, on netcl.load and netcl.tensor: the library rebuilt by clang with
+# the fuzzer's coverage and ASan+UBSan, the harnesses in spec/fuzz/, seeds
+# in spec/fuzz/corpus/; FUZZ_SECONDS per target (CI runs a short one). A
+# finding stops with the crashing input in build-fuzz/.
 FUZZ_SECONDS ?= 60
 # clang, or the versioned one PoCL brings (Debian installs no plain `clang` without recommends)
 FUZZ_CC ?= $(shell command -v clang 2>/dev/null || command -v clang-15 2>/dev/null || echo clang)
@@ -139,6 +140,18 @@ fuzz: deps
 	    -artifact_prefix=build-fuzz/findings-$$r/ build-fuzz/corpus-$$r spec/fuzz/corpus/$$r \
 	    > build-fuzz/fuzz-$$r.log 2>&1 || { tail -40 build-fuzz/fuzz-$$r.log; echo "fuzz: $$r found a problem"; exit 1; }; \
 	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build-fuzz/fuzz-$$r.log | tr '\n' ' '; echo; \
+	done
+	$(FUZZ_CC) -g -fsanitize=fuzzer,address,undefined -I/usr/include/luajit-2.1 spec/fuzz/fuzz_lua.c -lluajit-5.1 \
+	  -Lbuild-fuzz -lnetcl -Wl,-rpath,$(CURDIR)/build-fuzz -o build-fuzz/fuzz_lua
+	@for t in load:checkpoint tensor:table; do k=$${t%%:*}; c=$${t##*:}; \
+	  mkdir -p build-fuzz/corpus-$$k build-fuzz/findings-$$k; \
+	  echo "fuzz: netcl.$$k for $(FUZZ_SECONDS) s"; \
+	  NETCL_FUZZ_LUA=$$k NETCL_FUZZ_ROOT=$(CURDIR) NETCL_LIB=$(CURDIR)/build-fuzz/libnetcl.so NETCL_NO_OPENCL=1 \
+	    UBSAN_OPTIONS=halt_on_error=1 ASAN_OPTIONS=detect_leaks=0 build-fuzz/fuzz_lua \
+	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/findings-$$k/ build-fuzz/corpus-$$k spec/fuzz/corpus/$$c \
+	    > build-fuzz/fuzz-$$k.log 2>&1 || { tail -40 build-fuzz/fuzz-$$k.log; echo "fuzz: netcl.$$k found a problem"; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build-fuzz/fuzz-$$k.log | tr '\n' ' '; echo; \
 	done
 
 # the Fashion-MNIST CNN: --quick (1 epoch, >= 88%) by default; FULL=1 runs

@@ -224,6 +224,15 @@ function TestReliability:test_tuning_cache_under_concurrent_tuners()
   os.execute("rm -rf " .. dir)
 end
 
+-- found by `make fuzz`: a gzip IDX file whose header claims 12 GB, with
+-- gzip's recorded size (modulo 2^32) agreeing, allocated the 12 GB before
+-- reading; a claim past what the packed bytes can expand to is refused
+function TestReliability:test_idx_gzip_claim_past_its_packed_size()
+  if not H.is_cpu then lu.skip("a file reader: cpu pass only") end
+  H.assert_error(function() netcl.read_idx(root .. "/spec/fuzz/corpus/idx/regress-gzip-size-mod-2-32.idx.gz") end,
+    "read_idx", "[196608,256,256]", "more than a gzip file of 27 bytes can hold")
+end
+
 -- found by `make fuzz`: an IDX header with a zero dim and two huge ones
 -- overflowed the stride and element-count products (UBSan, under make
 -- check); the counts saturate now and the file reads as an empty tensor

@@ -400,8 +400,11 @@ function M.load(path, opts)
     crc = C.netcl_crc32(crc, data, data_len)
     local want = ("crc32:%08x"):format(crc)
     if want ~= meta.netcl_checksum then
-      throw(("netcl.load: '%s': checksum mismatch (the file records %s, its contents give %s): the file is corrupted"):format(
-        path, meta.netcl_checksum, want))
+      -- the recorded value is the file's text: quoted, and cut short
+      local rec = tostring(meta.netcl_checksum)
+      if #rec > 64 then rec = rec:sub(1, 64) .. "..." end
+      throw(("netcl.load: '%s': checksum mismatch (the file records %q, its contents give %s): the file is corrupted"):format(
+        path, rec, want))
     end
   end
   local tensors = {}

@@ -57,15 +57,18 @@ static void widen(void *buf, int64_t n, int code)
 
 /* The bytes the file holds once decompressed: a plain file's size, or a
  * gzip file's recorded size modulo 2^32 (its last four bytes); -1 when it
- * cannot be told. *mod32: the answer is modulo 2^32. */
-static int64_t stored_bytes(const char *path, int *mod32)
+ * cannot be told. *mod32: the answer is modulo 2^32; *packed: the file's
+ * own size (what bounds a gzip file's content). */
+static int64_t stored_bytes(const char *path, int *mod32, int64_t *packed)
 {
     *mod32 = 0;
+    *packed = -1;
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
     unsigned char head[2] = {0, 0}, tail[4];
     int64_t n = -1;
     *mod32 = fread(head, 1, 2, f) == 2 && head[0] == 0x1f && head[1] == 0x8b;
+    if (fseek(f, 0, SEEK_END) == 0) *packed = ftell(f);
     if (fseek(f, *mod32 ? -4 : 0, SEEK_END) == 0) {
         if (!*mod32) n = ftell(f);
         else if (fread(tail, 1, 4, f) == 4)
@@ -74,6 +77,9 @@ static int64_t stored_bytes(const char *path, int *mod32)
     fclose(f);
     return n;
 }
+
+/* deflate expands a byte into at most 1032 (its longest match per code) */
+#define DEFLATE_MAX_RATIO 1032
 
 static netcl_status read_body(gzFile f, const char *path, netcl_tensor **out)
 {
@@ -100,7 +106,13 @@ static netcl_status read_body(gzFile f, const char *path, netcl_tensor **out)
     if (!too_big && count > (UINT64_MAX - want) / (uint64_t)disk_size) too_big = 1;
     want += count * (uint64_t)disk_size;
     int mod32 = 0;
-    int64_t have = stored_bytes(path, &mod32);
+    int64_t packed, have = stored_bytes(path, &mod32, &packed);
+    /* gzip's record is modulo 2^32: a claim past what the packed bytes can
+     * expand to is refused before allocating it */
+    if (!too_big && mod32 && packed >= 0 && want > (uint64_t)packed * DEFLATE_MAX_RATIO + 64)
+        return nc_fail(NETCL_ERR_ARGUMENT, "read_idx %s: the header's shape %s needs %llu bytes, more than a gzip file of "
+                       "%lld bytes can hold (truncated, or not an IDX file)",
+                       path, nc_shape_str(ndim, sizes), (unsigned long long)want, (long long)packed);
     if (too_big || (have >= 0 && (mod32 ? (want & 0xffffffffu) != (uint64_t)have : want != (uint64_t)have)))
         return nc_fail(NETCL_ERR_ARGUMENT, "read_idx %s: the header's shape %s needs %s%llu bytes, the file holds %lld%s "
                        "(truncated, or not an IDX file)",
