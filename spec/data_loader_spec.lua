@@ -190,7 +190,10 @@ function TestLoader:test_killed_worker_is_an_error_within_seconds()
           t0 = os.time()
         end
       end
-    end, "worker 2", "killed by signal 9")
+    -- worker 2 dies while the loader waits for worker 1's batch 4 (or,
+    -- should that come first, for its own batch 5): either way the error
+    -- names the batch the dead worker was making
+    end, "worker 2", "killed by signal 9", "while making batch 5 of epoch 1")
     lu.assertTrue(os.time() - t0 <= 3, "error took too long: " .. err)
     loader:close()
   end

@@ -128,13 +128,21 @@ function Pool:fail(msg)
   throw(msg)
 end
 
--- A dead worker anywhere is an error now (within one poll tick).
+-- A dead worker anywhere is an error now (within one poll tick), naming
+-- the batch it was making (its earliest in flight) and the one the loader
+-- waited for.
 function Pool:check_alive(b)
   for w, me in ipairs(self.workers) do
     if libc.waitpid(me.pid, status_b, WNOHANG) == me.pid then
       me.reaped = true
-      self:fail(("DataLoader: worker %d (pid %d) %s while the loader waited for batch %d of epoch %d")
-        :format(w, me.pid, describe_status(status_b[0]), b, self.epoch))
+      local making
+      for bb, rec in pairs(self.inflight) do
+        if rec.w == w and (not making or bb < making) then making = bb end
+      end
+      local what = making and ("while making batch %d of epoch %d"):format(making, self.epoch) or
+        ("with no batch in hand, in epoch %d"):format(self.epoch)
+      self:fail(("DataLoader: worker %d (pid %d) %s %s (the loader waited for batch %d)")
+        :format(w, me.pid, describe_status(status_b[0]), what, b))
     end
   end
 end
