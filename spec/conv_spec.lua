@@ -175,6 +175,24 @@ function TestConv:test_cpu_float32_paths_match_reference()
     local _, i64 = netcl.max_pool2d(xn:double(), pm.k, opts)
     lu.assertEquals(i32:totable(), i64:totable(), "max_pool2d indices with NaNs " .. pi)
   end
+  -- rows of 8 or more 2x2 windows take eight at a time as vectors: NaNs in
+  -- each tap position and in several lanes, ties, -0 against +0, a tail
+  local xw = netcl.randn(2, 3, 6, 37, { device = dev })
+  xw:narrow(3, 1, 1):narrow(4, 1, 1):fill_(0 / 0)     -- tap a, lane 1
+  xw:narrow(3, 1, 1):narrow(4, 6, 1):fill_(0 / 0)     -- tap b, lane 3
+  xw:narrow(3, 2, 1):narrow(4, 11, 1):fill_(0 / 0)    -- tap c, lane 6
+  xw:narrow(3, 4, 1):narrow(4, 16, 1):fill_(0 / 0)    -- tap d, lane 8
+  xw:narrow(3, 3, 2):narrow(4, 20, 2):fill_(0 / 0)    -- a whole window
+  xw:narrow(3, 5, 2):narrow(4, 3, 4):fill_(1.25)      -- ties
+  xw:narrow(3, 5, 1):narrow(4, 25, 1):fill_(-0.0)
+  xw:narrow(3, 6, 1):narrow(4, 25, 2):fill_(0)
+  local v32, i32 = netcl.max_pool2d(xw, 2, { return_indices = true })
+  local v64, i64 = netcl.max_pool2d(xw:double(), 2, { return_indices = true })
+  lu.assertEquals(i32:totable(), i64:totable(), "max_pool2d indices, eight windows a vector")
+  local a, b = v32:view(-1):totable(), v64:float():view(-1):totable()
+  for k = 1, #a do
+    lu.assertTrue(a[k] == b[k] or (a[k] ~= a[k] and b[k] ~= b[k]), "max_pool2d value " .. k)
+  end
 end
 
 function TestConv:test_bad_input()
