@@ -1,12 +1,15 @@
-/* conv_vec.c — the cpu's float32 direct convolution for the "tiled" strategy
- * (forward, and backward-data as the flipped convolution): output channels
- * are the vector lanes. The weights are transposed once per call to
- * [C][KH][KW][O'] (O' = O rounded up to whole vectors, zero-filled), and a
- * block of P output pixels x up to 4 vectors of channels is accumulated in
- * registers: per tap, one broadcast input value times one weight vector per
- * accumulator. A part is one output row of one image, and an output's sum
- * runs over (c, kh, kw) in that order, so the bits never depend on the
- * thread count; this file may contract multiply-adds into FMAs (Makefile). */
+/* conv_vec.c — the cpu's float32 convolutions with output channels as the
+ * vector lanes: the "tiled" strategy's forward and backward-data (the
+ * flipped convolution), and backward-weight for the implicit_gemm entry
+ * (at the end of the file). Forward: the weights are transposed once per
+ * call to [C][KH][KW][O'] (O' = O rounded up to whole vectors,
+ * zero-filled), and a block of P output pixels x up to 4 vectors of
+ * channels is accumulated in registers: per tap, one broadcast input value
+ * times one weight vector per accumulator. A part is a block of output rows
+ * of one image, read from a zero-padded input patch built once per part.
+ * An output's sum runs over (c, kh, kw) in that order, so the bits never
+ * depend on the thread count; this file may contract multiply-adds into
+ * FMAs (Makefile). */
 #include "cpu.h"
 #include <stdlib.h>
 #include <string.h>
