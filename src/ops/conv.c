@@ -83,6 +83,18 @@ static nc_conv_args tiled_kernel_args(const nc_conv_args *g, nc_conv_pass pass)
                           g->DW * (g->KW - 1) - g->PW, g->DH, g->DW, g->H, g->W};
 }
 
+/* The cpu's float32 convolutions with 16 output channels per vector
+ * (src/backend/cpu/conv_vec.c) stream the whole weight (or, backward-weight,
+ * an image's dy once per block of taps): they win with groups 1, a
+ * reduction C*KH*KW of 64 or more, vectors at least half used and a weight
+ * of at most max_bytes rounded to vectors (measured: docs/notes/planner.md). */
+static int cpu_vec_suits(const nc_conv_args *k, netcl_dtype dt, double max_bytes)
+{
+    int64_t ov = (k->O + 15) / 16 * 16, red = k->C * k->KH * k->KW;
+    return dt == NETCL_DTYPE_FLOAT32 && k->G == 1 && red >= 64 && 2 * k->O >= ov &&
+           4.0 * (double)red * (double)ov <= max_bytes;
+}
+
 /* Tiled wins where the reduction per output is short and the channel
  * blocks are few (LeNet's 5x5 layers; ResNet's 64-channel 3x3 layers go
  * to Winograd), and a stem's forward pass on the wide tile
@@ -96,16 +108,9 @@ static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_p
      * splits K to produce a few thousand weights */
     if (pass == NC_CONV_PASS_WEIGHT) return dev->type == NETCL_DEVICE_OPENCL_GPU;
     if (dev->type == NETCL_DEVICE_CPU) {
-        /* the cpu's float32 tiled pass keeps 16 output channels per vector
-         * and streams the whole weight per block of pixels: it wins with a
-         * reduction of 64 or more, vectors at least half used, and weights
-         * that stay in L2 (1 MiB forward, 96 KiB backward-data, measured:
-         * docs/notes/planner.md) */
+        /* weights that stay in L2: 1 MiB forward, 96 KiB backward-data */
         nc_conv_args k = tiled_kernel_args(g, pass);
-        int64_t ov = (k.O + 15) / 16 * 16, red = k.C * k.KH * k.KW;
-        double wbytes = 4.0 * (double)red * (double)ov;
-        return dt == NETCL_DTYPE_FLOAT32 && k.G == 1 && red >= 64 && 2 * k.O >= ov &&
-               wbytes <= (pass == NC_CONV_PASS_FWD ? 1048576.0 : 98304.0);
+        return cpu_vec_suits(&k, dt, pass == NC_CONV_PASS_FWD ? 1048576.0 : 98304.0);
     }
     /* CPU OpenCL devices: im2col ran steadier than the tiled rows (docs/notes/planner.md) */
     if (dev->type != NETCL_DEVICE_OPENCL_GPU) return 0;
@@ -113,15 +118,6 @@ static int tiled_suits(const netcl_device *dev, const nc_conv_args *g, nc_conv_p
     nc_conv_tile t = nc_conv_tile_for(&k, dt, dev->local_mem);
     return t.cb >= 1 && (int64_t)t.tx * t.ty <= dev->max_work_group && k.C / k.G * k.KH * k.KW <= 512 &&
            (k.O / k.G <= 32 || (t.ob == 32 && k.KH * k.KW > 1 && k.SH == 1 && k.SW == 1));
-}
-
-/* The cpu's vector backward-weight streams an image's dy once per block of
- * taps: it won against im2col where the weight gradient (taps x channels
- * rounded to vectors) is at most 128 KiB (the demo's and LeNet's second
- * layers) and lost on ResNet's larger layers (docs/notes/planner.md). */
-static int cpu_vec_weight_wins(const nc_conv_args *g)
-{
-    return 4.0 * (double)(g->C * g->KH * g->KW) * (double)((g->O + 15) / 16 * 16) <= 131072.0;
 }
 
 /* Forced strategies, checked before NETCL_CONV_ALGO: this thread's (the
@@ -168,12 +164,10 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     if (g->G == g->C && g->G > 1 && dev->type == NETCL_DEVICE_OPENCL_GPU) return NC_CONV_DIRECT;
     if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass)) return NC_CONV_GEMM1X1;
     if (tiled_suits(dev, g, pass, dt)) return NC_CONV_TILED;
-    /* the cpu's float32 backward-weight as vectors of output channels
-     * (src/backend/cpu/conv_vec.c, the implicit_gemm entry there): where the
-     * channels fill half a vector or more, the reduction is 64 or more and
-     * the window more than 1x1 */
-    if (dev->type == NETCL_DEVICE_CPU && pass == NC_CONV_PASS_WEIGHT && dt == NETCL_DTYPE_FLOAT32 && g->G == 1 &&
-        2 * g->O >= (g->O + 15) / 16 * 16 && g->C * g->KH * g->KW >= 64 && g->KH * g->KW > 1 && cpu_vec_weight_wins(g))
+    /* the cpu's float32 backward-weight as vectors (the implicit_gemm entry
+     * there): a window past 1x1 and a weight gradient of at most 128 KiB
+     * (the demo's and LeNet's second layers; ResNet's larger ones lost) */
+    if (dev->type == NETCL_DEVICE_CPU && pass == NC_CONV_PASS_WEIGHT && g->KH * g->KW > 1 && cpu_vec_suits(g, dt, 131072.0))
         return NC_CONV_IGEMM;
     /* Winograd and the others below unfold nothing as large as im2col's
      * [N, C*KH*KW, OH*OW] (in the data pass, its adjoint): past an eighth of

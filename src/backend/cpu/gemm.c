@@ -323,17 +323,6 @@ static int epi_f32(const epi_ctx *x)
            (!e->bias || e->bias->dtype == NETCL_DTYPE_FLOAT32);
 }
 
-/* rows [r0, r1) of out's B * M rows, whole */
-static void epi_rows(void *vctx, int64_t r0, int64_t r1)
-{
-    const epi_ctx *x = vctx;
-    int f32 = epi_f32(x);
-    for (int64_t r = r0; r < r1; r++) {
-        if (f32) epi_span_f32(x, r / x->M, r % x->M, 0, x->N);
-        else epi_span(x, r / x->M, r % x->M, 0, x->N);
-    }
-}
-
 /* a block the BLAS just finished (nc_cpu_block_fn) */
 static void epi_block(void *vctx, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
@@ -343,6 +332,13 @@ static void epi_block(void *vctx, int64_t b, int64_t m0, int64_t m1, int64_t n0,
         if (f32) epi_span_f32(x, b, m, n0, n1);
         else epi_span(x, b, m, n0, n1);
     }
+}
+
+/* rows [r0, r1) of out's B * M rows, whole */
+static void epi_rows(void *vctx, int64_t r0, int64_t r1)
+{
+    const epi_ctx *x = vctx;
+    for (int64_t r = r0; r < r1; r++) epi_block(vctx, r / x->M, r % x->M, r % x->M + 1, 0, x->N);
 }
 
 netcl_status nc_cpu_gemm(netcl_device *dev, const nc_desc *out, const nc_desc *a, const nc_desc *w, const nc_gemm_epi *e)
