@@ -57,6 +57,12 @@ int64_t nc_cpu_load_i64(const void *base, netcl_dtype dt, int64_t i);
 void nc_cpu_store_i64(void *base, netcl_dtype dt, int64_t i, int64_t v);
 /* dst[j] = base[off + j*step] as float, j < n (float16/bfloat16 decoded). */
 void nc_cpu_gather_f32(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, float *dst);
+void nc_cpu_scatter_f32(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const float *src);
+void nc_cpu_gather_f64(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, double *dst);
+void nc_cpu_scatter_f64(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const double *src);
+void nc_cpu_gather_i64(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, int64_t *dst);
+void nc_cpu_scatter_i64(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const int64_t *src);
+void nc_cpu_scatter_u8(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const uint8_t *src);
 
 /* Element i of a descriptor's buffer as double, and back (float32 and
  * float64 directly, other dtypes through the converters). i is absolute:

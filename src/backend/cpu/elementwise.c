@@ -21,109 +21,6 @@ static ctype compute_type(netcl_dtype dt)
     return nc_dtype_is_float(dt) ? CT_FLOAT : CT_INT;
 }
 
-/* ---- typed element access ------------------------------------------------------ */
-
-int64_t nc_cpu_load_i64(const void *base, netcl_dtype dt, int64_t i)
-{
-    switch (dt) {
-    case NETCL_DTYPE_INT32: return ((const int32_t *)base)[i];
-    case NETCL_DTYPE_INT64: return ((const int64_t *)base)[i];
-    case NETCL_DTYPE_UINT8: return ((const uint8_t *)base)[i];
-    case NETCL_DTYPE_BOOL: return ((const uint8_t *)base)[i] != 0;
-    default: { /* saturating like nc_store_double: a float to int never hits UB */
-        double v = nc_load_double(base, dt, i);
-        if (v != v) return 0;
-        if (v <= -9223372036854775808.0) return INT64_MIN;
-        if (v >= 9223372036854775807.0) return INT64_MAX;
-        return (int64_t)v;
-    }
-    }
-}
-
-void nc_cpu_store_i64(void *base, netcl_dtype dt, int64_t i, int64_t v)
-{
-    switch (dt) {
-    case NETCL_DTYPE_INT32: ((int32_t *)base)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
-    case NETCL_DTYPE_INT64: ((int64_t *)base)[i] = v; break;
-    case NETCL_DTYPE_UINT8: ((uint8_t *)base)[i] = (uint8_t)(uint64_t)v; break;
-    case NETCL_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0; break;
-    default: nc_store_double(base, dt, i, (double)v); break;
-    }
-}
-
-/* Gathers n elements (stride step) into a block of the compute type. */
-void nc_cpu_gather_f32(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, float *dst)
-{
-    if (dt == NETCL_DTYPE_FLOAT32) {
-        const float *p = (const float *)base + off;
-        for (int64_t j = 0; j < n; j++) dst[j] = p[j * step];
-    } else if (dt == NETCL_DTYPE_FLOAT16) {
-        const uint16_t *p = (const uint16_t *)base + off;
-        for (int64_t j = 0; j < n; j++) dst[j] = nc_half_to_float(p[j * step]);
-    } else if (dt == NETCL_DTYPE_BFLOAT16) {
-        const uint16_t *p = (const uint16_t *)base + off;
-        for (int64_t j = 0; j < n; j++) dst[j] = nc_bf16_to_float(p[j * step]);
-    } else {
-        for (int64_t j = 0; j < n; j++) dst[j] = (float)nc_load_double(base, dt, off + j * step);
-    }
-}
-
-static void scatter_f32(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const float *src)
-{
-    if (dt == NETCL_DTYPE_FLOAT32) {
-        float *p = (float *)base + off;
-        for (int64_t j = 0; j < n; j++) p[j * step] = src[j];
-    } else if (dt == NETCL_DTYPE_FLOAT16) {
-        uint16_t *p = (uint16_t *)base + off;
-        for (int64_t j = 0; j < n; j++) p[j * step] = nc_float_to_half(src[j]);
-    } else if (dt == NETCL_DTYPE_BFLOAT16) {
-        uint16_t *p = (uint16_t *)base + off;
-        for (int64_t j = 0; j < n; j++) p[j * step] = nc_float_to_bf16(src[j]);
-    } else {
-        for (int64_t j = 0; j < n; j++) nc_store_double(base, dt, off + j * step, src[j]);
-    }
-}
-
-static void gather_f64(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, double *dst)
-{
-    if (dt == NETCL_DTYPE_FLOAT64) {
-        const double *p = (const double *)base + off;
-        for (int64_t j = 0; j < n; j++) dst[j] = p[j * step];
-    } else {
-        for (int64_t j = 0; j < n; j++) dst[j] = nc_load_double(base, dt, off + j * step);
-    }
-}
-
-static void scatter_f64(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const double *src)
-{
-    if (dt == NETCL_DTYPE_FLOAT64) {
-        double *p = (double *)base + off;
-        for (int64_t j = 0; j < n; j++) p[j * step] = src[j];
-    } else {
-        for (int64_t j = 0; j < n; j++) nc_store_double(base, dt, off + j * step, src[j]);
-    }
-}
-
-static void gather_i64(const void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, int64_t *dst)
-{
-    for (int64_t j = 0; j < n; j++) dst[j] = nc_cpu_load_i64(base, dt, off + j * step);
-}
-
-static void scatter_i64(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const int64_t *src)
-{
-    for (int64_t j = 0; j < n; j++) nc_cpu_store_i64(base, dt, off + j * step, src[j]);
-}
-
-static void scatter_u8(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const uint8_t *src)
-{
-    if (dt == NETCL_DTYPE_BOOL || dt == NETCL_DTYPE_UINT8) {
-        uint8_t *p = (uint8_t *)base + off;
-        for (int64_t j = 0; j < n; j++) p[j * step] = src[j];
-    } else {
-        for (int64_t j = 0; j < n; j++) nc_cpu_store_i64(base, dt, off + j * step, src[j]);
-    }
-}
-
 /* ---- block kernels -------------------------------------------------------------
  * One definition per compute type; the op switch sits outside each loop. */
 
@@ -242,21 +139,21 @@ static void copy_row(void *vctx, const int64_t *off, const int64_t *step, int64_
         int64_t m = n - j0 < BLK ? n - j0 : BLK, so = off[1] + j0 * step[1], dof = off[0] + j0 * step[0];
         if (cd == CT_INT && cs == CT_INT) {
             int64_t t[BLK];
-            gather_i64(c->src->buf, sd, so, step[1], m, t);
-            scatter_i64(c->dst->buf, dd, dof, step[0], m, t);
+            nc_cpu_gather_i64(c->src->buf, sd, so, step[1], m, t);
+            nc_cpu_scatter_i64(c->dst->buf, dd, dof, step[0], m, t);
         } else if (cd == CT_FLOAT && cs == CT_FLOAT) {
             float t[BLK];
             nc_cpu_gather_f32(c->src->buf, sd, so, step[1], m, t);
-            scatter_f32(c->dst->buf, dd, dof, step[0], m, t);
+            nc_cpu_scatter_f32(c->dst->buf, dd, dof, step[0], m, t);
         } else if (cs == CT_INT && dd != NETCL_DTYPE_FLOAT64) {
             /* int64 -> float32/16 rounds once, straight from the integer */
             float t[BLK];
             for (int64_t k = 0; k < m; k++) t[k] = (float)nc_cpu_load_i64(c->src->buf, sd, so + k * step[1]);
-            scatter_f32(c->dst->buf, dd, dof, step[0], m, t);
+            nc_cpu_scatter_f32(c->dst->buf, dd, dof, step[0], m, t);
         } else {
             double t[BLK];
-            gather_f64(c->src->buf, sd, so, step[1], m, t);
-            scatter_f64(c->dst->buf, dd, dof, step[0], m, t);
+            nc_cpu_gather_f64(c->src->buf, sd, so, step[1], m, t);
+            nc_cpu_scatter_f64(c->dst->buf, dd, dof, step[0], m, t);
         }
     }
 }
@@ -452,17 +349,17 @@ static void unary_row(void *vctx, const int64_t *off, const int64_t *step, int64
             float t[BLK];
             nc_cpu_gather_f32(c->a->buf, dt, ao, step[1], m, t);
             unary_f32(c->op, t, t, m, (float)c->p1, (float)c->p2);
-            scatter_f32(c->out->buf, od, oo, step[0], m, t);
+            nc_cpu_scatter_f32(c->out->buf, od, oo, step[0], m, t);
         } else if (c->ct == CT_DOUBLE) {
             double t[BLK];
-            gather_f64(c->a->buf, dt, ao, step[1], m, t);
+            nc_cpu_gather_f64(c->a->buf, dt, ao, step[1], m, t);
             unary_f64(c->op, t, t, m, c->p1, c->p2);
-            scatter_f64(c->out->buf, od, oo, step[0], m, t);
+            nc_cpu_scatter_f64(c->out->buf, od, oo, step[0], m, t);
         } else {
             int64_t t[BLK];
-            gather_i64(c->a->buf, dt, ao, step[1], m, t);
+            nc_cpu_gather_i64(c->a->buf, dt, ao, step[1], m, t);
             unary_i64(c->op, t, t, m, c->ip1, c->ip2);
-            scatter_i64(c->out->buf, od, oo, step[0], m, t);
+            nc_cpu_scatter_i64(c->out->buf, od, oo, step[0], m, t);
         }
     }
 }
@@ -514,18 +411,18 @@ static void unary_grad_row(void *vctx, const int64_t *off, const int64_t *step, 
         for (int k = 0; k < 4; k++) o[k] = off[k] + j0 * step[k];
         if (dt == NETCL_DTYPE_FLOAT64) {
             double t[3][BLK];
-            gather_f64(c->g->buf, dt, o[1], step[1], m, t[0]);
-            gather_f64(c->x->buf, dt, o[2], step[2], m, t[1]);
-            gather_f64(c->y->buf, dt, o[3], step[3], m, t[2]);
+            nc_cpu_gather_f64(c->g->buf, dt, o[1], step[1], m, t[0]);
+            nc_cpu_gather_f64(c->x->buf, dt, o[2], step[2], m, t[1]);
+            nc_cpu_gather_f64(c->y->buf, dt, o[3], step[3], m, t[2]);
             unary_grad_f64(c->op, t[0], t[0], t[1], t[2], m, c->p1, c->p2);
-            scatter_f64(c->gin->buf, dt, o[0], step[0], m, t[0]);
+            nc_cpu_scatter_f64(c->gin->buf, dt, o[0], step[0], m, t[0]);
         } else {
             float t[3][BLK];
             nc_cpu_gather_f32(c->g->buf, dt, o[1], step[1], m, t[0]);
             nc_cpu_gather_f32(c->x->buf, dt, o[2], step[2], m, t[1]);
             nc_cpu_gather_f32(c->y->buf, dt, o[3], step[3], m, t[2]);
             unary_grad_f32(c->op, t[0], t[0], t[1], t[2], m, (float)c->p1, (float)c->p2);
-            scatter_f32(c->gin->buf, dt, o[0], step[0], m, t[0]);
+            nc_cpu_scatter_f32(c->gin->buf, dt, o[0], step[0], m, t[0]);
         }
     }
 }
@@ -570,13 +467,13 @@ static void binary_grad_row(void *vctx, const int64_t *off, const int64_t *step,
         int64_t m = n - j0 < BLK ? n - j0 : BLK;
         if (dt == NETCL_DTYPE_FLOAT64) {
             double t[3][BLK];
-            gather_f64(c->g->buf, dt, off[1] + j0 * step[1], step[1], m, t[0]);
-            if (c->a) gather_f64(c->a->buf, dt, off[ka] + j0 * step[ka], step[ka], m, t[1]);
+            nc_cpu_gather_f64(c->g->buf, dt, off[1] + j0 * step[1], step[1], m, t[0]);
+            if (c->a) nc_cpu_gather_f64(c->a->buf, dt, off[ka] + j0 * step[ka], step[ka], m, t[1]);
             else for (int64_t k = 0; k < m; k++) t[1][k] = c->sa;
-            if (c->b) gather_f64(c->b->buf, dt, off[kb] + j0 * step[kb], step[kb], m, t[2]);
+            if (c->b) nc_cpu_gather_f64(c->b->buf, dt, off[kb] + j0 * step[kb], step[kb], m, t[2]);
             else for (int64_t k = 0; k < m; k++) t[2][k] = c->sb;
             binary_grad_f64(c->op, c->which, t[0], t[0], t[1], t[2], m);
-            scatter_f64(c->out->buf, dt, off[0] + j0 * step[0], step[0], m, t[0]);
+            nc_cpu_scatter_f64(c->out->buf, dt, off[0] + j0 * step[0], step[0], m, t[0]);
         } else {
             float t[3][BLK];
             nc_cpu_gather_f32(c->g->buf, dt, off[1] + j0 * step[1], step[1], m, t[0]);
@@ -585,7 +482,7 @@ static void binary_grad_row(void *vctx, const int64_t *off, const int64_t *step,
             if (c->b) nc_cpu_gather_f32(c->b->buf, dt, off[kb] + j0 * step[kb], step[kb], m, t[2]);
             else for (int64_t k = 0; k < m; k++) t[2][k] = (float)c->sb;
             binary_grad_f32(c->op, c->which, t[0], t[0], t[1], t[2], m);
-            scatter_f32(c->out->buf, dt, off[0] + j0 * step[0], step[0], m, t[0]);
+            nc_cpu_scatter_f32(c->out->buf, dt, off[0] + j0 * step[0], step[0], m, t[0]);
         }
     }
 }
@@ -656,9 +553,9 @@ static float round16(int dtype, float v)
             SCATTER(f->outputs[k]->buf, f->outputs[k]->dtype, off[k], step[k], m, v[f->out_node[k]]);   \
     }
 
-DEFINE_FUSED_BLOCK(fused_block_f32, float, nc_cpu_gather_f32, scatter_f32, unary_f32, binary_f32, compare_f32,
+DEFINE_FUSED_BLOCK(fused_block_f32, float, nc_cpu_gather_f32, nc_cpu_scatter_f32, unary_f32, binary_f32, compare_f32,
                    unary_grad_f32, binary_grad_f32)
-DEFINE_FUSED_BLOCK(fused_block_f64, double, gather_f64, scatter_f64, unary_f64, binary_f64, compare_f64,
+DEFINE_FUSED_BLOCK(fused_block_f64, double, nc_cpu_gather_f64, nc_cpu_scatter_f64, unary_f64, binary_f64, compare_f64,
                    unary_grad_f64, binary_grad_f64)
 
 typedef struct { const nc_fused *f; nc_iter it; } fused_ctx;
@@ -769,21 +666,21 @@ static void binary_row(void *vctx, const int64_t *off, const int64_t *step, int6
             nc_cpu_gather_f32(c->a->buf, dt, ao, step[1], m, x);
             if (c->b) nc_cpu_gather_f32(c->b->buf, dt, bo, step[2], m, y);
             binary_block_f32(c, x, x, c->b ? y : NULL, cmp ? ob : NULL, m);
-            if (!cmp) scatter_f32(c->out->buf, od, oo, step[0], m, x);
+            if (!cmp) nc_cpu_scatter_f32(c->out->buf, od, oo, step[0], m, x);
         } else if (c->ct == CT_DOUBLE) {
             double x[BLK], y[BLK];
-            gather_f64(c->a->buf, dt, ao, step[1], m, x);
-            if (c->b) gather_f64(c->b->buf, dt, bo, step[2], m, y);
+            nc_cpu_gather_f64(c->a->buf, dt, ao, step[1], m, x);
+            if (c->b) nc_cpu_gather_f64(c->b->buf, dt, bo, step[2], m, y);
             binary_block_f64(c, x, x, c->b ? y : NULL, cmp ? ob : NULL, m);
-            if (!cmp) scatter_f64(c->out->buf, od, oo, step[0], m, x);
+            if (!cmp) nc_cpu_scatter_f64(c->out->buf, od, oo, step[0], m, x);
         } else {
             int64_t x[BLK], y[BLK];
-            gather_i64(c->a->buf, dt, ao, step[1], m, x);
-            if (c->b) gather_i64(c->b->buf, dt, bo, step[2], m, y);
+            nc_cpu_gather_i64(c->a->buf, dt, ao, step[1], m, x);
+            if (c->b) nc_cpu_gather_i64(c->b->buf, dt, bo, step[2], m, y);
             binary_block_i64(c, x, x, c->b ? y : NULL, cmp ? ob : NULL, m);
-            if (!cmp) scatter_i64(c->out->buf, od, oo, step[0], m, x);
+            if (!cmp) nc_cpu_scatter_i64(c->out->buf, od, oo, step[0], m, x);
         }
-        if (cmp) scatter_u8(c->out->buf, od, oo, step[0], m, ob);
+        if (cmp) nc_cpu_scatter_u8(c->out->buf, od, oo, step[0], m, ob);
     }
 }
 
