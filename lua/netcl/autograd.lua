@@ -5,6 +5,7 @@ local ffi = require("ffi")
 local tensor = require("netcl.tensor")
 local netcl = require("netcl.core")
 local lib = require("netcl.lib")
+local lifetime = require("netcl.lifetime")
 local C, throw = lib.C, lib.throw
 
 local M = {}
@@ -71,6 +72,7 @@ Function.__call = function(self, ...)
   local args = { n = select("#", ...), ... }
   local ctx = {}
   local out = tensor.with_grad_mode(false, self.def.forward, ctx, unpack(args, 1, args.n))
+  lifetime.keep_within(ctx, 3)   -- what backward reads outlives the module call that made it
   if not tensor.is_tensor(out) then throw(("%s: forward must return a tensor, got %s"):format(self.name, type(out)), 2) end
   local ins = {}
   for i = 1, args.n do if tensor.is_tensor(args[i]) then ins[#ins + 1] = args[i] end end

@@ -8,7 +8,9 @@ M.ABI_VERSION = 1
 
 local CDEF = require("netcl.cdef")
 ffi.cdef(CDEF)
-ffi.cdef [[ struct netcl_lua_tensor { netcl_tensor *h; }; ]]
+-- scope: the box's place in netcl.lifetime's list of a module call's
+-- intermediates (0: none; negative: released when that call returned)
+ffi.cdef [[ struct netcl_lua_tensor { netcl_tensor *h; int32_t scope; }; ]]
 
 -- NETCL_LIB, else libnetcl.so on package.cpath (build/ under the launcher,
 -- the rocks tree after `luarocks make`), else the system's library path.

@@ -4,6 +4,7 @@
 -- the module uses. Dims and indices are 1-based here, 0-based in C.
 local ffi = require("ffi")
 local lib = require("netcl.lib")
+local lifetime = require("netcl.lifetime")
 local C, fail, throw, check = lib.C, lib.fail, lib.throw, lib.check
 local type, tonumber, floor = type, tonumber, math.floor
 
@@ -75,8 +76,10 @@ local GC_EVERY = tonumber(os.getenv("NETCL_GC_EVERY")) or 1024
 local GC_STEP = tonumber(os.getenv("NETCL_GC_STEP")) or 64
 local wrapped = 0
 
+local track, scope_open = lifetime.track, lifetime.active
 local function wrap(h)
   local t = ffi.gc(Box(h), finalize)
+  if scope_open() then track(t) end
   if C.netcl_memory_total_in_use() > threshold then
     if not floor_sized then size_floor() end
     if C.netcl_memory_total_in_use() > threshold then
@@ -95,6 +98,7 @@ M.wrap = wrap
 
 local function is_tensor(x) return ffi.istype(Box, x) end
 M.is_tensor = is_tensor
+lifetime.set_box_test(is_tensor)
 
 local istype = ffi.istype
 -- the name the calling function was called by ("matmul", "mse_loss"), for
@@ -121,7 +125,15 @@ local function H(t)
     throw(("%sexpected a netcl tensor, got %s"):format(who and who .. ": " or "", type(t)))
   end
   local h = t.h
-  if h == nil then throw("tensor was freed (t:free() was called); it cannot be used") end
+  if h == nil then
+    local by = lifetime.released_by(t)
+    if by then
+      throw(("tensor was released when %s's forward returned: it was an intermediate that the call neither returned " ..
+             "nor stored in the module; keep it with t:keep() inside the forward, or set " ..
+             "netcl.nn.release_intermediates(false)"):format(by))
+    end
+    throw("tensor was freed (t:free() was called); it cannot be used")
+  end
   return h
 end
 M.handle = H
@@ -233,6 +245,14 @@ function methods.is_contiguous(t) return C.netcl_tensor_is_contiguous(H(t)) ~= 0
 local function device_name(t) return ffi.string(C.netcl_device_name(C.netcl_tensor_device(H(t)))) end
 -- t.device is the name string (PyTorch's attribute), so the method form is spelled device_name
 methods.device_name = device_name
+
+-- Keeps t alive past the module call that made it (netcl.lifetime): for
+-- an intermediate stashed where the call cannot see it. Returns t.
+function methods.keep(t)
+  if not istype(Box, t) then throw("keep: expected a netcl tensor, got " .. type(t)) end
+  lifetime.keep(t)
+  return t
+end
 
 -- Releases the handle now (idempotent); later use raises "tensor was freed".
 function methods.free(t)

@@ -72,8 +72,9 @@ typedef struct nc_node {
     nc_hook *hooks;                       /* hooks registered on the output tensor */
     /* view nodes: the storage the view shares and its version when the view
      * was taken; an in-place write to it since makes backward refuse */
-    nc_storage *view_storage;
+    nc_storage *view_storage;   /* let go with the saved tensors once backward ran */
     int view_version;
+    int is_view;
     /* backward scratch */
     int deps;
     uint64_t mark;

@@ -19,8 +19,15 @@ netcl_status netcl_unary(netcl_tensor **out, netcl_op op, netcl_tensor *a, doubl
     n->p[0] = op;
     n->p[1] = p1;
     n->p[2] = p2;
-    /* rules read the input (slot 0) and, where cheaper, the output (slot 1) */
-    if (nc_node_save(n, 0, a) != NETCL_OK || nc_node_save(n, 1, *out) != NETCL_OK) return nc_record_fail(out, n, netcl_op_name(op));
+    /* the rule reads the input (slot 0), the output (slot 1) or both, as the
+     * op's GRAD formula does: keeping only what it reads lets the other one
+     * go (relu's input, a batch norm's output, dies with its last user) */
+    int reads = nc_op_grad_reads(op);
+    if (a->dtype != (*out)->dtype) reads = NC_GRAD_READS_INPUT | NC_GRAD_READS_OUTPUT;
+    if (!reads) reads = NC_GRAD_READS_OUTPUT;   /* a zero gradient (sign, floor) still needs y's geometry */
+    if (((reads & NC_GRAD_READS_INPUT) && nc_node_save(n, 0, a) != NETCL_OK) ||
+        ((reads & NC_GRAD_READS_OUTPUT) && nc_node_save(n, 1, *out) != NETCL_OK))
+        return nc_record_fail(out, n, netcl_op_name(op));
     nc_node_attach(n, *out);
     return NETCL_OK;
 }
@@ -80,10 +87,12 @@ netcl_status netcl_where(netcl_tensor **out, netcl_tensor *cond, netcl_tensor *a
  * GRAD formula (base/elementwise_ops.h) */
 netcl_status nc_rule_unary(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
 {
-    netcl_tensor *x, *y, *t;
-    NC_TRY(nc_node_saved(n, 0, &x));
-    NC_TRY(nc_node_saved(n, 1, &y));
-    NC_TRY(nc_fwd_unary_grad(&t, (netcl_op)n->p[0], g, x, y, n->p[1], n->p[2]));
+    netcl_tensor *x = NULL, *y = NULL, *t;
+    if (n->saved[0]) NC_TRY(nc_node_saved(n, 0, &x));
+    if (n->saved[1]) NC_TRY(nc_node_saved(n, 1, &y));
+    /* the one the formula does not read stands in for the other (same
+     * shape and dtype: both are saved where the dtypes differ) */
+    NC_TRY(nc_fwd_unary_grad(&t, (netcl_op)n->p[0], g, x ? x : y, y ? y : x, n->p[1], n->p[2]));
     return nc_rule_finish(n, 0, t, &gin[0]);
 }
 

@@ -56,6 +56,8 @@ nc_node *nc_node_new(nc_rule rule, const char *name, int nin, netcl_tensor *cons
 static void release_saved(nc_node *n)
 {
     for (int k = 0; k < NC_NODE_SAVED; k++) { netcl_tensor_release(n->saved[k]); n->saved[k] = NULL; }
+    nc_storage_release(n->view_storage);   /* a view node's base, kept for its version check */
+    n->view_storage = NULL;
 }
 
 void nc_node_release(nc_node *n)
@@ -66,7 +68,6 @@ void nc_node_release(nc_node *n)
         if (n->rule == NC_RULE_CUSTOM) nc_custom_release(n);
         release_saved(n);
         netcl_tensor_release(n->grad_acc);
-        if (n->view_storage) nc_storage_release(n->view_storage);
         nc_hooks_free(n->hooks);
         for (int i = 0; i < n->nin; i++) {
             netcl_tensor_release(n->in[i].leaf);
@@ -208,6 +209,7 @@ netcl_status nc_record_simple(netcl_tensor **out, nc_rule rule, const char *name
     for (int i = 0; i < nip; i++) n->ip[i] = ip[i];
     if ((*out)->storage == in->storage) { /* a view: remember what it views (engine.c checks at backward) */
         n->view_storage = in->storage;
+        n->is_view = 1;
         nc_storage_retain(in->storage);
         n->view_version = atomic_load(&in->storage->version);
     }

@@ -15,7 +15,7 @@ static netcl_status check_target(const netcl_tensor *a, const char *op)
         return nc_fail(NETCL_ERR_ARGUMENT,
                        "%s_: %s is a leaf that requires grad; an in-place write would make its gradient wrong "
                        "(write under no_grad, or into a clone)", op, nc_describe(a));
-    if (a->grad_fn && a->grad_fn->view_storage)
+    if (a->grad_fn && a->grad_fn->is_view)
         return nc_fail(NETCL_ERR_ARGUMENT,
                        "%s_: %s is a view (from %s) of a tensor in the graph; in-place ops on such views are not "
                        "supported: clone() it first, or use the out-of-place %s", op, nc_describe(a), a->grad_fn->name, op);

@@ -36,6 +36,10 @@ static inline bool nc_op_is_binary(netcl_op op) { return op >= NETCL_OP_ADD && o
 static inline bool nc_op_is_reduce(netcl_op op) { return op >= NETCL_OP_SUM && op < NETCL_OP_REDUCE_END; }
 /* True for ops integer tensors compute in their own dtype (op.c). */
 bool nc_op_int_ok(netcl_op op);
+/* What a unary op's GRAD formula reads besides g: its input a, its output y
+ * (or both), so autograd saves only those (op.c, from the formula's text). */
+enum { NC_GRAD_READS_INPUT = 1, NC_GRAD_READS_OUTPUT = 2 };
+int nc_op_grad_reads(netcl_op op);
 double nc_load_double(const void *base, netcl_dtype dt, int64_t index);
 void nc_store_double(void *base, netcl_dtype dt, int64_t index, double v);
 float nc_half_to_float(uint16_t h);

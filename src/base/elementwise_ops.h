@@ -21,7 +21,10 @@
  *   INT    the value on I64 operands, or NC_FLOAT_ONLY: integers compute
  *          this op in float32 (nc_op_int_ok)
  *   GRAD   the input's gradient given g, a, y, p1, p2 (piecewise ops take
- *          the branch that produced y: relu at 0 passes 0)
+ *          the branch that produced y: relu at 0 passes 0); autograd saves
+ *          for backward only the tensors it names (a, y or both), so a
+ *          formula that can be written over y alone (relu) keeps only the
+ *          output alive
  * NC_BINARY_OPS(X): X(NAME, name, FLOAT, INT, GRAD_A, GRAD_B)   arithmetic;
  *   the result has the operands' dtype (integer DIV, POW and ATAN2 compute
  *   in float32); GRAD_A and GRAD_B are the operands' gradients given g, a
@@ -37,7 +40,7 @@
     X(EXP, exp, exp(a), NC_FLOAT_ONLY, g * y)                                                                  \
     X(LOG, log, log(a), NC_FLOAT_ONLY, g / a)                                                                  \
     X(SQRT, sqrt, sqrt(a), NC_FLOAT_ONLY, g / (K(2) * y))                                                       \
-    X(RELU, relu, a > 0 ? a : K(0), a > 0 ? a : 0, a > 0 ? g : K(0))                                            \
+    X(RELU, relu, a > 0 ? a : K(0), a > 0 ? a : 0, y > 0 ? g : K(0))                                            \
     X(SIGMOID, sigmoid, a >= 0 ? K(1) / (K(1) + exp(-a)) : exp(a) / (K(1) + exp(a)), NC_FLOAT_ONLY,                \
       g * (y * (K(1) - y)))                                                                                \
     X(TANH, tanh, tanh(a), NC_FLOAT_ONLY, g * (K(1) - y * y))                                                   \

@@ -31,3 +31,29 @@ bool nc_op_int_ok(netcl_op op)
     }
 }
 
+/* Whether the identifier `id` (one letter) stands alone somewhere in the
+ * expression text (not as part of a longer name such as fabs). */
+static bool reads_identifier(const char *expr, char id)
+{
+    for (const char *c = expr; *c; c++) {
+        if (*c != id) continue;
+        char before = c == expr ? ' ' : c[-1], after = c[1];
+        bool word_before = before == '_' || (before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z') ||
+                           (before >= '0' && before <= '9');
+        bool word_after = after == '_' || (after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z') ||
+                          (after >= '0' && after <= '9');
+        if (!word_before && !word_after) return true;
+    }
+    return false;
+}
+
+#define UNARY_GRAD_TEXT(NAME, name, FLOAT, INT, GRAD) [NETCL_OP_##NAME] = #GRAD,
+static const char *const unary_grad_text[NETCL_OP_UNARY_END] = {NC_UNARY_OPS(UNARY_GRAD_TEXT)};
+
+int nc_op_grad_reads(netcl_op op)
+{
+    if (!nc_op_is_unary(op) || !unary_grad_text[op]) return NC_GRAD_READS_INPUT | NC_GRAD_READS_OUTPUT;
+    return (reads_identifier(unary_grad_text[op], 'a') ? NC_GRAD_READS_INPUT : 0) |
+           (reads_identifier(unary_grad_text[op], 'y') ? NC_GRAD_READS_OUTPUT : 0);
+}
+

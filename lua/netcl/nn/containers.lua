@@ -5,6 +5,7 @@
 local lib = require("netcl.lib")
 local module = require("netcl.nn.module")
 local Module, is_module, throw = module.Module, module.is_module, lib.throw
+local release_passed = require("netcl.lifetime").release_passed
 
 local M = {}
 
@@ -46,7 +47,12 @@ function Sequential:forward(x, ...)
   local mods = rawget(self, "_modules")
   local order = rawget(self, "_modules_order")
   for i = 1, #order do
-    if i == 1 then x = mods[order[i]](x, ...) else x = mods[order[i]](x) end
+    if i == 1 then x = mods[order[i]](x, ...)
+    else
+      local y = mods[order[i]](x)
+      if y ~= x then release_passed(x, self) end   -- a result only the next module read
+      x = y
+    end
   end
   return x
 end

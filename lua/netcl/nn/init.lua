@@ -9,6 +9,15 @@ nn.Module = module.Module
 nn.Parameter = module.Parameter
 nn.is_parameter = module.is_parameter
 nn.is_module = module.is_module
+-- release_intermediates(on): whether a module call releases the tensors it
+-- made but neither returned nor stored when it returns (default on;
+-- netcl.lifetime, docs/nn.md). Returns the previous setting.
+function nn.release_intermediates(on)
+  local lifetime = require("netcl.lifetime")
+  local was = lifetime.enabled
+  if on ~= nil then lifetime.enabled = on and true or false end
+  return was
+end
 
 for _, classes in ipairs({ require("netcl.nn.containers"), require("netcl.nn.layers.linear"),
                            require("netcl.nn.layers.activation"), require("netcl.nn.layers.dropout"),

@@ -9,6 +9,7 @@ local ffi = require("ffi")
 local lib = require("netcl.lib")
 local tensor = require("netcl.tensor")
 local core = require("netcl.core")
+local lifetime = require("netcl.lifetime")
 local throw, is_tensor, C = lib.throw, tensor.is_tensor, lib.C
 
 local M = {}
@@ -168,6 +169,12 @@ function Module:register_forward_pre_hook(fn) return hook_handle(rawget(self, "_
 -- hook(module, inputs, output): may return a replacement output
 function Module:register_forward_hook(fn) return hook_handle(rawget(self, "_forward_hooks"), fn) end
 
+-- what a hook saw may be kept by it (features collected by a forward hook)
+local function hooked_keep(inputs, out)
+  lifetime.keep_within(inputs, 2)
+  lifetime.keep_within(out, 2)
+end
+
 local function call_hooked(self, ...)
   local inputs = { n = select("#", ...), ... }
   for _, h in ipairs(rawget(self, "_forward_pre_hooks")) do
@@ -180,15 +187,35 @@ local function call_hooked(self, ...)
   end
   local out = { self:forward(unpack(inputs, 1, inputs.n)) }
   for _, h in ipairs(rawget(self, "_forward_hooks")) do
+    hooked_keep(inputs, out[1])
     local r = h.fn(self, inputs, out[1])
     if r ~= nil then out[1] = r end
   end
   return unpack(out, 1, math.max(1, table.maxn(out)))
 end
 
-Module.__call = function(self, ...)
+local function run(self, ...)
   if rawget(self, "_forward_hooks")[1] or rawget(self, "_forward_pre_hooks")[1] then return call_hooked(self, ...) end
   return self:forward(...)
+end
+
+-- A call releases its intermediates when it returns (netcl.lifetime); the
+-- outermost call also closes every scope when the forward fails.
+local enter, leave, reset = lifetime.enter, lifetime.leave, lifetime.reset
+local function nested_done(self, mark, ...)
+  leave(mark, self, ...)
+  return ...
+end
+local function outer_done(self, mark, ok, ...)
+  if not ok then reset(); error((...), 0) end
+  leave(mark, self, ...)
+  return ...
+end
+
+Module.__call = function(self, ...)
+  if not lifetime.enabled then return run(self, ...) end
+  if lifetime.active() then return nested_done(self, enter(), run(self, ...)) end
+  return outer_done(self, enter(), pcall(run, self, ...))
 end
 
 -- ---- traversal ------------------------------------------------------------------------
