@@ -64,3 +64,68 @@ function TestMemory:test_empty_cache()
   netcl.empty_cache(dev)
   lu.assertEquals(netcl.memory_stats(dev).bytes_cached, 0)
 end
+
+-- the owners' bytes add up to the bytes in use, now and at the peak
+local function assert_owners_add_up(s)
+  local now, peak = 0, 0
+  for _, v in pairs(s.by_owner) do now = now + v end
+  for _, v in pairs(s.peak_by_owner) do peak = peak + v end
+  lu.assertEquals(now, s.bytes_in_use)
+  lu.assertEquals(peak, s.peak_bytes)
+end
+
+function TestMemory:test_bytes_in_use_are_attributed_to_their_owners()
+  collectgarbage("collect")
+  collectgarbage("stop")
+  local ok, err = pcall(function()
+    netcl.manual_seed(2)
+    local base = netcl.memory_stats(dev).by_owner
+    local model = netcl.nn.Sequential(netcl.nn.Conv2d(3, 8, 3, { device = dev }), netcl.nn.ReLU(), netcl.nn.Flatten(),
+      netcl.nn.Linear(8 * 14 * 14, 10, { device = dev }))
+    -- initialisation leaves no garbage behind
+    lu.assertEquals(netcl.memory_stats(dev).by_owner.other, base.other)
+    local opt = netcl.optim.SGD(model, { lr = 0.1, momentum = 0.9 })
+    local x = netcl.randn(4, 3, 16, 16, { device = dev })
+    local y = netcl.randint(1, 11, { 4 }, { device = dev })
+    local nparams = 8 * 3 * 9 + 8 + 8 * 14 * 14 * 10 + 10
+    netcl.reset_peak_memory(dev)
+    opt:zero_grad()
+    local loss = netcl.nn.CrossEntropyLoss()(model(x), y)
+    local mid = netcl.memory_stats(dev)
+    lu.assertTrue(mid.by_owner.saved >= 4 * 8 * 14 * 14 * 4, "the graph saves the conv's output at least")
+    assert_owners_add_up(mid)
+    loss:backward()
+    opt:step()
+    local s = netcl.memory_stats(dev)
+    assert_owners_add_up(s)
+    lu.assertEquals(s.by_owner.saved, base.saved)     -- backward let the graph's tensors go
+    lu.assertEquals(s.by_owner.backward, base.backward)
+    for _, owner in ipairs({ "parameters", "gradients", "optimizer" }) do
+      lu.assertTrue(s.by_owner[owner] - base[owner] >= nparams * 4, owner .. ": " .. s.by_owner[owner])
+    end
+    lu.assertTrue(s.peak_by_owner.saved > 0)
+    local text = netcl.memory_summary(dev)
+    for _, row in ipairs({ "parameters", "saved for backward", "optimizer state", "op workspaces", "cached free blocks" }) do
+      lu.assertStrContains(text, row)
+    end
+  end)
+  collectgarbage("restart")
+  lu.assertTrue(ok, err)
+end
+
+function TestMemory:test_a_convolutions_scratch_counts_as_workspace()
+  netcl.set_conv_algo("im2col")
+  local ok, err = pcall(function()
+    local x = netcl.randn(2, 4, 12, 12, { device = dev })
+    local w = netcl.randn(6, 4, 3, 3, { device = dev })
+    netcl.synchronize(dev)
+    netcl.reset_peak_memory(dev)
+    local y = netcl.nn.functional.conv2d(x, w)
+    local s = netcl.memory_stats(dev)
+    assert_owners_add_up(s)
+    lu.assertTrue(s.peak_by_owner.workspace >= 2 * 36 * 100 * 4, "im2col's unfolded input is workspace")
+    lu.assertEquals(y:size(2), 6)
+  end)
+  netcl.set_conv_algo(nil)   -- the planner again
+  lu.assertTrue(ok, err)
+end

@@ -216,6 +216,28 @@ int64_t netcl_memory_total_in_use(void);
 /* Gives every cached free block of the device back to the backend. */
 void netcl_memory_empty_cache(netcl_device *dev);
 void netcl_memory_reset_peak(netcl_device *dev);
+/* Who holds the bytes in use: each storage counts under one owner. A
+ * storage is "saved" while the autograd graph keeps it for backward (unless
+ * it is a parameter, gradient or optimizer state); "workspace" while an op
+ * holds it as scratch; "backward" while it carries a gradient in flight;
+ * "other" for the rest (inputs, results and intermediates held by Lua). */
+typedef enum netcl_mem_owner {
+    NETCL_MEM_OTHER = 0,
+    NETCL_MEM_PARAMETERS,   /* leaves that require grad */
+    NETCL_MEM_GRADIENTS,    /* leaves' .grad */
+    NETCL_MEM_OPTIMIZER,    /* optimizer state (tagged by the optimizers) */
+    NETCL_MEM_SAVED,        /* saved for backward by the graph */
+    NETCL_MEM_WORKSPACE,    /* an op's scratch (unfolded inputs, operand copies) */
+    NETCL_MEM_BACKWARD,     /* gradients in flight during backward */
+    NETCL_MEM_OWNER_COUNT
+} netcl_mem_owner;
+/* Bytes in use by owner now, or (at_peak) when the peak was reached. */
+int64_t netcl_memory_owner_bytes(const netcl_device *dev, netcl_mem_owner owner, int at_peak);
+/* Counts t's storage under owner from now on (the optimizers tag their state). */
+void netcl_tensor_set_memory_owner(netcl_tensor *t, netcl_mem_owner owner);
+/* Device memory the backend holds outside the pool (arenas it grows and
+ * keeps for its kernels' partials and operand copies). */
+int64_t netcl_memory_backend_bytes(const netcl_device *dev);
 
 /* ---- runtime statistics -------------------------------------------------- */
 int64_t netcl_runtime_programs_compiled(void);   /* built from source */

@@ -95,8 +95,16 @@ function netcl.set_default_device(dev) default_name = resolve(dev, "set_default_
 
 function netcl.synchronize(dev) check(C.netcl_device_synchronize(resolve(dev).handle)) end
 
+-- the owners bytes in use are attributed to (netcl_mem_owner), by name
+local OWNERS = lib.enum("netcl_mem_owner", "NETCL_MEM_", { "owner_count" })
+
 function netcl.memory_stats(dev)
   local h = resolve(dev).handle
+  local by_owner, at_peak = {}, {}
+  for name, code in pairs(OWNERS) do
+    by_owner[name] = tonumber(C.netcl_memory_owner_bytes(h, code, 0))
+    at_peak[name] = tonumber(C.netcl_memory_owner_bytes(h, code, 1))
+  end
   return {
     allocations = tonumber(C.netcl_memory_allocations(h)),
     pool_hits = tonumber(C.netcl_memory_pool_hits(h)),
@@ -104,7 +112,37 @@ function netcl.memory_stats(dev)
     bytes_in_use = tonumber(C.netcl_memory_bytes_in_use(h)),
     bytes_cached = tonumber(C.netcl_memory_bytes_cached(h)),
     peak_bytes = tonumber(C.netcl_memory_peak_bytes(h)),
+    by_owner = by_owner,            -- bytes in use now, by owner
+    peak_by_owner = at_peak,        -- the same when peak_bytes was reached
+    backend_bytes = tonumber(C.netcl_memory_backend_bytes(h)),   -- the backend's own arenas, outside the pool
   }
+end
+
+-- what the memory report prints, in order, and its words for each owner
+local OWNER_ROWS = {
+  { "parameters", "parameters (leaves that require grad)" },
+  { "gradients", "gradients (.grad)" },
+  { "optimizer", "optimizer state" },
+  { "saved", "saved for backward" },
+  { "backward", "gradients in flight (backward)" },
+  { "workspace", "op workspaces (unfolded inputs, copies)" },
+  { "other", "other tensors held by Lua (inputs, results)" },
+}
+
+-- A table of where the device's bytes go, at the peak and now (MiB).
+function netcl.memory_summary(dev)
+  local d = resolve(dev)
+  local s = netcl.memory_stats(d.name)
+  local MiB = 1024 * 1024
+  local lines = { ("memory of %s (MiB)        at peak      now"):format(d.name) }
+  local function row(label, a, b)
+    lines[#lines + 1] = ("  %-44s %9s %9.1f"):format(label, a and ("%9.1f"):format(a / MiB) or "", b / MiB)
+  end
+  for _, r in ipairs(OWNER_ROWS) do row(r[2], s.peak_by_owner[r[1]], s.by_owner[r[1]]) end
+  row("in use (the pool's peak)", s.peak_bytes, s.bytes_in_use)
+  row("backend arenas (outside the pool)", nil, s.backend_bytes)
+  row("cached free blocks (the pool's)", nil, s.bytes_cached)
+  return table.concat(lines, "\n")
 end
 
 -- bytes in use past which the binding runs a full garbage collection when

@@ -55,7 +55,12 @@ nc_node *nc_node_new(nc_rule rule, const char *name, int nin, netcl_tensor *cons
 
 static void release_saved(nc_node *n)
 {
-    for (int k = 0; k < NC_NODE_SAVED; k++) { netcl_tensor_release(n->saved[k]); n->saved[k] = NULL; }
+    for (int k = 0; k < NC_NODE_SAVED; k++) {
+        if (!n->saved[k]) continue;
+        nc_storage_saved(n->saved[k]->storage, -1);
+        netcl_tensor_release(n->saved[k]);
+        n->saved[k] = NULL;
+    }
     nc_storage_release(n->view_storage);   /* a view node's base, kept for its version check */
     n->view_storage = NULL;
 }
@@ -84,6 +89,7 @@ netcl_status nc_node_save(nc_node *n, int k, netcl_tensor *t)
 {
     NC_TRY(nc_tensor_view_of(&n->saved[k], t, t->ndim, t->sizes, t->strides, t->offset));
     n->saved_version[k] = atomic_load(&t->storage->version);
+    nc_storage_saved(t->storage, +1);
     return NETCL_OK;
 }
 
@@ -123,6 +129,8 @@ netcl_status netcl_tensor_set_requires_grad(netcl_tensor *t, int flag)
     if (flag && !nc_dtype_is_float(t->dtype))
         return nc_fail(NETCL_ERR_ARGUMENT, "requires_grad: only floating tensors can require grad, got %s", nc_describe(t));
     t->requires_grad = flag != 0;
+    if (flag) nc_storage_set_owner(t->storage, NETCL_MEM_PARAMETERS);
+    else if (t->storage->owner == NETCL_MEM_PARAMETERS) nc_storage_set_owner(t->storage, NETCL_MEM_OTHER);
     return NETCL_OK;
 }
 
@@ -149,7 +157,10 @@ netcl_status netcl_tensor_set_grad(netcl_tensor *t, netcl_tensor *grad)
     if (grad && (grad->dtype != t->dtype || nc_dev(grad) != nc_dev(t) || grad->ndim != t->ndim ||
                  memcmp(grad->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim) != 0))
         return nc_fail(NETCL_ERR_ARGUMENT, "set_grad: gradient %s does not match tensor %s", nc_describe(grad), nc_describe(t));
-    if (grad) netcl_tensor_retain(grad);
+    if (grad) {
+        netcl_tensor_retain(grad);
+        nc_storage_set_owner(grad->storage, NETCL_MEM_GRADIENTS);
+    }
     netcl_tensor_release(t->grad);
     t->grad = grad;
     return NETCL_OK;
@@ -169,6 +180,7 @@ netcl_status netcl_tensor_set_(netcl_tensor *t, netcl_tensor *src)
     nc_storage_retain(src->storage);
     nc_storage_release(t->storage);
     t->storage = src->storage;
+    if (t->requires_grad) nc_storage_set_owner(t->storage, NETCL_MEM_PARAMETERS);
     t->offset = src->offset;
     t->ndim = src->ndim;
     memcpy(t->sizes, src->sizes, sizeof t->sizes);
@@ -327,10 +339,12 @@ static netcl_status accumulate_leaf(netcl_tensor *leaf, netcl_tensor *g)
          * storage with anything else (a rule may hand one tensor to two inputs) */
         if (atomic_load(&g->refcount) == 1 && atomic_load(&g->storage->refcount) == 1 && netcl_tensor_is_contiguous(g)) {
             leaf->grad = g;
+            nc_storage_set_owner(g->storage, NETCL_MEM_GRADIENTS);
             return NETCL_OK;
         }
         netcl_status st = nc_fwd_tensor_cast(&leaf->grad, g, g->dtype);
         netcl_tensor_release(g);
+        if (st == NETCL_OK) nc_storage_set_owner(leaf->grad->storage, NETCL_MEM_GRADIENTS);
         return st;
     }
     if (cur->dtype != leaf->dtype || cur->ndim != leaf->ndim ||
@@ -400,6 +414,7 @@ netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_g
                        nc_describe(root));
     netcl_tensor *g = NULL;
     int prev = nc_grad_push_disabled();
+    netcl_mem_owner owner = nc_mem_owner_enter(NETCL_MEM_BACKWARD);
     netcl_status st = NETCL_OK;
     if (grad) {
         if (grad->ndim != root->ndim || memcmp(grad->sizes, root->sizes, sizeof(int64_t) * (size_t)root->ndim) != 0)
@@ -442,5 +457,6 @@ netcl_status netcl_backward(netcl_tensor *root, netcl_tensor *grad, int retain_g
     }
     netcl_tensor_release(g);
     nc_grad_pop(prev);
+    nc_mem_owner_leave(owner);
     return st;
 }

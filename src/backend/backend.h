@@ -223,6 +223,9 @@ typedef struct nc_be_memory {
     void (*settle)(netcl_device *dev, void *event, int on_device);
     /* releases everything the device holds (may be NULL) */
     void (*shutdown)(netcl_device *dev);
+    /* bytes of device memory held outside the pool: arenas the backend
+     * grows and keeps (may be NULL: none) */
+    int64_t (*private_bytes)(const netcl_device *dev);
 } nc_be_memory;
 
 /* The process-wide counters a backend keeps (nc_be_runtime.counter). */

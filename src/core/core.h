@@ -29,6 +29,10 @@ typedef struct nc_storage {
      * a device storage waits in its queue, a host storage on the host */
     void *pending;
     netcl_device *pending_dev;
+    /* memory attribution (memory.c): the owner the bytes count under and
+     * how many graph nodes save the storage for backward */
+    unsigned char owner;
+    int saved;
 } nc_storage;
 
 netcl_status nc_storage_new(nc_storage **out, netcl_device *dev, size_t nbytes);
@@ -41,6 +45,13 @@ void nc_storage_settle(nc_storage *s);
 void nc_storage_set_pending(nc_storage *s, netcl_device *dev, void *event);
 void nc_storage_retain(nc_storage *s);
 void nc_storage_release(nc_storage *s);
+/* Memory attribution: storages made from now on by this thread count under
+ * owner (returns the previous one, for nc_mem_owner_leave); a storage
+ * changes owner; a graph node starts or stops saving a storage. */
+netcl_mem_owner nc_mem_owner_enter(netcl_mem_owner owner);
+void nc_mem_owner_leave(netcl_mem_owner previous);
+void nc_storage_set_owner(nc_storage *s, netcl_mem_owner owner);
+void nc_storage_saved(nc_storage *s, int delta);
 nc_pool *nc_pool_new(void);
 /* fn(ctx, s) is told of every storage dev's pool creates from now on (fn
  * NULL: no longer); a capture keeps them (src/jit/capture.c). */

@@ -1,5 +1,6 @@
 /* memory.c — per-device buffer pool with size classes (four per power of
- * two, so at most 25% slack) and statistics. Freed storages park their
+ * two, so at most 25% slack) and statistics, with the bytes in use
+ * attributed to their owners (netcl_mem_owner). Freed storages park their
  * buffer in the pool; the pool never lets in-use + cached bytes pass the
  * device's memory, and on a backend OOM it empties its cache and retries. */
 #include "core/core.h"
@@ -19,10 +20,54 @@ struct nc_pool {
     nc_block *free_lists[NC_CLASSES];
     nc_block *spare_nodes;   /* list nodes kept for reuse: no malloc per pooled buffer */
     int64_t allocations, hits, misses, in_use, cached, peak;
+    int64_t owned[NETCL_MEM_OWNER_COUNT], owned_at_peak[NETCL_MEM_OWNER_COUNT];   /* in_use by owner */
     int dead;   /* backend shut down: buffers can no longer be freed */
 };
 
 static int64_t total_in_use;   /* over all devices, read by the Lua GC heuristic */
+static _Thread_local netcl_mem_owner current_owner;   /* for storages made by this thread */
+
+/* The owner a storage's bytes count under: a storage the graph saves
+ * counts as saved unless a parameter, gradient or optimizer state. */
+static int bucket(const nc_storage *s)
+{
+    if (s->saved > 0 && (s->owner == NETCL_MEM_OTHER || s->owner == NETCL_MEM_WORKSPACE || s->owner == NETCL_MEM_BACKWARD))
+        return NETCL_MEM_SAVED;
+    return s->owner;
+}
+
+static void note_peak(nc_pool *p)
+{
+    if (p->in_use <= p->peak) return;
+    p->peak = p->in_use;
+    memcpy(p->owned_at_peak, p->owned, sizeof p->owned);
+}
+
+netcl_mem_owner nc_mem_owner_enter(netcl_mem_owner owner)
+{
+    netcl_mem_owner was = current_owner;
+    current_owner = owner;
+    return was;
+}
+
+void nc_mem_owner_leave(netcl_mem_owner previous) { current_owner = previous; }
+
+/* Moves s between owners by f(s) (under the pool's lock). */
+static void reown(nc_storage *s, void (*change)(nc_storage *s, int arg), int arg)
+{
+    if (!s || s->pinned_by) { if (s) change(s, arg); return; }
+    nc_pool *p = s->dev->pool;
+    pthread_mutex_lock(&p->lock);
+    p->owned[bucket(s)] -= (int64_t)s->capacity;
+    change(s, arg);
+    p->owned[bucket(s)] += (int64_t)s->capacity;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void set_owner(nc_storage *s, int owner) { s->owner = (unsigned char)owner; }
+static void add_saved(nc_storage *s, int delta) { s->saved += delta; }
+void nc_storage_set_owner(nc_storage *s, netcl_mem_owner owner) { reown(s, set_owner, (int)owner); }
+void nc_storage_saved(nc_storage *s, int delta) { reown(s, add_saved, delta); }
 
 /* Released storage headers wait in a per-thread list for the next storage
  * (as tensor headers do, tensor.c); none under ASan, which must see every
@@ -133,8 +178,10 @@ netcl_status nc_storage_new(nc_storage **out, netcl_device *dev, size_t nbytes)
     netcl_status st = p->dead ? nc_fail(NETCL_ERR_DEVICE, "%s was shut down", dev->name)
                               : pool_take(dev, nbytes, &s->capacity, &s->buf);
     if (st == NETCL_OK) {
+        s->owner = (unsigned char)current_owner;
         p->in_use += (int64_t)s->capacity;
-        if (p->in_use > p->peak) p->peak = p->in_use;
+        p->owned[s->owner] += (int64_t)s->capacity;
+        note_peak(p);
         __atomic_add_fetch(&total_in_use, (int64_t)s->capacity, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&p->lock);
@@ -202,6 +249,7 @@ void nc_storage_release(nc_storage *s)
     int c = size_class(s->capacity, &cap);
     pthread_mutex_lock(&p->lock);
     p->in_use -= (int64_t)s->capacity;
+    p->owned[bucket(s)] -= (int64_t)s->capacity;
     __atomic_sub_fetch(&total_in_use, (int64_t)s->capacity, __ATOMIC_RELAXED);
     nc_block *b = p->dead ? NULL : p->spare_nodes ? p->spare_nodes : malloc(sizeof *b);
     if (b && b == p->spare_nodes) p->spare_nodes = b->next;
@@ -248,5 +296,22 @@ void netcl_memory_reset_peak(netcl_device *dev)
 {
     pthread_mutex_lock(&dev->pool->lock);
     dev->pool->peak = dev->pool->in_use;
+    memcpy(dev->pool->owned_at_peak, dev->pool->owned, sizeof dev->pool->owned);
     pthread_mutex_unlock(&dev->pool->lock);
+}
+
+int64_t netcl_memory_owner_bytes(const netcl_device *dev, netcl_mem_owner owner, int at_peak)
+{
+    if (!dev || (unsigned)owner >= NETCL_MEM_OWNER_COUNT) return 0;
+    return at_peak ? dev->pool->owned_at_peak[owner] : dev->pool->owned[owner];
+}
+
+void netcl_tensor_set_memory_owner(netcl_tensor *t, netcl_mem_owner owner)
+{
+    if (t && (unsigned)owner < NETCL_MEM_OWNER_COUNT) nc_storage_set_owner(t->storage, owner);
+}
+
+int64_t netcl_memory_backend_bytes(const netcl_device *dev)
+{
+    return dev && dev->backend->mem.private_bytes ? dev->backend->mem.private_bytes(dev) : 0;
 }

@@ -623,7 +623,7 @@ static void apply_epilogue(scratch *s, netcl_tensor *y, const nc_conv_fuse *f)
     if (s->st == NETCL_OK && f->act >= 0) s->st = nc_fwd_unary_into(y, (netcl_op)f->act, y, f->act_p, 0);
 }
 
-netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a,
+static netcl_status conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a,
                                  netcl_tensor *b, const nc_conv_fuse *f)
 {
     *out = NULL;
@@ -670,6 +670,18 @@ netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_c
         snprintf(da, sizeof da, "%s", nc_describe(a));   /* nc_describe's buffer is reused by the next call */
         nc_error_prefix("conv2d (%s) %s of %s and %s: ", nc_conv_algo_name(algo), pass_names[pass], da, nc_describe(b));
     }
+    return st;
+}
+
+/* Every storage a strategy makes counts as workspace until the result
+ * leaves it, which then counts under the caller's owner. */
+netcl_status nc_fwd_conv2d_fused(netcl_tensor **out, const nc_conv_args *g, nc_conv_pass pass, netcl_tensor *a,
+                                 netcl_tensor *b, const nc_conv_fuse *f)
+{
+    netcl_mem_owner owner = nc_mem_owner_enter(NETCL_MEM_WORKSPACE);
+    netcl_status st = conv2d_fused(out, g, pass, a, b, f);
+    nc_mem_owner_leave(owner);
+    if (*out && (*out)->storage->owner == NETCL_MEM_WORKSPACE) nc_storage_set_owner((*out)->storage, owner);
     return st;
 }
 

@@ -95,8 +95,10 @@ static void copy_operands(netcl_device *dev, netcl_tensor *a3, netcl_tensor *b3,
     /* the dim each copy keeps contiguous: a's m (1) or k (2), w's k (1) or n (2) */
     int ac = copies & NC_GEMM_COPY_A ? 1 : copies & NC_GEMM_PAD_A ? (a3->strides[2] == 1 ? 2 : 1) : 0;
     int wc = copies & NC_GEMM_COPY_W ? 2 : copies & NC_GEMM_PAD_W ? (b3->strides[2] == 1 ? 2 : 1) : 0;
+    netcl_mem_owner owner = nc_mem_owner_enter(NETCL_MEM_WORKSPACE);
     if (wc && b3->sizes[0] == 1 && aligned_copy(wn, b3, wc) == NETCL_OK) nc_desc_of(y, *wn);
     if (ac && aligned_copy(am, a3, ac) == NETCL_OK) nc_desc_of(x, *am);
+    nc_mem_owner_leave(owner);
 }
 
 /* The backend's epilogue for ga (the identity where ga is NULL) over an

@@ -33,16 +33,26 @@ local function write(t, v)
   return t
 end
 
+-- t = draw * scale + shift, the draw scaled in place and freed at once (a
+-- model's initialisation leaves no garbage the size of its parameters)
+local function fill_random(t, kind, scale, shift)
+  local v = draw(kind, t)
+  core.no_grad(function() v:mul_(scale):add_(shift) end)
+  write(t, v)
+  v:free()
+  return t
+end
+
 function M.uniform_(t, a, b)
   check("uniform_", t)
   a, b = a or 0, b or 1
-  return write(t, draw("uniform", t) * (b - a) + a)
+  return fill_random(t, "uniform", b - a, a)
 end
 
 function M.normal_(t, mean, std)
   check("normal_", t)
   mean, std = mean or 0, std or 1
-  return write(t, draw("normal", t) * std + mean)
+  return fill_random(t, "normal", std, mean)
 end
 
 function M.constant_(t, value)

@@ -78,6 +78,8 @@ local function flatten(b)
     b.master_grad = core.zeros(off, { device = b.device, dtype = "float32" })
     b.state.master = core.no_grad(function() return b.flat:float() end)
     b.state_h.master = H(b.state.master)
+    C.netcl_tensor_set_memory_owner(b.state_h.master, C.NETCL_MEM_OPTIMIZER)
+    C.netcl_tensor_set_memory_owner(H(b.master_grad), C.NETCL_MEM_OPTIMIZER)
     b.live.master = true
     b.kflat_h, b.kgrad_h = b.state_h.master, H(b.master_grad)
     b.master_version = C.netcl_tensor_version(b.flat_h)
@@ -250,6 +252,7 @@ local function state_buffer(b, name, fill)
   if not t then
     t = core.full({ b.n }, fill or 0, { device = b.device, dtype = HALF[b.dtype] and "float32" or b.dtype })
     b.state[name], b.state_h[name] = t, H(t)
+    C.netcl_tensor_set_memory_owner(b.state_h[name], C.NETCL_MEM_OPTIMIZER)
   end
   return t
 end

@@ -195,6 +195,8 @@ netcl_status nc_cl_set_wide(netcl_device *dev, cl_kernel k, int i, double v);
 /* Scratch buffer k (0 or 1) of at least nbytes, kept for the next launch;
  * valid until the next call for the same k (the queue is in order). */
 netcl_status nc_cl_scratch(nc_cl_device *cd, int k, size_t nbytes, cl_mem *out);
+/* bytes of the scratch arenas and the split-K counts (mem.private_bytes) */
+int64_t nc_cl_private_bytes(const netcl_device *dev);
 /* pinned memory and uploads on the transfer queue */
 netcl_status nc_cl_alloc_pinned(netcl_device *dev, size_t nbytes, void **host, void **handle);
 void nc_cl_free_pinned(netcl_device *dev, void *handle);

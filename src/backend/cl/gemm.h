@@ -54,6 +54,8 @@ typedef struct nc_gemm_state {
 } nc_gemm_state;
 /* The device's state, created on first use (NULL only when out of memory). */
 nc_gemm_state *nc_gemm_state_of(nc_cl_device *cd);
+/* device bytes the state keeps (the split-K counts) */
+int64_t nc_gemm_private_bytes(const struct nc_gemm_state *s);
 void nc_gemm_state_free(nc_cl_device *cd);
 
 /* "tiled mwg=128 ..." into buf; 1 if s parsed into a valid-looking cfg. */

@@ -84,6 +84,8 @@ netcl_status nc_cl_gemm_sum(netcl_device *dev, const nc_desc *out, const nc_desc
     return nc_cl_launch_nd(cd, k, 2, global, local);
 }
 
+int64_t nc_gemm_private_bytes(const nc_gemm_state *s) { return s->split_count ? s->split_count_n * (int64_t)sizeof(cl_int) : 0; }
+
 /* The device's split-K tile counts, at least n of them, zero (created or
  * grown on demand; each product leaves them at zero) */
 static netcl_status split_counts(nc_cl_device *cd, int64_t n, cl_mem *out)

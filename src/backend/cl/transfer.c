@@ -7,7 +7,7 @@
  * it into the main queue, so later kernels see the data. An upload itself
  * waits for the kernels queued before it (its destination may be a pooled
  * buffer they still read). */
-#include "cl.h"
+#include "gemm.h"
 #include <stdlib.h>
 
 typedef struct { cl_mem buf; void *host; } pinned;
@@ -122,6 +122,15 @@ netcl_status nc_cl_scratch(nc_cl_device *cd, int k, size_t nbytes, cl_mem *out)
     }
     *out = cd->scratch[k];
     return NETCL_OK;
+}
+
+int64_t nc_cl_private_bytes(const netcl_device *dev)
+{
+    const nc_cl_device *cd = dev->impl;
+    if (!cd) return 0;
+    int64_t n = 0;
+    for (int k = 0; k < (int)(sizeof cd->scratch / sizeof cd->scratch[0]); k++) n += (int64_t)cd->scratch_size[k];
+    return n + (cd->gemm ? nc_gemm_private_bytes(cd->gemm) : 0);
 }
 
 void nc_cl_release_transfers(nc_cl_device *cd)
