@@ -527,3 +527,31 @@ function TestConvAlgos:test_benchmark_cache()
   lu.assertNotEquals(at_stride, "direct", out)   -- the cpu planner picks direct for no layer
   os.execute("rm -rf " .. dir)
 end
+
+-- A strategy whose scratch passes netcl.backends.conv_workspace_limit gives
+-- way to implicit GEMM; a forced strategy is not held to it; nil restores
+-- the default (an eighth of the device's memory).
+function TestConvAlgos:test_workspace_limit_steers_the_planner()
+  local x, w, o = { 8, 64, 28, 28 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 }
+  local free_fwd = netcl.conv2d_strategy(x, w, o)
+  lu.assertIsNil(netcl.backends.conv_workspace_limit)
+  netcl.backends.conv_workspace_limit = 0
+  local ok, err = pcall(function()
+    lu.assertEquals(netcl.backends.conv_workspace_limit, 0)
+    local fwd, data, wt = netcl.conv2d_strategy(x, w, o)
+    for _, s in ipairs({ fwd, data, wt }) do
+      lu.assertTrue(s ~= "im2col" and s ~= "winograd2" and s ~= "winograd4", s .. " takes scratch past the limit")
+    end
+    if free_fwd == "im2col" or free_fwd:match("^winograd") then lu.assertEquals(fwd, "implicit_gemm") end
+    lu.assertEquals(with_algo("im2col", function() return (netcl.conv2d_strategy(x, w, o)) end), "im2col")
+    -- the limited plan computes what the reference does
+    local xs, ws = netcl.randn(2, 8, 6, 6, { device = dev }), netcl.randn(4, 8, 3, 3, { device = dev })
+    local want = with_algo("direct", function() return netcl.nn.functional.conv2d(xs, ws, nil, { padding = 1 }) end)
+    H.assert_close(netcl.nn.functional.conv2d(xs, ws, nil, { padding = 1 }), want, 1e-4, 1e-4)
+  end)
+  netcl.backends.conv_workspace_limit = nil
+  lu.assertTrue(ok, err)
+  lu.assertIsNil(netcl.backends.conv_workspace_limit)
+  lu.assertEquals((netcl.conv2d_strategy(x, w, o)), free_fwd)
+  H.assert_error(function() netcl.backends.conv_workspace_limit = -5 end, "conv_workspace_limit")
+end

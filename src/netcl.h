@@ -485,6 +485,13 @@ int netcl_conv_benchmark(void);
  * ("auto", NULL or "": the planner again), ahead of NETCL_CONV_ALGO;
  * NETCL_ERR_ARGUMENT for an unknown name. */
 netcl_status netcl_set_conv_algo(const char *name);
+/* The most bytes of scratch the planner lets a convolution strategy take
+ * for one pass (im2col's unfolded input, Winograd's transformed tiles);
+ * one that would take more gives way to implicit GEMM, which unfolds
+ * nothing. Negative: the default, an eighth of the device's memory. A
+ * strategy forced by name is not held to it. */
+void netcl_set_conv_workspace_limit(int64_t bytes);
+int64_t netcl_conv_workspace_limit(void);   /* -1: the default */
 /* The strategy the planner picks on dev for one pass (0 forward, 1
  * backward-data, 2 backward-weight) of a convolution of input sizes
  * x_sizes [N, C, H, W] and weight sizes w_sizes [O, C/groups, kh, kw] with

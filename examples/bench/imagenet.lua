@@ -64,6 +64,10 @@ local function measure(arch, batch)
   local peak = peak_mib()
   if opts.summary then print(netcl.memory_summary(dev)) end
   step = nil
+  -- compiled traces can hold the model's tables as constants: drop them so
+  -- the next workload starts from an empty device
+  jit.flush()
+  collectgarbage()
   collectgarbage()
   netcl.empty_cache(dev)
   return rate, peak
@@ -76,6 +80,7 @@ local function fits(batch)
     step(); step()
     netcl.synchronize(dev)
   end)
+  jit.flush()
   collectgarbage()
   collectgarbage()
   netcl.empty_cache(dev)

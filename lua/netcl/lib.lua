@@ -182,16 +182,26 @@ local function hold(d, ...)
   end
 end
 
--- For a failed status st of f(out, ...): on out-of-memory, collect garbage
--- twice and call f once more; raises unless that succeeded. The arguments
+-- Every device's pool gives its cached free blocks back to the driver (a
+-- driver that allocates lazily fails at a kernel's launch, past the pool).
+local function empty_caches()
+  for i = 0, C.netcl_device_count() - 1 do C.netcl_memory_empty_cache(C.netcl_device_at(i)) end
+end
+
+-- For a failed status st of f(out, ...): on out-of-memory, drop LuaJIT's
+-- compiled traces (their constants can keep a discarded model's tables and
+-- tensor boxes reachable), collect garbage twice, return the pools' cached
+-- blocks and call f once more; raises unless that succeeded. The arguments
 -- are raw handles whose Lua boxes may be unreferenced temporaries, which
 -- the collection would free: the retry holds a reference to each. No
 -- closures, so the callers' hot paths stay compilable.
 function M.fail(st, f, out, ...)
   if st == OOM and f then
     hold(1, ...)
+    jit.flush()
     collectgarbage("collect")
     collectgarbage("collect")
+    empty_caches()
     local again = f(out, ...)
     hold(-1, ...)
     if again == 0 then return end

@@ -121,13 +121,25 @@ return function(netcl, resolve)
   -- "ieee" (default), "tf32x3" (tensor cores, near-float32 accuracy) or
   -- "tf32". netcl.backends.allow_tf32 = true/false is "tf32"/"ieee" (like
   -- torch.backends.cuda.matmul.allow_tf32).
+  -- netcl.backends.conv_workspace_limit: the most bytes of scratch a
+  -- convolution strategy may take for one pass (nil: an eighth of the
+  -- device's memory); past it the planner takes implicit GEMM.
   netcl.backends = setmetatable({}, {
     __index = function(_, key)
       if key == "allow_tf32" then return C.netcl_get_allow_tf32() ~= 0 end
       if key == "fp32_precision" then return ffi.string(C.netcl_get_fp32_precision()) end
+      if key == "conv_workspace_limit" then
+        local l = tonumber(C.netcl_conv_workspace_limit())
+        return l >= 0 and l or nil
+      end
     end,
     __newindex = function(_, key, value)
-      if key == "allow_tf32" then
+      if key == "conv_workspace_limit" then
+        if value ~= nil and (type(value) ~= "number" or value < 0 or value ~= math.floor(value)) then
+          throw("netcl.backends.conv_workspace_limit: expected a whole number of bytes >= 0 or nil, got " .. tostring(value))
+        end
+        C.netcl_set_conv_workspace_limit(value or -1)
+      elseif key == "allow_tf32" then
         C.netcl_set_allow_tf32(value and 1 or 0)
       elseif key == "fp32_precision" then
         if type(value) ~= "string" or C.netcl_set_fp32_precision(value) ~= 0 then

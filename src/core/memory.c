@@ -1,5 +1,6 @@
 /* memory.c — per-device buffer pool with size classes (four per power of
- * two, so at most 25% slack) and statistics, with the bytes in use
+ * two below 1 MiB, sixteen from there: at most 25% and 6.25% slack) and
+ * statistics, with the bytes in use
  * attributed to their owners (netcl_mem_owner). Freed storages park their
  * buffer in the pool; the pool never lets in-use + cached bytes pass the
  * device's memory, and on a backend OOM it empties its cache and retries. */
@@ -8,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NC_CLASSES (64 * 4)
+#define NC_STEPS 16                  /* classes per power of two for large blocks */
+#define NC_CLASSES (64 * NC_STEPS)
 #define NC_MIN_BLOCK 512
+#define NC_FINE_FROM (1 << 20)       /* below: four classes per power of two */
 
 typedef struct nc_block { void *buf; struct nc_block *next; } nc_block;
 
@@ -103,16 +106,20 @@ nc_pool *nc_pool_new(void)
     return p;
 }
 
-/* Size class: capacity rounded up to 2^k * {4,5,6,7}/4. */
+/* Size class: capacity rounded up to 2^k * (1 + j/16), j a multiple of 4
+ * below 1 MiB (at most 25% slack where a spare block is cheap) and any j
+ * from there (at most 6.25%: activations of large batches are most of a
+ * training step's memory, so their slack is what the peak pays). */
 static int size_class(size_t n, size_t *capacity)
 {
     if (n < NC_MIN_BLOCK) n = NC_MIN_BLOCK;
     int k = 63 - __builtin_clzll((unsigned long long)n);
-    size_t base = (size_t)1 << k, quarter = base >> 2;
-    size_t steps = (n - base + quarter - 1) / quarter;   /* 0..4 */
-    if (steps == 4) { k++; steps = 0; base <<= 1; quarter <<= 1; }
-    *capacity = base + steps * quarter;
-    return k * 4 + (int)steps;
+    size_t base = (size_t)1 << k, step = base / NC_STEPS;
+    size_t grain = n < NC_FINE_FROM ? NC_STEPS / 4 : 1;   /* steps per class */
+    size_t steps = (n - base + step * grain - 1) / (step * grain) * grain;   /* 0..16 */
+    if (steps == NC_STEPS) { k++; steps = 0; base <<= 1; step <<= 1; }
+    *capacity = base + steps * step;
+    return k * NC_STEPS + (int)steps;
 }
 
 static void release_cached(netcl_device *dev, nc_pool *p)

@@ -45,5 +45,7 @@ netcl_status nc_cl_fail(cl_int err, const char *expr, const char *file, int line
 {
     netcl_status st = (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
                        err == CL_OUT_OF_HOST_MEMORY) ? NETCL_ERR_OOM : NETCL_ERR_BACKEND;
-    return nc_fail(st, "OpenCL call %s failed: %s (%d) at %s:%d", expr, nc_cl_error_name(err), (int)err, file, line);
+    /* a driver that allocates lazily runs out at a launch: say so in the words every OOM uses */
+    return nc_fail(st, "%sOpenCL call %s failed: %s (%d) at %s:%d", st == NETCL_ERR_OOM ? "out of memory: " : "", expr,
+                   nc_cl_error_name(err), (int)err, file, line);
 }

@@ -19,6 +19,7 @@ local linear = require("netcl.nn.layers.linear")
 local activation = require("netcl.nn.layers.activation")
 local init = require("netcl.nn.init_fns")
 local F = require("netcl.nn.functional")
+local release_passed = require("netcl.lifetime").release_passed
 local Module, throw = module.Module, lib.throw
 local Sequential, Conv2d, BatchNorm2d = containers.Sequential, conv.Conv2d, norm.BatchNorm2d
 
@@ -166,11 +167,23 @@ function ResNet:_make_layer(block, planes, blocks, stride, f)
 end
 
 -- x [N, C, H, W] -> logits [N, num_classes]
+-- x through each module in turn, each result released once the next module
+-- consumed it (netcl.lifetime; the stem's outputs at 224px are hundreds of MB)
+local function through(self, x, ...)
+  for i = 1, select("#", ...) do
+    local m = select(i, ...)
+    if m then
+      local y = m(x)
+      if y ~= x then release_passed(x, self) end
+      x = y
+    end
+  end
+  return x
+end
+
 function ResNet:forward(x)
-  x = self.relu(self.bn1(self.conv1(x)))
-  if self.maxpool then x = self.maxpool(x) end
-  x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-  x = self.avgpool(x)
+  x = through(self, x, self.conv1, self.bn1, self.relu, self.maxpool or false, self.layer1, self.layer2, self.layer3,
+    self.layer4, self.avgpool)
   return self.fc(x:view(x:size(1), -1))
 end
 
