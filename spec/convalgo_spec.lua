@@ -555,3 +555,15 @@ function TestConvAlgos:test_workspace_limit_steers_the_planner()
   lu.assertEquals((netcl.conv2d_strategy(x, w, o)), free_fwd)
   H.assert_error(function() netcl.backends.conv_workspace_limit = -5 end, "conv_workspace_limit")
 end
+
+-- Whatever the limit, no plan takes scratch past half of the device memory
+-- not in use: an unfolding larger than the device itself never gets planned.
+function TestConvAlgos:test_no_plan_takes_more_scratch_than_the_device_has()
+  local mem = H.device_info().global_mem
+  local n = math.ceil(mem / (64 * 9 * 56 * 56 * 4)) + 1        -- im2col's unfolded input > the device
+  netcl.backends.conv_workspace_limit = 2 ^ 50
+  local ok, r = pcall(function() return { netcl.conv2d_strategy({ n, 64, 56, 56 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 }) } end)
+  netcl.backends.conv_workspace_limit = nil
+  lu.assertTrue(ok, r)
+  for _, s in ipairs(r) do lu.assertTrue(s ~= "im2col", "im2col planned for a batch of " .. n) end
+end

@@ -488,8 +488,9 @@ netcl_status netcl_set_conv_algo(const char *name);
 /* The most bytes of scratch the planner lets a convolution strategy take
  * for one pass (im2col's unfolded input, Winograd's transformed tiles);
  * one that would take more gives way to implicit GEMM, which unfolds
- * nothing. Negative: the default, an eighth of the device's memory. A
- * strategy forced by name is not held to it. */
+ * nothing. Negative: the default, an eighth of the device's memory.
+ * Either way at most half of the device memory not in use. A strategy
+ * forced by name is not held to it. */
 void netcl_set_conv_workspace_limit(int64_t bytes);
 int64_t netcl_conv_workspace_limit(void);   /* -1: the default */
 /* The strategy the planner picks on dev for one pass (0 forward, 1

@@ -155,11 +155,17 @@ static _Atomic int64_t workspace_limit = -1;
 void netcl_set_conv_workspace_limit(int64_t bytes) { atomic_store(&workspace_limit, bytes < 0 ? -1 : bytes); }
 int64_t netcl_conv_workspace_limit(void) { return atomic_load(&workspace_limit); }
 
+/* The limit on dev: the one set, else an eighth of its memory; never more
+ * than half of what the pool has not handed out, so near a full device
+ * (the largest batch that fits) a pass runs without scratch rather than
+ * failing for it. */
 static double limit_on(const netcl_device *dev)
 {
     int64_t l = atomic_load(&workspace_limit);
-    if (l >= 0) return (double)l;
-    return dev->global_mem > 0 ? (double)dev->global_mem / 8 : 1e300;
+    if (dev->global_mem <= 0) return l >= 0 ? (double)l : 1e300;
+    double left = ((double)dev->global_mem - (double)netcl_memory_bytes_in_use(dev)) / 2;
+    double lim = l >= 0 ? (double)l : (double)dev->global_mem / 8;
+    return lim < left ? lim : left;
 }
 
 /* The scratch a strategy allocates for one pass besides its result, as
