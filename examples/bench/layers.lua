@@ -1,7 +1,7 @@
 -- examples/bench/layers.lua — one layer at a time, forward and forward +
 -- backward, at the shapes of the model benchmarks (LeNet-5 at batch 256,
--- ResNet-18 CIFAR at batch 128, the README demo's CNN at batch 128) and
--- of MobileNetV2's depthwise layers
+-- ResNet-18 CIFAR at batch 128, the README demo's CNN at batch 128,
+-- ResNet-50 at 224x224 and batch 64) and of MobileNetV2's depthwise layers
 -- (batch 128): every convolution strategy that applies,
 -- then pooling, batch norm and ReLU, each next to PyTorch's figure for the
 -- same layer (examples/bench/layers_peer.py, same command). Finds which
@@ -69,6 +69,19 @@ local CONVS = {
   { "resnet 128->256 s2 1x1", { 128, 128, 16, 16 }, { 256, 128, 1, 1 }, 2, 0 },
   { "resnet 256->512 s2 3x3", { 128, 256, 8, 8 }, { 512, 256, 3, 3 }, 2, 1 },
   { "resnet 256->512 s2 1x1", { 128, 256, 8, 8 }, { 512, 256, 1, 1 }, 2, 0 },
+  -- ResNet-50's layers at 224x224 (batch 64): the 7x7 stride-2 stem, the
+  -- bottlenecks' 1x1 layers, their 3x3 layers at 56/28/14/7, a strided 3x3
+  -- and a downsampling 1x1 (--only imagenet)
+  { "imagenet stem 3->64 7x7 s2 b64", { 64, 3, 224, 224 }, { 64, 3, 7, 7 }, 2, 3 },
+  { "imagenet 1x1 64->64 56x56 b64", { 64, 64, 56, 56 }, { 64, 64, 1, 1 }, 1, 0 },
+  { "imagenet 1x1 256->64 56x56 b64", { 64, 256, 56, 56 }, { 64, 256, 1, 1 }, 1, 0 },
+  { "imagenet 1x1 64->256 56x56 b64", { 64, 64, 56, 56 }, { 256, 64, 1, 1 }, 1, 0 },
+  { "imagenet 3x3 64 56x56 b64", { 64, 64, 56, 56 }, { 64, 64, 3, 3 }, 1, 1 },
+  { "imagenet 3x3 128 s2 56->28 b64", { 64, 128, 56, 56 }, { 128, 128, 3, 3 }, 2, 1 },
+  { "imagenet 3x3 128 28x28 b64", { 64, 128, 28, 28 }, { 128, 128, 3, 3 }, 1, 1 },
+  { "imagenet 3x3 256 14x14 b64", { 64, 256, 14, 14 }, { 256, 256, 3, 3 }, 1, 1 },
+  { "imagenet 3x3 512 7x7 b64", { 64, 512, 7, 7 }, { 512, 512, 3, 3 }, 1, 1 },
+  { "imagenet 1x1 256->512 s2 b64", { 64, 256, 56, 56 }, { 512, 256, 1, 1 }, 2, 0 },
   -- MobileNetV2's depthwise 3x3 layers (CIFAR sizes, batch 128)
   { "mobilenet dw 144x16x16 3x3", { 128, 144, 16, 16 }, { 144, 1, 3, 3 }, 1, 1, 144 },
   { "mobilenet dw 144x32x32 s2 3x3", { 128, 144, 32, 32 }, { 144, 1, 3, 3 }, 2, 1, 144 },
