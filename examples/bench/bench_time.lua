@@ -58,4 +58,48 @@ function M.peer(cmd)
   return peer, dev
 end
 
+-- One plain training step on a fixed batch: zero_grad, forward, the loss,
+-- backward, the optimizer's step.
+function M.train_step(model, opt, loss_fn, x, y)
+  return function()
+    opt:zero_grad()
+    local loss = loss_fn(model(x), y)
+    loss:backward()
+    opt:step()
+  end
+end
+
+-- The command line as options: "--key value" for the keys of defaults
+-- (numbers where they read as one) and for device and only, "--flag" for
+-- the keys of flags (true); anything else is an error.
+function M.options(defaults, flags)
+  local opts, i = defaults, 1
+  while arg and arg[i] do
+    local key = arg[i]:match("^%-%-(.+)$")
+    if key and flags[key] then opts[key] = true; i = i + 1
+    elseif key and (opts[key] ~= nil or key == "device" or key == "only") then opts[key] = tonumber(arg[i + 1]) or arg[i + 1]; i = i + 2
+    else error("unknown argument " .. tostring(arg[i])) end
+  end
+  return opts
+end
+
+-- Runs a PyTorch peer's command line where `import torch` works: each line
+-- goes to take(line) (true when it was a result), "device ..." names the
+-- peer's device; returns that name, or nil and why (the lines it did not
+-- understand, or PyTorch missing).
+function M.torch_peer(cmd, take)
+  local ok = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
+  if ok ~= 0 and ok ~= true then return nil, "PyTorch not installed" end
+  local p = io.popen(cmd .. " 2>&1")
+  local pdev, other = nil, {}
+  for line in p:lines() do
+    if not take(line) then
+      if line:match("^device ") then pdev = line:match("^device (.*)$") else other[#other + 1] = line end
+    end
+  end
+  p:close()
+  if not pdev then return nil, table.concat(other, "\n") end
+  return pdev
+end
+
 return M

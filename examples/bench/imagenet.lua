@@ -13,22 +13,16 @@
 local netcl = require("netcl")
 local nn, optim = netcl.nn, netcl.optim
 
-local opts = { device = nil, only = nil, tf32 = false, summary = false, ["max-batch"] = false, steps = 10, warmup = 3,
-               batch50 = 64, batch18 = 128 }
-local i = 1
-while arg and arg[i] do
-  local key = arg[i]:match("^%-%-(.+)$")
-  if key == "tf32" or key == "summary" or key == "max-batch" then opts[key] = true; i = i + 1
-  elseif key and opts[key] ~= nil or key == "device" or key == "only" then opts[key] = tonumber(arg[i + 1]) or arg[i + 1]; i = i + 2
-  else error("unknown argument " .. tostring(arg[i])) end
-end
+local here = arg[0]:match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+local bench = require("bench_time")
+local now = bench.now
+local opts = bench.options({ tf32 = false, summary = false, ["max-batch"] = false, steps = 10, warmup = 3, batch50 = 64,
+                             batch18 = 128 }, { tf32 = true, summary = true, ["max-batch"] = true })
 netcl.backends.fp32_precision = opts.tf32 and "tf32" or "ieee"
 local dev = netcl.device(opts.device).name
 local info
 for _, d in ipairs(netcl.devices()) do if d.name == dev then info = d end end
-local here = arg[0]:match("^(.*)/[^/]*$") or "."
-package.path = here .. "/?.lua;" .. package.path
-local now = require("bench_time").now
 local MiB = 2 ^ 20
 
 -- a model, its optimizer and one batch; step() trains on it once
@@ -38,13 +32,7 @@ local function setup(arch, batch)
   local opt = optim.SGD(model, { lr = 0.1, momentum = 0.9, weight_decay = 1e-4 })
   local x = netcl.randn(batch, 3, 224, 224, { device = dev })
   local y = netcl.randint(1, 1001, { batch }, { device = dev })
-  local loss_fn = nn.CrossEntropyLoss()
-  return function()
-    opt:zero_grad()
-    local loss = loss_fn(model(x), y)
-    loss:backward()
-    opt:step()
-  end
+  return bench.train_step(model, opt, nn.CrossEntropyLoss(), x, y)
 end
 
 local function peak_mib()
@@ -115,23 +103,18 @@ if netcl_max then print(("  largest ResNet-50 batch that trains: %d"):format(net
 
 -- the peer prints "key batch img/s peak_mib" per workload and "max_batch N"
 local function torch_results()
-  local ok = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
-  if ok ~= 0 and ok ~= true then return nil, "PyTorch not installed" end
   local specs = {}
   for _, w in ipairs(list) do specs[#specs + 1] = w.key .. ":" .. w.batch end
-  local cmd = ("python3 %s/imagenet_peer.py %s %d %d %s %s 2>&1"):format(here, table.concat(specs, ","), opts.steps,
+  local cmd = ("python3 %s/imagenet_peer.py %s %d %d %s %s"):format(here, table.concat(specs, ","), opts.steps,
     opts.warmup, opts.tf32 and "tf32" or "fp32", opts["max-batch"] and "max" or "-")
-  local p = io.popen(cmd)
-  local res, pdev, other = {}, nil, {}
-  for line in p:lines() do
+  local res = {}
+  local pdev, why = bench.torch_peer(cmd, function(line)
     local k, b, r, m = line:match("^(%S+) (%d+) ([%d%.e%-+]+) ([%d%.e%-+]+)$")
-    if k then res[k .. ":" .. b] = { rate = tonumber(r), peak = tonumber(m) }
-    elseif line:match("^max_batch ") then res.max_batch = tonumber(line:match("(%d+)$"))
-    elseif line:match("^device ") then pdev = line:match("^device (.*)$")
-    else other[#other + 1] = line end
-  end
-  p:close()
-  if not pdev then return nil, table.concat(other, "\n") end
+    if k then res[k .. ":" .. b] = { rate = tonumber(r), peak = tonumber(m) }; return true end
+    local mb = line:match("^max_batch (%d+)$")
+    if mb then res.max_batch = tonumber(mb); return true end
+  end)
+  if not pdev then return nil, why end
   return res, pdev
 end
 

@@ -108,22 +108,16 @@ end
 
 -- ---- the PyTorch peer ------------------------------------------------------------------
 local function torch_results()
-  local ok = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
-  if ok ~= 0 and ok ~= true then return nil, "PyTorch not installed" end
   local keys = {}
   for _, r in ipairs(rows) do keys[#keys + 1] = r.key .. ":" .. (r.size or n) end
-  local cmd = ("python3 %s/jit_peer.py %s %s %s 2>&1"):format(here, is_gpu and "cuda" or "cpu", table.concat(keys, ","),
+  local cmd = ("python3 %s/jit_peer.py %s %s %s"):format(here, is_gpu and "cuda" or "cpu", table.concat(keys, ","),
     opts.quick and "quick" or "full")
-  local p = io.popen(cmd)
-  local res, pdev, other = {}, nil, {}
-  for line in p:lines() do
+  local res = {}
+  local pdev, why = bench_time.torch_peer(cmd, function(line)
     local k, mode, v = line:match("^(%S+) (%S+) ([%d%.e%-+]+)$")
-    if k then res[k .. "/" .. mode] = tonumber(v)
-    elseif line:match("^device ") then pdev = line:match("^device (.*)$")
-    else other[#other + 1] = line end
-  end
-  p:close()
-  if not pdev then return nil, table.concat(other, "\n") end
+    if k then res[k .. "/" .. mode] = tonumber(v); return true end
+  end)
+  if not pdev then return nil, why end
   return res, pdev
 end
 

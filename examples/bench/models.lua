@@ -19,15 +19,13 @@
 local netcl = require("netcl")
 local nn, optim = netcl.nn, netcl.optim
 
-local opts = { device = nil, only = nil, quick = false, tf32 = false, tf32x3 = false, ["lenet-steps"] = 50, ["resnet-steps"] = 20, ["resnet-warmup"] = 3,
-               ["resnet-batch"] = 128, amp = false }
-local i = 1
-while arg and arg[i] do
-  local key = arg[i]:match("^%-%-(.+)$")
-  if key == "quick" or key == "tf32" or key == "tf32x3" then opts[key] = true; i = i + 1
-  elseif key and opts[key] ~= nil or key == "device" or key == "only" then opts[key] = tonumber(arg[i + 1]) or arg[i + 1]; i = i + 2
-  else error("unknown argument " .. tostring(arg[i])) end
-end
+local here = arg[0]:match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+local bench_time = require("bench_time")
+local now = bench_time.now
+local opts = bench_time.options({ quick = false, tf32 = false, tf32x3 = false, ["lenet-steps"] = 50, ["resnet-steps"] = 20,
+                                  ["resnet-warmup"] = 3, ["resnet-batch"] = 128, amp = false },
+                                { quick = true, tf32 = true, tf32x3 = true })
 netcl.backends.fp32_precision = opts.tf32 and "tf32" or opts.tf32x3 and "tf32x3" or "ieee"
 if opts.quick then opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"] = 10, 2, 1 end
 
@@ -35,11 +33,6 @@ local dev = netcl.device(opts.device).name
 local info
 for _, d in ipairs(netcl.devices()) do if d.name == dev then info = d end end
 local is_gpu = info and info.type == "opencl_gpu"
-
-local here = arg[0]:match("^(.*)/[^/]*$") or "."
-package.path = here .. "/?.lua;" .. package.path
-local bench_time = require("bench_time")
-local now = bench_time.now
 
 if opts.amp and opts.amp ~= "float16" and opts.amp ~= "bfloat16" then error("--amp takes float16 or bfloat16") end
 
@@ -58,12 +51,7 @@ local function trainer(model, opt, x, y)
       scaler:update()
     end
   end
-  return function()
-    opt:zero_grad()
-    local loss = loss_fn(model(x), y)
-    loss:backward()
-    opt:step()
-  end
+  return bench_time.train_step(model, opt, loss_fn, x, y)
 end
 
 local function per_step(step, n, rounds) return bench_time.per_call(step, n, rounds, dev) end
@@ -107,27 +95,21 @@ workloads[#workloads + 1] = {
 
 -- the PyTorch peer prints "key size value" per workload
 local function torch_results(list)
-  local ok = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
-  if ok ~= 0 and ok ~= true then return nil, "PyTorch not installed" end
   local specs = {}
   for _, w in ipairs(list) do specs[#specs + 1] = w.key .. ":" .. w.size end
   -- on the cpu, PyTorch's OpenMP threads spin while they wait (OMP_WAIT_POLICY
   -- active); on a small shared VM that costs it 10-30x on these steps, so the
   -- peer waits passively unless the caller chose a policy
   local env = (not is_gpu and not os.getenv("OMP_WAIT_POLICY")) and "OMP_WAIT_POLICY=PASSIVE " or ""
-  local cmd = ("%spython3 %s/models_peer.py %s %s %d %d %d %s 2>&1"):format(env, here, is_gpu and "cuda" or "cpu", table.concat(specs, ","),
+  local cmd = ("%spython3 %s/models_peer.py %s %s %d %d %d %s"):format(env, here, is_gpu and "cuda" or "cpu", table.concat(specs, ","),
     opts["lenet-steps"], opts["resnet-steps"], opts["resnet-warmup"], opts.amp and ("amp_" .. opts.amp) or opts.tf32 and "tf32" or "fp32")
-  local p = io.popen(cmd)
-  local res, pdev, other = {}, nil, {}
-  for line in p:lines() do
+  local res = {}
+  local pdev, why = bench_time.torch_peer(cmd, function(line)
     local k, s, v = line:match("^(%S+) (%d+) ([%d%.e%-+]+)$")
-    if k then res[k .. ":" .. s] = tonumber(v)
-    elseif line:match("^device ") then pdev = line:match("^device (.*)$")
-    elseif line:match("peak device memory") then print(line)
-    else other[#other + 1] = line end
-  end
-  p:close()
-  if not pdev then return nil, table.concat(other, "\n") end
+    if k then res[k .. ":" .. s] = tonumber(v); return true end
+    if line:match("peak device memory") then print(line); return true end
+  end)
+  if not pdev then return nil, why end
   return res, pdev
 end
 
