@@ -103,7 +103,7 @@ function M.leave(mark, owner, ...)
     if nres > 0 then
       for i = 1, nres do keep_within((select(i, ...)), 3, mark_returned) end
     end
-    if not owner.__stores_no_tensors then keep_stored(owner) end
+    keep_stored(owner)
     local id = name_id(owner.__name or "Module")
     local j = mark
     for i = mark + 1, n do
