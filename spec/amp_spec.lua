@@ -23,7 +23,7 @@ TestAmp = {}
 
 -- ---- the policy ------------------------------------------------------------------------
 -- each op of the docs' table, called on float32 arguments ("lower") or on
--- 16-bit ones ("float32")
+-- 16-bit ones ("float32", "keep")
 local function I(n, hi) return netcl.randint(1, hi + 1, { n }, { device = H.device }) end
 local CALLS = {
   matmul = function(a) return a(3, 4):matmul(a(4, 5)) end,
@@ -87,7 +87,7 @@ function TestAmp:test_policy_table_op_by_op()
       local argdt = row.kind == "lower" and "float32" or dt
       local function a(...) return T({ ... }, { dtype = argdt }) end
       local got = on(function() return call(a) end, dt)
-      local want = row.kind == "lower" and dt or "float32"
+      local want = row.kind == "float32" and "float32" or dt
       lu.assertEquals(got.dtype, want, ("%s under autocast(%s) on %s arguments"):format(row.name, dt, argdt))
       -- outside a region the op keeps its arguments' dtype
       lu.assertEquals(call(a).dtype, argdt, row.name .. " outside autocast")
@@ -96,6 +96,39 @@ function TestAmp:test_policy_table_op_by_op()
   -- every other op runs in its arguments' dtype
   local y = on(function() return T({ 4 }, { dtype = "float16" }):relu() + T({ 4 }, { dtype = "float16" }) end)
   lu.assertEquals(y.dtype, "float16")
+end
+
+-- batch norm keeps a 16-bit input's dtype: its values, running statistics
+-- and gradients match a float32 batch norm of the same 16-bit values, and
+-- the graph holds the 16-bit input (not a float32 copy)
+function TestAmp:test_batch_norm_keeps_16_bit_inputs()
+  for _, dt in ipairs({ "float16", "bfloat16" }) do
+    netcl.manual_seed(5)
+    local x0 = T({ 8, 3, 16, 16 }):to(dt):float():requires_grad_()   -- values a 16-bit dtype holds exactly
+    local x = x0:to(dt)                                               -- recorded: the graph saves x
+    local w, b = T({ 3 }, { requires_grad = true }), T({ 3 }, { requires_grad = true })
+    local rm, rv = netcl.zeros(3, { device = H.device }), netcl.ones(3, { device = H.device })
+    local rm2, rv2 = rm:clone(), rv:clone()
+    local saved0 = netcl.memory_stats(H.device).by_owner.saved
+    local y = on(function() return F.batch_norm(x, rm, rv, w, b, true) end, dt)
+    lu.assertEquals(y.dtype, dt)
+    local saved = netcl.memory_stats(H.device).by_owner.saved - saved0
+    lu.assertTrue(saved >= 8 * 3 * 16 * 16 * 2 and saved < 8 * 3 * 16 * 16 * 4,
+      "the graph keeps the 16-bit input, not a float32 copy: " .. saved .. " bytes saved")
+    local g = netcl.randn(y:size(), { device = H.device }):to(dt)
+    y:backward(g)
+    local xr = x0:detach():clone():requires_grad_()
+    local wr, br = w:detach():clone():requires_grad_(), b:detach():clone():requires_grad_()
+    local yr = F.batch_norm(xr, rm2, rv2, wr, br, true)
+    yr:backward(g:float())
+    local tol = dt == "float16" and 2e-2 or 8e-2
+    H.assert_close(y:float(), yr, tol, tol, dt .. " values")
+    H.assert_close(x0.grad, xr.grad, tol, tol, dt .. " input gradient")
+    H.assert_close(w.grad, wr.grad, tol, tol, dt .. " weight gradient")
+    H.assert_close(b.grad, br.grad, tol, tol, dt .. " bias gradient")
+    H.assert_close(rm, rm2, 1e-5, 1e-5, dt .. " running mean")
+    H.assert_close(rv, rv2, 1e-5, 1e-5, dt .. " running var")
+  end
 end
 
 function TestAmp:test_regions_nest_and_close_on_error()

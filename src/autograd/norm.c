@@ -9,17 +9,11 @@
 
 /* ---- batch_norm: fused; the node saves x, mean, invstd and the weight ---------- */
 
-netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
-                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
+/* Records the node of a batch norm whose forward made *out, mean and invstd
+ * (takes those two); x is what the node saves and backward normalises. */
+static netcl_status record_batch_norm(netcl_tensor **out, netcl_status st, netcl_tensor *x, netcl_tensor *weight,
+                                      netcl_tensor *bias, netcl_tensor *mean, netcl_tensor *invstd, int training)
 {
-    /* the running statistics are written in place: never cast, so float32 ones only */
-    if (!running_mean || running_mean->dtype == NETCL_DTYPE_FLOAT32)
-        NC_AUTOCAST(NC_AUTOCAST_FLOAT32,
-                    netcl_batch_norm(out, ac[0], running_mean, running_var, ac[1], ac[2], training, momentum, eps), x,
-                    weight, bias);
-    netcl_status st;
-    netcl_tensor *mean = NULL, *invstd = NULL;
-    NC_FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum, eps));
     netcl_tensor *ins[3] = {x, weight, bias};
     if (st == NETCL_OK && nc_should_record(3, ins)) {
         nc_node *n = nc_node_new(NC_RULE_BATCH_NORM, "batch_norm", 3, ins);
@@ -37,6 +31,46 @@ netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor 
     return st;
 }
 
+/* Under autocast a 16-bit input keeps its dtype, as cuDNN's batch norm
+ * does: statistics, weight and bias in float32, the normalisation on a
+ * float32 copy of x that lives only for the call, the result rounded to
+ * x's dtype. The node saves x itself (half the bytes of the copy) and
+ * backward widens it again; the ReLU and convolution after it then keep
+ * 16-bit tensors too. */
+static netcl_status batch_norm_keep(netcl_tensor **out, netcl_tensor *x, netcl_tensor *rm, netcl_tensor *rv,
+                                    netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
+{
+    netcl_tensor *wf = NULL, *bf = NULL, *xf = NULL, *yf = NULL, *mean = NULL, *invstd = NULL;
+    netcl_status st = NETCL_OK;
+    if (weight) st = weight->dtype == NETCL_DTYPE_FLOAT32 ? (netcl_tensor_retain(weight), wf = weight, NETCL_OK)
+                                                        : netcl_tensor_cast(&wf, weight, NETCL_DTYPE_FLOAT32);
+    if (bias && st == NETCL_OK) st = bias->dtype == NETCL_DTYPE_FLOAT32 ? (netcl_tensor_retain(bias), bf = bias, NETCL_OK)
+                                                                       : netcl_tensor_cast(&bf, bias, NETCL_DTYPE_FLOAT32);
+    if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_tensor_cast(&xf, x, NETCL_DTYPE_FLOAT32));
+    if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_batch_norm(&yf, &mean, &invstd, xf, rm, rv, wf, bf, training, momentum, eps));
+    netcl_tensor_release(xf);
+    if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_tensor_cast(out, yf, x->dtype));
+    netcl_tensor_release(yf);
+    st = record_batch_norm(out, st, x, wf, bf, mean, invstd, training);
+    netcl_tensor_release(wf);
+    netcl_tensor_release(bf);
+    return st;
+}
+
+netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
+                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
+{
+    *out = NULL;
+    /* the running statistics are written in place: never cast, so float32 ones only */
+    if (netcl_autocast_enabled() && (x->dtype == NETCL_DTYPE_FLOAT16 || x->dtype == NETCL_DTYPE_BFLOAT16) &&
+        (!running_mean || running_mean->dtype == NETCL_DTYPE_FLOAT32))
+        return batch_norm_keep(out, x, running_mean, running_var, weight, bias, training, momentum, eps);
+    netcl_status st;
+    netcl_tensor *mean = NULL, *invstd = NULL;
+    NC_FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum, eps));
+    return record_batch_norm(out, st, x, weight, bias, mean, invstd, training);
+}
+
 /* batch_norm: both backward kernels at once give dx, dw (sum g xhat) and db (sum g) */
 netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
 {
@@ -46,6 +80,11 @@ netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
     nc_x_do(&x, nc_node_saved(n, 1, &mean));
     nc_x_do(&x, nc_node_saved(n, 2, &invstd));
     if (n->saved[3]) nc_x_do(&x, nc_node_saved(n, 3, &w));
+    if (x.st == NETCL_OK && in->dtype != mean->dtype) {   /* a 16-bit input normalised in float32 (batch_norm_keep) */
+        netcl_tensor *wide = NULL;
+        nc_x_do(&x, nc_fwd_tensor_cast(&wide, in, mean->dtype));
+        in = nc_x_own(&x, wide);
+    }
     if (x.st == NETCL_OK) {
         nc_x_do(&x, nc_fwd_batch_norm_backward(&dx, &dw, &db, g, in, mean, invstd, w, (int)n->ip[0]));
         nc_x_own(&x, dx); nc_x_own(&x, dw); nc_x_own(&x, db);
