@@ -19,7 +19,6 @@
  * the kernels by implicit_gemm, tiled, im2col and gemm1x1 (one group) and
  * applied after the others. */
 #include "ops/ops.h"
-#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,45 +147,6 @@ static nc_conv_algo forced_algo(void)
     return env ? nc_conv_algo_from_name(env) : NC_CONV_ALGO_COUNT;
 }
 
-/* The workspace limit: bytes a strategy's scratch may take for one pass
- * (netcl_set_conv_workspace_limit; -1: an eighth of the device's memory). */
-static _Atomic int64_t workspace_limit = -1;
-
-void netcl_set_conv_workspace_limit(int64_t bytes) { atomic_store(&workspace_limit, bytes < 0 ? -1 : bytes); }
-int64_t netcl_conv_workspace_limit(void) { return atomic_load(&workspace_limit); }
-
-/* The limit on dev: the one set, else an eighth of its memory; never more
- * than half of what the pool has not handed out, so near a full device
- * (the largest batch that fits) a pass runs without scratch rather than
- * failing for it. */
-static double limit_on(const netcl_device *dev)
-{
-    int64_t l = atomic_load(&workspace_limit);
-    if (dev->global_mem <= 0) return l >= 0 ? (double)l : 1e300;
-    double left = ((double)dev->global_mem - (double)netcl_memory_bytes_in_use(dev)) / 2;
-    double lim = l >= 0 ? (double)l : (double)dev->global_mem / 8;
-    return lim < left ? lim : left;
-}
-
-/* The scratch a strategy allocates for one pass besides its result, as
- * the planner holds it against the limit: im2col's unfolded matrix
- * [N, C*KH*KW, OH*OW] (backward-data: the GEMM's columns before the fold),
- * Winograd's transformed tiles of input, output and weights (float32,
- * alpha = (m+2)^2 per tile); the others allocate at most partial sums of
- * the weight's size. */
-double nc_conv_workspace_bytes(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
-{
-    double cols = (double)g->N * (double)(g->C * g->KH * g->KW) * (double)(g->OH * g->OW) * netcl_dtype_size(dt);
-    if (a == NC_CONV_IM2COL) return cols;
-    if (a == NC_CONV_WINOGRAD2 || a == NC_CONV_WINOGRAD4) {
-        double m = a == NC_CONV_WINOGRAD2 ? 2 : 4, alpha = (m + 2) * (m + 2);
-        double tiles = (double)g->N * ceil((double)g->OH / m) * ceil((double)g->OW / m);
-        return 4.0 * alpha * ((double)g->C * tiles + (double)g->O * tiles + (double)g->C * (double)g->O);
-    }
-    (void)pass;
-    return 0;
-}
-
 /* The planner: a forced choice (netcl_set_conv_algo, NETCL_CONV_ALGO) where it applies, else the
  * tuner's measured winner once it has one, else a rule: depthwise, gemm1x1,
  * tiled for thin layers, implicit GEMM where im2col's unfolded matrix would
@@ -202,7 +162,7 @@ nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass
     if (forced < NC_CONV_ALGO_COUNT && forced != NC_CONV_AUTO && nc_conv_applicable(forced, g, pass)) return forced;
     nc_conv_algo tuned = nc_conv_tuned(dev, g, pass, dt);
     nc_conv_algo a = tuned != NC_CONV_AUTO ? tuned : plan_rule(dev, g, pass, dt);
-    return nc_conv_workspace_bytes(a, g, pass, dt) > limit_on(dev) ? NC_CONV_IGEMM : a;
+    return nc_conv_workspace_bytes(a, g, pass, dt) > nc_conv_workspace_limit_on(dev) ? NC_CONV_IGEMM : a;
 }
 
 static nc_conv_algo plan_rule(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt)
@@ -225,7 +185,7 @@ static nc_conv_algo plan_rule(netcl_device *dev, const nc_conv_args *g, nc_conv_
     int winograd_ok = dev->type == NETCL_DEVICE_OPENCL_GPU && g->C >= 16 && g->O >= 16 &&
                       (dt == NETCL_DTYPE_FLOAT32 || dt == NETCL_DTYPE_FLOAT64) &&
                       nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass);
-    if (!winograd_ok && nc_conv_workspace_bytes(NC_CONV_IM2COL, g, pass, dt) > limit_on(dev)) return NC_CONV_IGEMM;
+    if (!winograd_ok && nc_conv_workspace_bytes(NC_CONV_IM2COL, g, pass, dt) > nc_conv_workspace_limit_on(dev)) return NC_CONV_IGEMM;
     /* on a GPU a small convolution is launch-bound: one direct kernel beats
      * im2col's unfold, copies and GEMM (about 16M multiply-adds or fewer) */
     double macs = (double)g->N * (double)g->O * (double)g->OH * (double)g->OW * (double)(g->C / g->G) * (double)g->KH *

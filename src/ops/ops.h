@@ -133,8 +133,10 @@ const char *nc_conv_algo_name(nc_conv_algo a);
 nc_conv_algo nc_conv_algo_from_name(const char *name);   /* NC_CONV_ALGO_COUNT when unknown */
 int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass);
 nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
-/* bytes of scratch strategy a takes for one pass besides its result (conv.c) */
+/* bytes of scratch strategy a takes for one pass besides its result (conv_workspace.c) */
 double nc_conv_workspace_bytes(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
+/* the scratch a pass may take on dev (conv_workspace.c) */
+double nc_conv_workspace_limit_on(const netcl_device *dev);
 /* forces this thread's choice (an nc_conv_algo; -1: none) over every other */
 void nc_conv_force_thread(int algo);
 /* a new contiguous result of the pass, computed by the planned strategy */
