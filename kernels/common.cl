@@ -194,6 +194,10 @@ inline void index_report(__global int *err, long v, long size, int op, int dim, 
 #define VEC4_APPLY2(sa, sb, dst, i, F)                                                \
     do { float4 u_ = vload4((i), (sa)), v_ = vload4((i), (sb));                       \
          vstore4((float4)(F(u_.s0, v_.s0), F(u_.s1, v_.s1), F(u_.s2, v_.s2), F(u_.s3, v_.s3)), (i), (dst)); } while (0)
+#define VEC4_APPLY3(sa, sb, sc, dst, i, F)                                             \
+    do { float4 u_ = vload4((i), (sa)), v_ = vload4((i), (sb)), w_ = vload4((i), (sc)); \
+         vstore4((float4)(F(u_.s0, v_.s0, w_.s0), F(u_.s1, v_.s1, w_.s1), F(u_.s2, v_.s2, w_.s2), \
+                          F(u_.s3, v_.s3, w_.s3)), (i), (dst)); } while (0)
 #define VEC4_APPLY_SL(src, dst, i, F, s)                                              \
     do { float4 v_ = vload4((i), (src));                                              \
          vstore4((float4)(F(v_.s0, s), F(v_.s1, s), F(v_.s2, s), F(v_.s3, s)), (i), (dst)); } while (0)
@@ -207,6 +211,10 @@ inline void index_report(__global int *err, long v, long size, int op, int dim, 
     for (int k_ = 0; k_ < 4; k_++) {                                                  \
         A_CT x_ = A_LOAD((sa), 4 * (i) + k_), y_ = A_LOAD((sb), 4 * (i) + k_);        \
         O_STORE((dst), 4 * (i) + k_, F(x_, y_)); }
+#define VEC4_APPLY3(sa, sb, sc, dst, i, F)                                             \
+    for (int k_ = 0; k_ < 4; k_++) {                                                  \
+        A_CT x_ = A_LOAD((sa), 4 * (i) + k_), y_ = A_LOAD((sb), 4 * (i) + k_), z_ = A_LOAD((sc), 4 * (i) + k_); \
+        O_STORE((dst), 4 * (i) + k_, F(x_, y_, z_)); }
 #define VEC4_APPLY_SL(src, dst, i, F, s)                                              \
     for (int k_ = 0; k_ < 4; k_++) { A_CT x_ = A_LOAD((src), 4 * (i) + k_); O_STORE((dst), 4 * (i) + k_, F(x_, s)); }
 #define VEC4_APPLY_SR(src, dst, i, F, s)                                              \

@@ -6,12 +6,12 @@
  * channel c into a partial (scratch part[c][p]), and one work item per
  * channel combines its P partials in order (deterministic for a given P).
  * batch_norm_stats_part: the partial's count, mean and sum of squared
- *   deviations (two passes over its own values: no cancellation);
+ *   deviations (one pass, Welford's update: no cancellation);
  *   batch_norm_stats_final merges them (Chan et al.'s pairwise update) into
  *   mean and 1/sqrt(var + eps), and updates the running statistics in
  *   place (momentum; the variance unbiased) when has_running.
- * batch_norm_apply: y = (x - mean[c]) invstd[c] w[c] + b[c], one work item
- *   per element (w, b optional).
+ * batch_norm_apply: y = (x - mean[c]) invstd[c] w[c] + b[c] (w, b optional),
+ *   by rows (below).
  * batch_norm_grad_part / batch_norm_grad_final: per channel, sg = sum g and
  *   sgx = sum g (x - mean).
  * batch_norm_grad_apply: dx = w invstd (g - sg / M - (x - mean) invstd^2
@@ -22,22 +22,53 @@
 /* the rows of part p out of P: samples [n0, n1) */
 #define PART_ROWS(n0, n1, N, p, P) IX n0 = (IX)((N) * (p) / (P)), n1 = (IX)((N) * ((p) + 1) / (P))
 
+/* Chan et al.'s merge of one (count, mean, sum of squared deviations)
+ * into another */
+inline void moments_merge(A_CT *n, A_CT *m, A_CT *q, A_CT nb, A_CT mb, A_CT qb)
+{
+    if (nb == 0) return;
+    A_CT tot = *n + nb, d = mb - *m;
+    *m += d * nb / tot;
+    *q += qb + d * d * *n * nb / tot;
+    *n = tot;
+}
+
+/* A part's elements as (row n, column s) of the channel's values: each
+ * item starts at column lid and steps ls columns, carrying into rows, so no
+ * element index is divided. */
+#define PART_START(lid, ls, n0, Sx) IX dn = (IX)(ls) / (Sx), ds = (IX)(ls) % (Sx), n = (n0) + (IX)(lid) / (Sx), s = (IX)(lid) % (Sx)
+#define PART_STEP(Sx) (n += dn, s += ds, s >= (Sx) ? (s -= (Sx), n++) : 0)
+
+/* one pass (Welford's update per item, merged across the group in a fixed
+ * tree: deterministic) */
 __kernel void batch_norm_stats_part(__global const A_T *x, long xo, __global A_CT *part, long N, long C, long S, int P)
 {
-    __local A_CT l[BATCH_NORM_LOCAL];
+    __local A_CT ln[BATCH_NORM_LOCAL], lm[BATCH_NORM_LOCAL], lq[BATCH_NORM_LOCAL];
     int lid = get_local_id(0), ls = get_local_size(0), p = get_group_id(0);
     IX c = get_group_id(1), Sx = (IX)S, Cx = (IX)C;
     PART_ROWS(n0, n1, N, p, P);
     IX m = (n1 - n0) * Sx;
-    A_CT s = 0;
-    for (IX j = lid; j < m; j += ls) s += A_LOAD(x, xo + ((n0 + j / Sx) * Cx + c) * Sx + j % Sx);
-    A_CT cnt = (A_CT)m, mean = m > 0 ? group_all(l, s, 0) / cnt : (A_CT)0;
-    A_CT q = 0;
-    for (IX j = lid; j < m; j += ls) { A_CT d = A_LOAD(x, xo + ((n0 + j / Sx) * Cx + c) * Sx + j % Sx) - mean; q += d * d; }
-    q = group_all(l, q, 0);
+    A_CT cnt = 0, mean = 0, q = 0;
+    PART_START(lid, ls, n0, Sx);
+    for (IX j = lid; j < m; j += ls, PART_STEP(Sx)) {
+        A_CT v = A_LOAD(x, xo + (n * Cx + c) * Sx + s), d = v - mean;
+        cnt += 1;
+        mean += d / cnt;
+        q += d * (v - mean);
+    }
+    ln[lid] = cnt; lm[lid] = mean; lq[lid] = q;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = ls / 2; h > 0; h >>= 1) {
+        if (lid < h) {
+            A_CT n = ln[lid], mu = lm[lid], qq = lq[lid];
+            moments_merge(&n, &mu, &qq, ln[lid + h], lm[lid + h], lq[lid + h]);
+            ln[lid] = n; lm[lid] = mu; lq[lid] = qq;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (lid == 0) {
         __global A_CT *o = part + 3 * ((long)c * P + p);
-        o[0] = cnt; o[1] = mean; o[2] = q;
+        o[0] = ln[0]; o[1] = lm[0]; o[2] = lq[0];
     }
 }
 
@@ -48,14 +79,7 @@ __kernel void batch_norm_stats_final(__global const A_CT *part, int P, __global 
     for (long c = get_global_id(0); c < C; c += get_global_size(0)) {
         __global const A_CT *q = part + 3 * c * P;
         A_CT n = 0, m = 0, m2 = 0;
-        for (int p = 0; p < P; p++) {
-            A_CT nb = q[3 * p], mb = q[3 * p + 1], tot = n + nb;
-            if (nb == 0) continue;
-            A_CT d = mb - m;
-            m += d * nb / tot;
-            m2 += q[3 * p + 2] + d * d * n * nb / tot;
-            n = tot;
-        }
+        for (int p = 0; p < P; p++) moments_merge(&n, &m, &m2, q[3 * p], q[3 * p + 1], q[3 * p + 2]);
         A_CT var = m2 / n;
         O_STORE(mean, mo + c, m);
         O_STORE(invstd, io + c, (A_CT)1 / sqrt(var + eps));
@@ -67,18 +91,39 @@ __kernel void batch_norm_stats_final(__global const A_CT *part, int P, __global 
     }
 }
 
+/* The elementwise passes take x as rows [N*C, S], one channel a row: a
+ * work-group of 256 items covers 256 >> rs rows, 2^rs items a row striding
+ * along it, so the channel's constants are read once per item and no
+ * element index is divided. vec: float32 rows of 4-aligned length and
+ * offsets, moved as float4 (the host decides). */
+#if defined(TA) && TA == 0 && TO == 0
+#define ROW_VEC 1
+#else
+#define ROW_VEC 0
+#endif
+#define ROW_OF(r, lane, rs, rows)                                                    \
+    int lid_ = get_local_id(0);                                                     \
+    IX r = (IX)get_group_id(0) * (IX)(get_local_size(0) >> (rs)) + (IX)(lid_ >> (rs)); \
+    IX lane = lid_ & ((1 << (rs)) - 1);                                              \
+    if (r >= (rows)) return;
+
 __kernel void batch_norm_apply(__global O_T *y, long yo, __global const A_T *x, long xo, __global const A_T *mean, long mo,
                        __global const A_T *invstd, long io, __global const A_T *w, long wo, __global const A_T *b, long bo,
-                       int has_w, int has_b, long N, long C, long S)
+                       int has_w, int has_b, long N, long C, long S, int rs, int vec)
 {
-    const IX n_all = (IX)(N * C * S), Sx = (IX)S, Cx = (IX)C;
-    for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
-        IX c = (i / Sx) % Cx;
-        A_CT v = (A_LOAD(x, xo + i) - A_LOAD(mean, mo + c)) * A_LOAD(invstd, io + c);
-        if (has_w) v *= A_LOAD(w, wo + c);
-        if (has_b) v += A_LOAD(b, bo + c);
-        O_STORE(y, yo + i, v);
+    ROW_OF(r, lane, rs, (IX)(N * C));
+    IX c = r % (IX)C, Sx = (IX)S, lx = 1 << rs;
+    A_CT k = A_LOAD(invstd, io + c), mu = A_LOAD(mean, mo + c), sh = has_b ? A_LOAD(b, bo + c) : (A_CT)0;
+    if (has_w) k *= A_LOAD(w, wo + c);
+    __global const A_T *xr = x + xo + (long)r * S;
+    __global O_T *yr = y + yo + (long)r * S;
+#if ROW_VEC
+    if (vec) {
+        for (IX j = lane; j < Sx / 4; j += lx) vstore4((vload4(j, xr) - mu) * k + sh, j, yr);
+        return;
     }
+#endif
+    for (IX j = lane; j < Sx; j += lx) O_STORE(yr, j, (A_LOAD(xr, j) - mu) * k + sh);
 }
 
 __kernel void batch_norm_grad_part(__global const A_T *g, long go, __global const A_T *x, long xo, __global const A_T *mean,
@@ -90,8 +135,9 @@ __kernel void batch_norm_grad_part(__global const A_T *g, long go, __global cons
     PART_ROWS(n0, n1, N, p, P);
     IX m = (n1 - n0) * Sx;
     A_CT mu = A_LOAD(mean, mo + c), a = 0, b = 0;
-    for (IX j = lid; j < m; j += ls) {
-        IX k = ((n0 + j / Sx) * Cx + c) * Sx + j % Sx;
+    PART_START(lid, ls, n0, Sx);
+    for (IX j = lid; j < m; j += ls, PART_STEP(Sx)) {
+        IX k = (n * Cx + c) * Sx + s;
         A_CT gv = A_LOAD(g, go + k);
         a += gv;
         b += gv * (A_LOAD(x, xo + k) - mu);
@@ -115,19 +161,21 @@ __kernel void batch_norm_grad_final(__global const A_CT *part, int P, __global O
 __kernel void batch_norm_grad_apply(__global O_T *dx, long dxo, __global const A_T *g, long go, __global const A_T *x, long xo,
                             __global const A_T *mean, long mo, __global const A_T *invstd, long io, __global const A_T *w,
                             long wo, int has_w, __global const A_T *sg, long so, __global const A_T *sgx, long sxo,
-                            int training, long N, long C, long S)
+                            int training, long N, long C, long S, int rs, int vec)
 {
-    A_CT M = (A_CT)(N * S);
-    const IX n_all = (IX)(N * C * S), Sx = (IX)S, Cx = (IX)C;
-    for (IX i = get_global_id(0); i < n_all; i += get_global_size(0)) {
-        IX c = (i / Sx) % Cx;
-        A_CT is = A_LOAD(invstd, io + c), k = has_w ? A_LOAD(w, wo + c) * is : is, gv = A_LOAD(g, go + i), v;
-        if (training) {
-            A_CT xm = A_LOAD(x, xo + i) - A_LOAD(mean, mo + c);
-            v = k * (gv - A_LOAD(sg, so + c) / M - xm * is * is * A_LOAD(sgx, sxo + c) / M);
-        } else {
-            v = k * gv;
-        }
-        O_STORE(dx, dxo + i, v);
+    ROW_OF(r, lane, rs, (IX)(N * C));
+    IX c = r % (IX)C, Sx = (IX)S, lx = 1 << rs;
+    /* dx = k g - q (x - mean) - k sg / M, with k = w invstd and q = k invstd^2 sgx / M (eval: q = 0, no sg term) */
+    A_CT M = (A_CT)(N * S), is = A_LOAD(invstd, io + c), k = has_w ? A_LOAD(w, wo + c) * is : is;
+    A_CT mu = training ? A_LOAD(mean, mo + c) : (A_CT)0, q = training ? k * is * is * A_LOAD(sgx, sxo + c) / M : (A_CT)0;
+    A_CT off = training ? k * A_LOAD(sg, so + c) / M : (A_CT)0;
+    __global const A_T *gr = g + go + (long)r * S, *xr = x + xo + (long)r * S;
+    __global O_T *dr = dx + dxo + (long)r * S;
+#if ROW_VEC
+    if (vec) {
+        for (IX j = lane; j < Sx / 4; j += lx) vstore4(k * vload4(j, gr) - q * (vload4(j, xr) - mu) - off, j, dr);
+        return;
     }
+#endif
+    for (IX j = lane; j < Sx; j += lx) O_STORE(dr, j, k * A_LOAD(gr, j) - q * (A_LOAD(xr, j) - mu) - off);
 }

@@ -28,7 +28,8 @@ NC_UNARY_KERNELS(UNARY_OF)
 
 /* unary_grad_<op>: gin = the input's gradient from g (the output's), the
  * input x and the output y (meta_t operands 0 gin, 1 g, 2 x, 3 y; one
- * float dtype), by the op's GRAD formula (base/elementwise_ops.h) */
+ * float dtype), by the op's GRAD formula (base/elementwise_ops.h); the "_c"
+ * form for contiguous operands takes 4 elements per item, as above */
 #if A_FLOAT
 #define UNARY_GRAD(kname, gname, NAME)                                                          \
     __kernel void gname(__global O_T *gin, __global const A_T *g, __global const A_T *x, \
@@ -38,6 +39,19 @@ NC_UNARY_KERNELS(UNARY_OF)
             A_CT gv = A_LOAD(g, meta_offset(&m, 1, i)), xv = A_LOAD(x, meta_offset(&m, 2, i));  \
             A_CT yv = A_LOAD(y, meta_offset(&m, 3, i));                                         \
             O_STORE(gin, meta_offset(&m, 0, i), GRAD_##NAME(gv, xv, yv));                      \
+        }                                                                                       \
+    }                                                                                           \
+    __kernel void gname##_c(__global O_T *gin, long oo, __global const A_T *g, long go,         \
+                            __global const A_T *x, long xo, __global const A_T *y, long yo,     \
+                            long n, A_CT p1, A_CT p2)                                           \
+    {                                                                                           \
+        GRID_LOOP(i, n >> 2) {                                                                  \
+            VEC4_APPLY3(g + go, x + xo, y + yo, gin + oo, i, GRAD_##NAME);                      \
+        }                                                                                       \
+        long t = (n & ~3L) + get_global_id(0);                                                  \
+        if (t < n) {                                                                            \
+            A_CT gv = A_LOAD(g, go + t), xv = A_LOAD(x, xo + t), yv = A_LOAD(y, yo + t);        \
+            O_STORE(gin, oo + t, GRAD_##NAME(gv, xv, yv));                                      \
         }                                                                                       \
     }
 NC_UNARY_KERNELS(UNARY_GRAD)

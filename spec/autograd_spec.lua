@@ -136,6 +136,28 @@ function TestDeviceGrad:test_gradients_match_cpu()
   end, 1e-4, 1e-5)
 end
 
+-- unary gradients over contiguous operands (4 elements an item and a
+-- tail) and strided ones (a transposed view)
+function TestDeviceGrad:test_unary_gradients_match_cpu()
+  H.against_cpu(function(d)
+    local outs = {}
+    for _, op in ipairs({ "relu", "sigmoid", "tanh", "exp", "abs", "sqrt" }) do
+      for _, size in ipairs({ { 7, 9 }, { 4, 8 } }) do
+        netcl.manual_seed(31)
+        local base = netcl.randn(size[1], size[2], { device = d })
+        if op == "sqrt" then base = base:abs() + 0.5 end
+        for _, strided in ipairs({ false, true }) do
+          local x = (strided and base:t() or base):detach():requires_grad_()
+          local y = x[op](x)
+          y:backward(y:cos())
+          outs[#outs + 1] = x.grad
+        end
+      end
+    end
+    return unpack(outs)
+  end, 1e-5, 1e-5)
+end
+
 TestGraph = {}
 
 function TestGraph:test_accumulation_and_zeroing()

@@ -265,6 +265,34 @@ function TestNormLayers:test_device_matches_cpu()
   end, 1e-4, 1e-4)
 end
 
+-- the device's batch norm moves rows of 4-aligned length as vectors and
+-- others element by element; both, at an offset, training and eval
+function TestNormLayers:test_device_matches_cpu_by_row_shape()
+  local F = netcl.nn.functional
+  H.against_cpu(function(d)
+    local outs = {}
+    for _, shape in ipairs({ { 3, 4, 4, 4 }, { 2, 3, 5, 5 }, { 5, 2, 1, 3 } }) do
+      for _, offset in ipairs({ 0, 1 }) do
+        netcl.manual_seed(40 + offset)
+        local n = shape[1] * shape[2] * shape[3] * shape[4]
+        local x = netcl.randn(n + offset, { device = d }):narrow(1, 1 + offset, n):view(unpack(shape)):detach()
+        x:requires_grad_()
+        local C = shape[2]
+        local w = netcl.randn(C, { device = d, requires_grad = true })
+        local b = netcl.randn(C, { device = d, requires_grad = true })
+        local rm, rv = netcl.zeros(C, { device = d }), netcl.ones(C, { device = d })
+        for _, training in ipairs({ true, false }) do
+          local y = F.batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5)
+          ;(y * y:sin()):sum():backward()
+          for _, t in ipairs({ y, x.grad, w.grad, b.grad, rm, rv }) do outs[#outs + 1] = t:clone() end
+          x.grad, w.grad, b.grad = nil, nil, nil
+        end
+      end
+    end
+    return unpack(outs)
+  end, 1e-4, 1e-4)
+end
+
 function TestNormLayers:test_save_load_round_trip()
   local x = netcl.randn(4, 3, 5, 5, { device = dev })
   local train = function(m) m(netcl.randn(4, 3, 5, 5, { device = dev }) * 3 + 1) end   -- moves the running statistics

@@ -131,18 +131,26 @@ local OTHERS = {
   { "resnet maxpool 64x32x32", { 128, 64, 32, 32 }, function(x) return F.max_pool2d(x, 2) end },
   { "resnet batchnorm 64x32x32", { 128, 64, 32, 32 }, "bn" },
   { "resnet relu 64x32x32", { 128, 64, 32, 32 }, function(x) return x:relu() end },
+  { "imagenet batchnorm 64x112x112 b64", { 64, 64, 112, 112 }, "bn" },
+  { "imagenet batchnorm 256x56x56 b64", { 64, 256, 56, 56 }, "bn" },
+  { "imagenet batchnorm 2048x7x7 b64", { 64, 2048, 7, 7 }, "bn" },
+  { "imagenet relu 256x56x56 b64", { 64, 256, 56, 56 }, function(x) return x:relu() end },
+  { "imagenet bn+relu 256x56x56 b64", { 64, 256, 56, 56 }, "bn+relu" },
 }
 for _, c in ipairs(OTHERS) do
   if wanted(c[1]) then
     netcl.manual_seed(2)
     local x = netcl.randn(c[2], { device = dev }):requires_grad_()
     local fn = c[3]
-    if fn == "bn" then
-      local C = c[2][2]
+    if fn == "bn" or fn == "bn+relu" then
+      local C, relu = c[2][2], fn == "bn+relu"
       local wt = netcl.ones(C, { device = dev }):requires_grad_()
       local bs = netcl.zeros(C, { device = dev }):requires_grad_()
       local rm, rv = netcl.zeros(C, { device = dev }), netcl.ones(C, { device = dev })
-      fn = function(t) return F.batch_norm(t, rm, rv, wt, bs, true, 0.1, 1e-5) end
+      fn = function(t)
+        local y = F.batch_norm(t, rm, rv, wt, bs, true, 0.1, 1e-5)
+        return relu and y:relu() or y
+      end
     end
     local y = fn(x)
     local g = netcl.randn(y:size(), { device = dev })

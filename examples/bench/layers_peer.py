@@ -79,15 +79,26 @@ for name, xs, ws, s, p, *g in CONVS:
     w = (torch.randn(*ws, device=dev) * 0.1).requires_grad_()
     report(name, lambda t, w=w, s=s, p=p, g=(g or [1])[0]: F.conv2d(t, w, None, s, p, 1, g), x)
 
-C = 64
-wt = torch.ones(C, device=dev, requires_grad=True)
-bs = torch.zeros(C, device=dev, requires_grad=True)
-rm, rv = torch.zeros(C, device=dev), torch.ones(C, device=dev)
+BN_PARAMS = {}
+
+def bn(t):
+    C = t.shape[1]
+    if C not in BN_PARAMS:   # made once per width, as netcl's side does
+        BN_PARAMS[C] = (torch.ones(C, device=dev, requires_grad=True), torch.zeros(C, device=dev, requires_grad=True),
+                        torch.zeros(C, device=dev), torch.ones(C, device=dev))
+    wt, bs, rm, rv = BN_PARAMS[C]
+    return F.batch_norm(t, rm, rv, wt, bs, True, 0.1, 1e-5)
+
 OTHERS = [
     ("lenet maxpool b256", (256, 6, 28, 28), lambda t: F.max_pool2d(t, 2)),
     ("resnet maxpool 64x32x32", (128, 64, 32, 32), lambda t: F.max_pool2d(t, 2)),
-    ("resnet batchnorm 64x32x32", (128, 64, 32, 32), lambda t: F.batch_norm(t, rm, rv, wt, bs, True, 0.1, 1e-5)),
+    ("resnet batchnorm 64x32x32", (128, 64, 32, 32), bn),
     ("resnet relu 64x32x32", (128, 64, 32, 32), lambda t: t.relu()),
+    ("imagenet batchnorm 64x112x112 b64", (64, 64, 112, 112), bn),
+    ("imagenet batchnorm 256x56x56 b64", (64, 256, 56, 56), bn),
+    ("imagenet batchnorm 2048x7x7 b64", (64, 2048, 7, 7), bn),
+    ("imagenet relu 256x56x56 b64", (64, 256, 56, 56), lambda t: t.relu()),
+    ("imagenet bn+relu 256x56x56 b64", (64, 256, 56, 56), lambda t: bn(t).relu()),
 ]
 for name, xs, fn in OTHERS:
     if only and only not in name:

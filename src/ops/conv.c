@@ -192,8 +192,10 @@ static nc_conv_algo plan_rule(netcl_device *dev, const nc_conv_args *g, nc_conv_
                   (double)g->KW;
     if (dev->type == NETCL_DEVICE_OPENCL_GPU && macs <= 16e6) return NC_CONV_DIRECT;
     /* an implicit GEMM at a product's speed (the FFMA kernel's gathers on
-     * NVIDIA) saves the unfold */
-    if (!winograd_ok && dev->backend->conv.implicit_gemm_fast && dev->backend->conv.implicit_gemm_fast(dev, g, pass, dt) > 0)
+     * NVIDIA) saves the unfold; not where float32 products run on tensor
+     * cores (TF32 modes), which im2col's GEMM uses and the FFMA kernel not */
+    int tf32 = dt == NETCL_DTYPE_FLOAT32 && nc_fp32_mode() != NC_FP32_IEEE;
+    if (!winograd_ok && !tf32 && dev->backend->conv.implicit_gemm_fast && dev->backend->conv.implicit_gemm_fast(dev, g, pass, dt) > 0)
         return NC_CONV_IGEMM;
     /* on a GPU, Winograd does 3x3 stride-1 passes in 2.25x (F(2x2)) or 4x
      * (F(4x4)) fewer multiplies; F(4x4) wins from 8x8 outputs up; few

@@ -143,15 +143,25 @@ netcl_status nc_cl_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gin
     nc_cl_meta m;
     const nc_desc *ops[4] = {gin, g, x, y};
     nc_cl_meta_of(&m, 4, ops);
-    snprintf(name, sizeof name, "unary_grad_%s", netcl_op_name(op));
+    int contig = nc_cl_meta_contiguous(&m, 4);
+    snprintf(name, sizeof name, "unary_grad_%s%s", netcl_op_name(op), contig ? "_c" : "");
     cl_kernel k;
     size_t wg;
     NC_TRY(nc_cl_kernel(cd, "unary", opts, name, &k, &wg));
     cl_mem o = gin->buf, gb = g->buf, xb = x->buf, yb = y->buf;
-    NC_ARG(k, 0, o); NC_ARG(k, 1, gb); NC_ARG(k, 2, xb); NC_ARG(k, 3, yb); NC_ARG(k, 4, m);
-    NC_TRY(nc_cl_set_scalar(k, 5, g->dtype, p1));
-    NC_TRY(nc_cl_set_scalar(k, 6, g->dtype, p2));
-    return nc_cl_launch(cd, k, wg, m.n);
+    int np;
+    if (contig) {
+        cl_long oo = m.offsets[0], go = m.offsets[1], xo = m.offsets[2], yo = m.offsets[3], n = m.n;
+        NC_ARG(k, 0, o); NC_ARG(k, 1, oo); NC_ARG(k, 2, gb); NC_ARG(k, 3, go); NC_ARG(k, 4, xb); NC_ARG(k, 5, xo);
+        NC_ARG(k, 6, yb); NC_ARG(k, 7, yo); NC_ARG(k, 8, n);
+        np = 9;
+    } else {
+        NC_ARG(k, 0, o); NC_ARG(k, 1, gb); NC_ARG(k, 2, xb); NC_ARG(k, 3, yb); NC_ARG(k, 4, m);
+        np = 5;
+    }
+    NC_TRY(nc_cl_set_scalar(k, np, g->dtype, p1));
+    NC_TRY(nc_cl_set_scalar(k, np + 1, g->dtype, p2));
+    return nc_cl_launch(cd, k, wg, contig ? (m.n + 3) / 4 : m.n);   /* 4 elements per item */
 }
 
 netcl_status nc_cl_binary_grad(netcl_device *dev, netcl_op op, int which, const nc_desc *out, const nc_desc *g,

@@ -21,6 +21,23 @@ static netcl_status part_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int P,
     return nc_cl_launch_nd(cd, k, 2, global, local);
 }
 
+/* the row kernels' geometry (norm.cl's ROW_OF): groups of 256 items (or
+ * the device's largest power of two below), 2^rs items a row, enough to
+ * cover a row's items (float4s where vec) once; short rows share a group */
+static netcl_status row_launch(nc_cl_device *cd, cl_kernel k, int first, const nc_batch_norm_args *a, cl_long outo, cl_long go)
+{
+    cl_int vec = a->x->dtype == NETCL_DTYPE_FLOAT32 && a->S % 4 == 0 && a->x->offset % 4 == 0 && outo % 4 == 0 && go % 4 == 0;
+    int64_t items = vec ? a->S / 4 : a->S;
+    int ls = 8;
+    while (ls > 0 && ((int64_t)1 << ls) > cd->dev->max_work_group) ls--;
+    cl_int rs = 0;
+    while (((int64_t)1 << rs) < items && rs < ls) rs++;
+    NC_ARG(k, first, rs); NC_ARG(k, first + 1, vec);
+    size_t local = (size_t)1 << ls, rows_per = local >> rs, rows = (size_t)(a->N * a->C);
+    size_t global = (rows + rows_per - 1) / rows_per * local;
+    return nc_cl_launch_nd(cd, k, 1, &global, &local);
+}
+
 #define MEM(d) cl_mem d##_m = (a->d) ? (cl_mem)(a->d)->buf : (cl_mem)a->x->buf
 #define OFF(d) cl_long d##_o = (a->d) ? (a->d)->offset : 0
 netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, const nc_batch_norm_args *a)
@@ -64,7 +81,7 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
         NC_ARG(k, i++, mean_m); NC_ARG(k, i++, mean_o); NC_ARG(k, i++, invstd_m); NC_ARG(k, i++, invstd_o);
         NC_ARG(k, i++, w_m); NC_ARG(k, i++, w_o); NC_ARG(k, i++, b_m); NC_ARG(k, i++, b_o);
         NC_ARG(k, i++, has_w); NC_ARG(k, i++, has_b); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
-        return nc_cl_launch(cd, k, wg, N * C * S);
+        return row_launch(cd, k, i, a, out_o, 0);
     case NC_BATCH_NORM_GRAD_REDUCE:
         NC_ARG(k, i++, g_m); NC_ARG(k, i++, go); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m);
         NC_ARG(k, i++, mean_o); NC_ARG(k, i++, part); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
@@ -80,6 +97,6 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
         NC_ARG(k, i++, invstd_o); NC_ARG(k, i++, w_m); NC_ARG(k, i++, w_o); NC_ARG(k, i++, has_w);
         NC_ARG(k, i++, sg_m); NC_ARG(k, i++, sg_o); NC_ARG(k, i++, sgx_m); NC_ARG(k, i++, sgx_o);
         NC_ARG(k, i++, training); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
-        return nc_cl_launch(cd, k, wg, N * C * S);
+        return row_launch(cd, k, i, a, out_o, go);
     }
 }
