@@ -10,10 +10,11 @@
  *   batch_norm_stats_final merges them (Chan et al.'s pairwise update) into
  *   mean and 1/sqrt(var + eps), and updates the running statistics in
  *   place (momentum; the variance unbiased) when has_running.
- * batch_norm_apply: y = (x - mean[c]) invstd[c] w[c] + b[c] (w, b optional),
- *   by rows (below).
+ * batch_norm_apply: y = (x - mean[c]) invstd[c] w[c] + b[c] (w, b optional;
+ *   relu: then max(y, 0), batch_norm_act), by rows (below).
  * batch_norm_grad_part / batch_norm_grad_final: per channel, sg = sum g and
- *   sgx = sum g (x - mean).
+ *   sgx = sum g (x - mean); with has_y, g is first zeroed where a fused
+ *   relu's output y is not positive (here and in grad_apply).
  * batch_norm_grad_apply: dx = w invstd (g - sg / M - (x - mean) invstd^2
  *   sgx / M) (training: M = N*S), or dx = w invstd g (eval: sg, sgx unused).
  * Index arithmetic runs in IX (common.cl). */
@@ -109,7 +110,7 @@ __kernel void batch_norm_stats_final(__global const A_CT *part, int P, __global 
 
 __kernel void batch_norm_apply(__global O_T *y, long yo, __global const A_T *x, long xo, __global const A_T *mean, long mo,
                        __global const A_T *invstd, long io, __global const A_T *w, long wo, __global const A_T *b, long bo,
-                       int has_w, int has_b, long N, long C, long S, int rs, int vec)
+                       int has_w, int has_b, int relu, long N, long C, long S, int rs, int vec)
 {
     ROW_OF(r, lane, rs, (IX)(N * C));
     IX c = r % (IX)C, Sx = (IX)S, lx = 1 << rs;
@@ -119,15 +120,22 @@ __kernel void batch_norm_apply(__global O_T *y, long yo, __global const A_T *x, 
     __global O_T *yr = y + yo + (long)r * S;
 #if ROW_VEC
     if (vec) {
-        for (IX j = lane; j < Sx / 4; j += lx) vstore4((vload4(j, xr) - mu) * k + sh, j, yr);
+        for (IX j = lane; j < Sx / 4; j += lx) {
+            float4 v = (vload4(j, xr) - mu) * k + sh;
+            vstore4(relu ? select((float4)0, v, v > 0) : v, j, yr);
+        }
         return;
     }
 #endif
-    for (IX j = lane; j < Sx; j += lx) O_STORE(yr, j, (A_LOAD(xr, j) - mu) * k + sh);
+    for (IX j = lane; j < Sx; j += lx) {
+        A_CT v = (A_LOAD(xr, j) - mu) * k + sh;
+        O_STORE(yr, j, relu && !(v > 0) ? (A_CT)0 : v);
+    }
 }
 
 __kernel void batch_norm_grad_part(__global const A_T *g, long go, __global const A_T *x, long xo, __global const A_T *mean,
-                           long mo, __global A_CT *part, long N, long C, long S, int P)
+                           long mo, __global const A_T *y, long yo, int has_y, __global A_CT *part, long N, long C, long S,
+                           int P)
 {
     __local A_CT l[BATCH_NORM_LOCAL];
     int lid = get_local_id(0), ls = get_local_size(0), p = get_group_id(0);
@@ -138,7 +146,7 @@ __kernel void batch_norm_grad_part(__global const A_T *g, long go, __global cons
     PART_START(lid, ls, n0, Sx);
     for (IX j = lid; j < m; j += ls, PART_STEP(Sx)) {
         IX k = (n * Cx + c) * Sx + s;
-        A_CT gv = A_LOAD(g, go + k);
+        A_CT gv = has_y && !(A_LOAD(y, yo + k) > 0) ? (A_CT)0 : A_LOAD(g, go + k);
         a += gv;
         b += gv * (A_LOAD(x, xo + k) - mu);
     }
@@ -161,7 +169,8 @@ __kernel void batch_norm_grad_final(__global const A_CT *part, int P, __global O
 __kernel void batch_norm_grad_apply(__global O_T *dx, long dxo, __global const A_T *g, long go, __global const A_T *x, long xo,
                             __global const A_T *mean, long mo, __global const A_T *invstd, long io, __global const A_T *w,
                             long wo, int has_w, __global const A_T *sg, long so, __global const A_T *sgx, long sxo,
-                            int training, long N, long C, long S, int rs, int vec)
+                            __global const A_T *y, long yo, int has_y, int training, long N, long C, long S, int rs,
+                            int vec)
 {
     ROW_OF(r, lane, rs, (IX)(N * C));
     IX c = r % (IX)C, Sx = (IX)S, lx = 1 << rs;
@@ -169,13 +178,20 @@ __kernel void batch_norm_grad_apply(__global O_T *dx, long dxo, __global const A
     A_CT M = (A_CT)(N * S), is = A_LOAD(invstd, io + c), k = has_w ? A_LOAD(w, wo + c) * is : is;
     A_CT mu = training ? A_LOAD(mean, mo + c) : (A_CT)0, q = training ? k * is * is * A_LOAD(sgx, sxo + c) / M : (A_CT)0;
     A_CT off = training ? k * A_LOAD(sg, so + c) / M : (A_CT)0;
-    __global const A_T *gr = g + go + (long)r * S, *xr = x + xo + (long)r * S;
+    __global const A_T *gr = g + go + (long)r * S, *xr = x + xo + (long)r * S, *yr = y + yo + (long)r * S;
     __global O_T *dr = dx + dxo + (long)r * S;
 #if ROW_VEC
     if (vec) {
-        for (IX j = lane; j < Sx / 4; j += lx) vstore4(k * vload4(j, gr) - q * (vload4(j, xr) - mu) - off, j, dr);
+        for (IX j = lane; j < Sx / 4; j += lx) {
+            float4 gv = vload4(j, gr);
+            if (has_y) gv = select((float4)0, gv, vload4(j, yr) > 0);
+            vstore4(k * gv - q * (vload4(j, xr) - mu) - off, j, dr);
+        }
         return;
     }
 #endif
-    for (IX j = lane; j < Sx; j += lx) O_STORE(dr, j, k * A_LOAD(gr, j) - q * (A_LOAD(xr, j) - mu) - off);
+    for (IX j = lane; j < Sx; j += lx) {
+        A_CT gv = has_y && !(A_LOAD(yr, j) > 0) ? (A_CT)0 : A_LOAD(gr, j);
+        O_STORE(dr, j, k * gv - q * (A_LOAD(xr, j) - mu) - off);
+    }
 }

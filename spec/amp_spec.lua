@@ -101,33 +101,40 @@ end
 -- batch norm keeps a 16-bit input's dtype: its values, running statistics
 -- and gradients match a float32 batch norm of the same 16-bit values, and
 -- the graph holds the 16-bit input (not a float32 copy)
+-- also with a fused relu (ResNet's blocks), whose node saves its 16-bit
+-- result too
 function TestAmp:test_batch_norm_keeps_16_bit_inputs()
   for _, dt in ipairs({ "float16", "bfloat16" }) do
-    netcl.manual_seed(5)
-    local x0 = T({ 8, 3, 16, 16 }):to(dt):float():requires_grad_()   -- values a 16-bit dtype holds exactly
-    local x = x0:to(dt)                                               -- recorded: the graph saves x
-    local w, b = T({ 3 }, { requires_grad = true }), T({ 3 }, { requires_grad = true })
-    local rm, rv = netcl.zeros(3, { device = H.device }), netcl.ones(3, { device = H.device })
-    local rm2, rv2 = rm:clone(), rv:clone()
-    local saved0 = netcl.memory_stats(H.device).by_owner.saved
-    local y = on(function() return F.batch_norm(x, rm, rv, w, b, true) end, dt)
-    lu.assertEquals(y.dtype, dt)
-    local saved = netcl.memory_stats(H.device).by_owner.saved - saved0
-    lu.assertTrue(saved >= 8 * 3 * 16 * 16 * 2 and saved < 8 * 3 * 16 * 16 * 4,
-      "the graph keeps the 16-bit input, not a float32 copy: " .. saved .. " bytes saved")
-    local g = netcl.randn(y:size(), { device = H.device }):to(dt)
-    y:backward(g)
-    local xr = x0:detach():clone():requires_grad_()
-    local wr, br = w:detach():clone():requires_grad_(), b:detach():clone():requires_grad_()
-    local yr = F.batch_norm(xr, rm2, rv2, wr, br, true)
-    yr:backward(g:float())
-    local tol = dt == "float16" and 2e-2 or 8e-2
-    H.assert_close(y:float(), yr, tol, tol, dt .. " values")
-    H.assert_close(x0.grad, xr.grad, tol, tol, dt .. " input gradient")
-    H.assert_close(w.grad, wr.grad, tol, tol, dt .. " weight gradient")
-    H.assert_close(b.grad, br.grad, tol, tol, dt .. " bias gradient")
-    H.assert_close(rm, rm2, 1e-5, 1e-5, dt .. " running mean")
-    H.assert_close(rv, rv2, 1e-5, 1e-5, dt .. " running var")
+    for _, act in ipairs({ false, "relu" }) do
+      netcl.manual_seed(5)
+      local x0 = T({ 8, 3, 16, 16 }):to(dt):float():requires_grad_()   -- values a 16-bit dtype holds exactly
+      local x = x0:to(dt)                                               -- recorded: the graph saves x
+      local w, b = T({ 3 }, { requires_grad = true }), T({ 3 }, { requires_grad = true })
+      local rm, rv = netcl.zeros(3, { device = H.device }), netcl.ones(3, { device = H.device })
+      local rm2, rv2 = rm:clone(), rv:clone()
+      local o = act and { act = act } or nil
+      local saved0 = netcl.memory_stats(H.device).by_owner.saved
+      local y = on(function() return F.batch_norm(x, rm, rv, w, b, true, nil, nil, o) end, dt)
+      lu.assertEquals(y.dtype, dt)
+      local saved, n = netcl.memory_stats(H.device).by_owner.saved - saved0, 8 * 3 * 16 * 16
+      local per = act and 4 or 2   -- x (and the relu's result) in 16 bits
+      lu.assertTrue(saved >= n * per and saved < n * (per + 2),
+        "the graph keeps 16-bit tensors, not a float32 copy: " .. saved .. " bytes saved")
+      local g = netcl.randn(y:size(), { device = H.device }):to(dt)
+      y:backward(g)
+      local xr = x0:detach():clone():requires_grad_()
+      local wr, br = w:detach():clone():requires_grad_(), b:detach():clone():requires_grad_()
+      local yr = F.batch_norm(xr, rm2, rv2, wr, br, true)
+      if act then yr = yr:relu() end
+      yr:backward(g:float())
+      local tol, what = dt == "float16" and 2e-2 or 8e-2, dt .. (act and " relu " or " ")
+      H.assert_close(y:float(), yr, tol, tol, what .. "values")
+      H.assert_close(x0.grad, xr.grad, tol, tol, what .. "input gradient")
+      H.assert_close(w.grad, wr.grad, tol, tol, what .. "weight gradient")
+      H.assert_close(b.grad, br.grad, tol, tol, what .. "bias gradient")
+      H.assert_close(rm, rm2, 1e-5, 1e-5, what .. "running mean")
+      H.assert_close(rv, rv2, 1e-5, 1e-5, what .. "running var")
+    end
   end
 end
 

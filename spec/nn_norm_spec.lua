@@ -166,6 +166,79 @@ function TestNormLayers:test_gradcheck_through_modules()
   N.gradcheck(perturbed(nn.GroupNorm(2, 4):double()), { N.f64(2, 4, 3) })
 end
 
+-- batch norm with a fused relu (F.batch_norm's act; ResNet's blocks) is
+-- batch norm and then relu: result, running statistics and the three
+-- gradients, training and evaluation, float32 (the cpu's plane-wise path)
+-- and float64; a non-finite gradient where the relu clipped is masked
+-- there as relu's own backward masks it
+function TestNormLayers:test_batch_norm_relu_matches_separate_ops()
+  local F = netcl.nn.functional
+  for _, dtype in ipairs({ "float32", "float64" }) do
+    for _, training in ipairs({ true, false }) do
+      local outs = {}
+      for k, fused in ipairs({ false, true }) do
+        netcl.manual_seed(50)
+        local o = { device = dev, dtype = dtype }
+        local x = netcl.randn(4, 3, 4, 4, o):requires_grad_()
+        local w = (netcl.randn(3, o) + 1):detach():requires_grad_()
+        local b = netcl.randn(3, o):detach():requires_grad_()
+        local rm, rv = netcl.randn(3, o) * 0.1, netcl.rand(3, o) + 0.5
+        local y = fused and F.batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5, { act = "relu" })
+                  or F.batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5):relu()
+        local g = netcl.randn(4, 3, 4, 4, o)
+        g = netcl.where(y:detach():eq(0), g * math.huge, g)   -- infinite where the relu clipped
+        y:backward(g)
+        outs[k] = { y, x.grad, w.grad, b.grad, rm, rv }
+      end
+      for i = 1, 6 do
+        local a, c = outs[1][i], outs[2][i]
+        lu.assertTrue(a:isfinite():all():item(), ("operand %d not finite"):format(i))
+        local tol = dtype == "float64" and 1e-12 or 1e-5
+        lu.assertTrue((a - c):abs():max():item() <= tol * (1 + a:abs():max():item()),
+          ("%s training %s: operand %d differs between fused and separate relu"):format(dtype, tostring(training), i))
+      end
+    end
+  end
+end
+
+function TestNormLayers:test_batch_norm_relu_gradcheck()
+  lu.skipIf(not H.is_cpu, "gradchecks run on the cpu backend in float64")
+  local F = netcl.nn.functional
+  netcl.manual_seed(51)
+  local ok, err = netcl.autograd.gradcheck(function(x, wt, bs)
+    return F.batch_norm(x, nil, nil, wt, bs, true, 0.1, 1e-5, { act = "relu" })
+  end, { N.f64(3, 3, 2, 2), N.f64(3), N.f64(3) })
+  lu.assertTrue(ok, tostring(err))
+end
+
+-- another activation runs as its own op after the batch norm; a name that
+-- is none of the fusable ones is an error naming the op
+function TestNormLayers:test_batch_norm_act_other_activations_and_errors()
+  local F = netcl.nn.functional
+  netcl.manual_seed(52)
+  local x = netcl.randn(2, 3, 2, 2, { device = dev })
+  local y = F.batch_norm(x, nil, nil, nil, nil, true, 0.1, 1e-5, { act = "sigmoid" })
+  local ref = F.batch_norm(x, nil, nil, nil, nil, true, 0.1, 1e-5):sigmoid()
+  lu.assertTrue((y - ref):abs():max():item() < 1e-6)
+  H.assert_error(function() F.batch_norm(x, nil, nil, nil, nil, true, 0.1, 1e-5, { act = "softmax" }) end, "batch_norm")
+  H.assert_error(function() F.batch_norm(x, nil, nil, nil, nil, true, 0.1, 1e-5, "relu") end, "options must be a table")
+end
+
+-- ResNet's blocks fuse bn1's relu, except where bn1 has a forward hook,
+-- which then sees the batch norm's output before the relu
+function TestNormLayers:test_resnet_block_fuses_unless_hooked()
+  netcl.manual_seed(53)
+  local blk = nn.models.BasicBlock(4, 4, { device = dev })
+  local x = netcl.randn(2, 4, 5, 5, { device = dev })
+  local y1 = blk(x)
+  local seen
+  local h = blk.bn1:register_forward_hook(function(_, _, out) seen = out:detach():min():item() end)
+  local y2 = blk(x)
+  h:remove()
+  lu.assertTrue(seen < 0, "the hook sees bn1's output before the relu")
+  lu.assertTrue((y1 - y2):abs():max():item() < 1e-5)
+end
+
 -- float32 batch norm (the cpu's plane-wise path) against the same op in
 -- float64: forward, running statistics and all three gradients, training
 -- and evaluation, with and without the affine parameters
@@ -266,7 +339,8 @@ function TestNormLayers:test_device_matches_cpu()
 end
 
 -- the device's batch norm moves rows of 4-aligned length as vectors and
--- others element by element; both, at an offset, training and eval
+-- others element by element; both, at an offset, training and eval, with
+-- and without a fused relu
 function TestNormLayers:test_device_matches_cpu_by_row_shape()
   local F = netcl.nn.functional
   H.against_cpu(function(d)
@@ -281,8 +355,9 @@ function TestNormLayers:test_device_matches_cpu_by_row_shape()
         local w = netcl.randn(C, { device = d, requires_grad = true })
         local b = netcl.randn(C, { device = d, requires_grad = true })
         local rm, rv = netcl.zeros(C, { device = d }), netcl.ones(C, { device = d })
-        for _, training in ipairs({ true, false }) do
-          local y = F.batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5)
+        for _, mode in ipairs({ "train", "eval", "train relu", "eval relu" }) do
+          local act = mode:find("relu") and { act = "relu" } or nil
+          local y = F.batch_norm(x, rm, rv, w, b, mode:find("train") ~= nil, 0.1, 1e-5, act)
           ;(y * y:sin()):sum():backward()
           for _, t in ipairs({ y, x.grad, w.grad, b.grad, rm, rv }) do outs[#outs + 1] = t:clone() end
           x.grad, w.grad, b.grad = nil, nil, nil

@@ -8,7 +8,7 @@
 
 #include "ops/ops.h"
 
-#define NC_NODE_SAVED 4
+#define NC_NODE_SAVED 5
 
 /* A registered gradient hook (hooks.c). */
 typedef struct nc_hook {

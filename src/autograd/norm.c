@@ -7,21 +7,25 @@
 #include <math.h>
 #include <string.h>
 
-/* ---- batch_norm: fused; the node saves x, mean, invstd and the weight ---------- */
+/* ---- batch_norm: fused; the node saves x, mean, invstd and the weight
+ * (with a fused relu also the result, whose zeros mask the gradient, as
+ * relu's own rule reads its output) ------------------------------------- */
 
 /* Records the node of a batch norm whose forward made *out, mean and invstd
  * (takes those two); x is what the node saves and backward normalises. */
 static netcl_status record_batch_norm(netcl_tensor **out, netcl_status st, netcl_tensor *x, netcl_tensor *weight,
-                                      netcl_tensor *bias, netcl_tensor *mean, netcl_tensor *invstd, int training)
+                                      netcl_tensor *bias, netcl_tensor *mean, netcl_tensor *invstd, int training, int relu)
 {
     netcl_tensor *ins[3] = {x, weight, bias};
+    const char *name = relu ? "batch_norm_relu" : "batch_norm";
     if (st == NETCL_OK && nc_should_record(3, ins)) {
-        nc_node *n = nc_node_new(NC_RULE_BATCH_NORM, "batch_norm", 3, ins);
+        nc_node *n = nc_node_new(NC_RULE_BATCH_NORM, name, 3, ins);
         if (!n || nc_node_save(n, 0, x) != NETCL_OK || nc_node_save(n, 1, mean) != NETCL_OK ||
-            nc_node_save(n, 2, invstd) != NETCL_OK || (weight && nc_node_save(n, 3, weight) != NETCL_OK)) {
+            nc_node_save(n, 2, invstd) != NETCL_OK || (weight && nc_node_save(n, 3, weight) != NETCL_OK) ||
+            (relu && nc_node_save(n, 4, *out) != NETCL_OK)) {
             netcl_tensor_release(mean);
             netcl_tensor_release(invstd);
-            return nc_record_fail(out, n, "batch_norm");
+            return nc_record_fail(out, n, name);
         }
         n->ip[0] = training;
         nc_node_attach(n, *out);
@@ -38,7 +42,8 @@ static netcl_status record_batch_norm(netcl_tensor **out, netcl_status st, netcl
  * backward widens it again; the ReLU and convolution after it then keep
  * 16-bit tensors too. */
 static netcl_status batch_norm_keep(netcl_tensor **out, netcl_tensor *x, netcl_tensor *rm, netcl_tensor *rv,
-                                    netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
+                                    netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps,
+                                    int relu)
 {
     netcl_tensor *wf = NULL, *bf = NULL, *xf = NULL, *yf = NULL, *mean = NULL, *invstd = NULL;
     netcl_status st = NETCL_OK;
@@ -47,46 +52,79 @@ static netcl_status batch_norm_keep(netcl_tensor **out, netcl_tensor *x, netcl_t
     if (bias && st == NETCL_OK) st = bias->dtype == NETCL_DTYPE_FLOAT32 ? (netcl_tensor_retain(bias), bf = bias, NETCL_OK)
                                                                        : netcl_tensor_cast(&bf, bias, NETCL_DTYPE_FLOAT32);
     if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_tensor_cast(&xf, x, NETCL_DTYPE_FLOAT32));
-    if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_batch_norm(&yf, &mean, &invstd, xf, rm, rv, wf, bf, training, momentum, eps));
+    if (st == NETCL_OK)
+        NC_FORWARD(st, nc_fwd_batch_norm(&yf, &mean, &invstd, xf, rm, rv, wf, bf, training, momentum, eps, relu));
     netcl_tensor_release(xf);
     if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_tensor_cast(out, yf, x->dtype));
     netcl_tensor_release(yf);
-    st = record_batch_norm(out, st, x, wf, bf, mean, invstd, training);
+    st = record_batch_norm(out, st, x, wf, bf, mean, invstd, training, relu);
     netcl_tensor_release(wf);
     netcl_tensor_release(bf);
     return st;
 }
 
-netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
-                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
+static netcl_status batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
+                               netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps, int relu)
 {
     *out = NULL;
     /* the running statistics are written in place: never cast, so float32 ones only */
     if (netcl_autocast_enabled() && (x->dtype == NETCL_DTYPE_FLOAT16 || x->dtype == NETCL_DTYPE_BFLOAT16) &&
         (!running_mean || running_mean->dtype == NETCL_DTYPE_FLOAT32))
-        return batch_norm_keep(out, x, running_mean, running_var, weight, bias, training, momentum, eps);
+        return batch_norm_keep(out, x, running_mean, running_var, weight, bias, training, momentum, eps, relu);
     netcl_status st;
     netcl_tensor *mean = NULL, *invstd = NULL;
-    NC_FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum, eps));
-    return record_batch_norm(out, st, x, weight, bias, mean, invstd, training);
+    NC_FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum, eps,
+                                     relu));
+    return record_batch_norm(out, st, x, weight, bias, mean, invstd, training, relu);
+}
+
+netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
+                              netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
+{
+    return batch_norm(out, x, running_mean, running_var, weight, bias, training, momentum, eps, 0);
+}
+
+/* relu runs in the normalising pass and its mask in the backward ones;
+ * another activation is its own op after the batch norm */
+netcl_status netcl_batch_norm_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
+                                  netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps,
+                                  netcl_op act, double act_param)
+{
+    *out = NULL;
+    if ((int)act >= 0 && !nc_gemm_act_ok((int)act))
+        return nc_fail(NETCL_ERR_ARGUMENT, "batch_norm_act: activation %d is not one of relu, sigmoid, tanh, silu, gelu, "
+                       "gelu_tanh, relu6, leaky_relu or none (-1)", (int)act);
+    if (act == NETCL_OP_RELU) return batch_norm(out, x, running_mean, running_var, weight, bias, training, momentum, eps, 1);
+    NC_TRY(batch_norm(out, x, running_mean, running_var, weight, bias, training, momentum, eps, 0));
+    if ((int)act < 0) return NETCL_OK;
+    netcl_tensor *y = *out;
+    netcl_status st = netcl_unary(out, act, y, act_param, 0);
+    netcl_tensor_release(y);
+    return st;
 }
 
 /* batch_norm: both backward kernels at once give dx, dw (sum g xhat) and db (sum g) */
 netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
 {
     nc_x x = NC_X(NULL);
-    netcl_tensor *in = NULL, *mean = NULL, *invstd = NULL, *w = NULL, *dx = NULL, *dw = NULL, *db = NULL;
+    netcl_tensor *in = NULL, *mean = NULL, *invstd = NULL, *w = NULL, *y = NULL, *dx = NULL, *dw = NULL, *db = NULL;
     nc_x_do(&x, nc_node_saved(n, 0, &in));
     nc_x_do(&x, nc_node_saved(n, 1, &mean));
     nc_x_do(&x, nc_node_saved(n, 2, &invstd));
     if (n->saved[3]) nc_x_do(&x, nc_node_saved(n, 3, &w));
+    if (n->saved[4]) nc_x_do(&x, nc_node_saved(n, 4, &y));
     if (x.st == NETCL_OK && in->dtype != mean->dtype) {   /* a 16-bit input normalised in float32 (batch_norm_keep) */
         netcl_tensor *wide = NULL;
         nc_x_do(&x, nc_fwd_tensor_cast(&wide, in, mean->dtype));
         in = nc_x_own(&x, wide);
+        if (y && x.st == NETCL_OK) {
+            wide = NULL;
+            nc_x_do(&x, nc_fwd_tensor_cast(&wide, y, mean->dtype));
+            y = nc_x_own(&x, wide);
+        }
     }
     if (x.st == NETCL_OK) {
-        nc_x_do(&x, nc_fwd_batch_norm_backward(&dx, &dw, &db, g, in, mean, invstd, w, (int)n->ip[0]));
+        nc_x_do(&x, nc_fwd_batch_norm_backward(&dx, &dw, &db, g, in, mean, invstd, w, y, (int)n->ip[0]));
         nc_x_own(&x, dx); nc_x_own(&x, dw); nc_x_own(&x, db);
     }
     nc_x_grad(&x, n, 0, dx, gin);

@@ -176,8 +176,11 @@ typedef struct nc_batch_norm_args {
     int64_t N, C, S;
     int training;
     double momentum, eps;
-    /* operands (NULL where the kernel or the call has none) */
-    const nc_desc *x, *g, *mean, *invstd, *w, *b, *rmean, *rvar, *sg, *sgx, *out;
+    /* APPLY: y = relu(normalised x) (batch_norm_act) */
+    int relu;
+    /* operands (NULL where the kernel or the call has none); y, in the
+     * backward kernels: a fused relu's output, whose zeros mask g */
+    const nc_desc *x, *g, *mean, *invstd, *w, *b, *rmean, *rvar, *sg, *sgx, *out, *y;
 } nc_batch_norm_args;
 
 /* ---- the contract ------------------------------------------------------------

@@ -30,7 +30,7 @@ typedef struct nc_step {
     nc_conv_args ca;
     nc_gemm_epi epi;                 /* c: d[3], bias: d[4] */
     nc_conv_epi cepi;                /* bias: d[5] */
-    nc_batch_norm_args bn;           /* operands in d[0..10] */
+    nc_batch_norm_args bn;           /* operands in d[0..11] */
     double hyper[NETCL_OPTIM_NHYPER];
     /* ST_FUSED */
     nc_fuse_node *nodes;

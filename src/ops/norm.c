@@ -40,7 +40,7 @@ static void args_of(nc_batch_norm_args *a, const netcl_tensor *x)
 
 netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tensor **invstd, netcl_tensor *x,
                                netcl_tensor *rm, netcl_tensor *rv, netcl_tensor *w, netcl_tensor *b, int training,
-                               double momentum, double eps)
+                               double momentum, double eps, int relu)
 {
     *y = *mean = *invstd = NULL;
     NC_TRY(nc_batch_norm_check(x, rm, rv, w, b, training));
@@ -50,6 +50,7 @@ netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tens
     a.training = training;
     a.momentum = momentum;
     a.eps = eps;
+    a.relu = relu;
     netcl_device *dev = nc_dev(x);
     nc_desc dx, dm, di, dw, db, drm, drv, dy;
     netcl_status st = nc_fwd_tensor_contiguous(&xc, x);
@@ -86,16 +87,17 @@ netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tens
 
 netcl_status nc_fwd_batch_norm_backward(netcl_tensor **dx, netcl_tensor **dw, netcl_tensor **db, netcl_tensor *g,
                                         netcl_tensor *x, netcl_tensor *mean, netcl_tensor *invstd, netcl_tensor *w,
-                                        int training)
+                                        netcl_tensor *y, int training)
 {
     *dx = *dw = *db = NULL;
     nc_batch_norm_args a = {0};
     args_of(&a, x);
     a.training = training;
     netcl_device *dev = nc_dev(x);
-    netcl_tensor *xc = NULL, *gc = NULL, *sg = NULL, *sgx = NULL;
-    nc_desc dxd, dg, dm, di, dwd, dsg, dsgx, dout;
+    netcl_tensor *xc = NULL, *gc = NULL, *yc = NULL, *sg = NULL, *sgx = NULL;
+    nc_desc dxd, dg, dm, di, dwd, dsg, dsgx, dout, dy;
     netcl_status st = nc_fwd_tensor_contiguous(&xc, x);
+    if (st == NETCL_OK && y) st = nc_fwd_tensor_contiguous(&yc, y);
     if (st == NETCL_OK) st = g->dtype == x->dtype ? nc_fwd_tensor_contiguous(&gc, g) : nc_fwd_tensor_cast(&gc, g, x->dtype);
     if (st == NETCL_OK) st = nc_tensor_new(&sg, dev, x->dtype, 1, &a.C);
     if (st == NETCL_OK) st = nc_tensor_new(&sgx, dev, x->dtype, 1, &a.C);
@@ -105,12 +107,14 @@ netcl_status nc_fwd_batch_norm_backward(netcl_tensor **dx, netcl_tensor **dw, ne
         nc_desc_of(&dsg, sg); nc_desc_of(&dsgx, sgx); nc_desc_of(&dout, *dx);
         a.x = &dxd; a.g = &dg; a.mean = &dm; a.invstd = &di; a.sg = &dsg; a.sgx = &dsgx; a.out = &dout;
         if (w) { nc_desc_of(&dwd, w); a.w = &dwd; }
+        if (yc) { nc_desc_of(&dy, yc); a.y = &dy; }
         st = dev->backend->norm.batch_norm(dev, NC_BATCH_NORM_GRAD_REDUCE, &a);
         if (st == NETCL_OK) st = dev->backend->norm.batch_norm(dev, NC_BATCH_NORM_GRAD_APPLY, &a);
     }
     if (st == NETCL_OK) st = nc_fwd_binary(dw, NETCL_OP_MUL, sgx, invstd);   /* dw = sum g xhat */
     if (st == NETCL_OK) { *db = sg; sg = NULL; }                                /* db = sum g */
-    netcl_tensor_release(xc); netcl_tensor_release(gc); netcl_tensor_release(sg); netcl_tensor_release(sgx);
+    netcl_tensor_release(xc); netcl_tensor_release(gc); netcl_tensor_release(yc);
+    netcl_tensor_release(sg); netcl_tensor_release(sgx);
     if (st != NETCL_OK) {
         netcl_tensor_release(*dx); netcl_tensor_release(*dw); netcl_tensor_release(*db);
         *dx = *dw = *db = NULL;

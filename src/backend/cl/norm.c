@@ -24,9 +24,11 @@ static netcl_status part_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int P,
 /* the row kernels' geometry (norm.cl's ROW_OF): groups of 256 items (or
  * the device's largest power of two below), 2^rs items a row, enough to
  * cover a row's items (float4s where vec) once; short rows share a group */
-static netcl_status row_launch(nc_cl_device *cd, cl_kernel k, int first, const nc_batch_norm_args *a, cl_long outo, cl_long go)
+static netcl_status row_launch(nc_cl_device *cd, cl_kernel k, int first, const nc_batch_norm_args *a, cl_long outo, cl_long go,
+                               cl_long yo)
 {
-    cl_int vec = a->x->dtype == NETCL_DTYPE_FLOAT32 && a->S % 4 == 0 && a->x->offset % 4 == 0 && outo % 4 == 0 && go % 4 == 0;
+    cl_int vec = a->x->dtype == NETCL_DTYPE_FLOAT32 && a->S % 4 == 0 && a->x->offset % 4 == 0 && outo % 4 == 0 && go % 4 == 0 &&
+                 yo % 4 == 0;
     int64_t items = vec ? a->S / 4 : a->S;
     int ls = 8;
     while (ls > 0 && ((int64_t)1 << ls) > cd->dev->max_work_group) ls--;
@@ -55,13 +57,14 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
     if (finals[kind]) NC_TRY(nc_cl_kernel(cd, "norm", opts, finals[kind], &kf, &wgf));
     cl_long N = a->N, C = a->C, S = a->S, xo = a->x->offset, go = a->g ? a->g->offset : 0;
     cl_int has_w = a->w != NULL, has_b = a->b != NULL, training = a->training, has_running = a->rmean != NULL;
+    cl_int relu = a->relu != 0, has_y = a->y != NULL;
     cl_int P = parts_for(cd, N, C);
     cl_mem part = NULL;
     size_t acc = a->x->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;
     if (kf) NC_TRY(nc_cl_scratch(cd, 0, acc * 3 * (size_t)P * (size_t)C, &part));
-    MEM(x); MEM(g); MEM(mean); MEM(invstd); MEM(w); MEM(b); MEM(rmean); MEM(rvar); MEM(sg); MEM(sgx); MEM(out);
+    MEM(x); MEM(g); MEM(mean); MEM(invstd); MEM(w); MEM(b); MEM(rmean); MEM(rvar); MEM(sg); MEM(sgx); MEM(out); MEM(y);
     /* every operand at its own offset (weights and biases are often views into an optimizer's flat buffer) */
-    OFF(mean); OFF(invstd); OFF(w); OFF(b); OFF(rmean); OFF(rvar); OFF(sg); OFF(sgx); OFF(out);
+    OFF(mean); OFF(invstd); OFF(w); OFF(b); OFF(rmean); OFF(rvar); OFF(sg); OFF(sgx); OFF(out); OFF(y);
     int i = 0;
     switch (kind) {
     case NC_BATCH_NORM_STATS:
@@ -80,12 +83,13 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
         NC_ARG(k, i++, out_m); NC_ARG(k, i++, out_o); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo);
         NC_ARG(k, i++, mean_m); NC_ARG(k, i++, mean_o); NC_ARG(k, i++, invstd_m); NC_ARG(k, i++, invstd_o);
         NC_ARG(k, i++, w_m); NC_ARG(k, i++, w_o); NC_ARG(k, i++, b_m); NC_ARG(k, i++, b_o);
-        NC_ARG(k, i++, has_w); NC_ARG(k, i++, has_b); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
-        return row_launch(cd, k, i, a, out_o, 0);
+        NC_ARG(k, i++, has_w); NC_ARG(k, i++, has_b); NC_ARG(k, i++, relu); NC_ARG(k, i++, N); NC_ARG(k, i++, C);
+        NC_ARG(k, i++, S);
+        return row_launch(cd, k, i, a, out_o, 0, 0);
     case NC_BATCH_NORM_GRAD_REDUCE:
         NC_ARG(k, i++, g_m); NC_ARG(k, i++, go); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m);
-        NC_ARG(k, i++, mean_o); NC_ARG(k, i++, part); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
-        NC_ARG(k, i++, P);
+        NC_ARG(k, i++, mean_o); NC_ARG(k, i++, y_m); NC_ARG(k, i++, y_o); NC_ARG(k, i++, has_y); NC_ARG(k, i++, part);
+        NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S); NC_ARG(k, i++, P);
         NC_TRY(part_launch(cd, k, wg, P, C));
         i = 0;
         NC_ARG(kf, i++, part); NC_ARG(kf, i++, P); NC_ARG(kf, i++, sg_m); NC_ARG(kf, i++, sg_o); NC_ARG(kf, i++, sgx_m);
@@ -96,7 +100,8 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
         NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m); NC_ARG(k, i++, mean_o); NC_ARG(k, i++, invstd_m);
         NC_ARG(k, i++, invstd_o); NC_ARG(k, i++, w_m); NC_ARG(k, i++, w_o); NC_ARG(k, i++, has_w);
         NC_ARG(k, i++, sg_m); NC_ARG(k, i++, sg_o); NC_ARG(k, i++, sgx_m); NC_ARG(k, i++, sgx_o);
+        NC_ARG(k, i++, y_m); NC_ARG(k, i++, y_o); NC_ARG(k, i++, has_y);
         NC_ARG(k, i++, training); NC_ARG(k, i++, N); NC_ARG(k, i++, C); NC_ARG(k, i++, S);
-        return row_launch(cd, k, i, a, out_o, go);
+        return row_launch(cd, k, i, a, out_o, go, y_o);
     }
 }

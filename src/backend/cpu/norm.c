@@ -1,7 +1,8 @@
 /* norm.c — the CPU norm family: fused batch normalisation, the reference
  * for kernels/norm.cl: per-channel statistics in double (two passes; the
  * float32 path one shifted pass),
- * normalisation, and the backward's reduction and elementwise pass.
+ * normalisation (and a fused relu), and the backward's reduction and
+ * elementwise pass (g masked by the relu's output where one was fused).
  * Parallel over channels (reductions) or elements. */
 #include "cpu.h"
 #include <math.h>
@@ -42,7 +43,7 @@ static void grad_reduce(void *v, int64_t c0, int64_t c1)
         double m = ld(a->mean, c), sg = 0, sgx = 0;
         for (int64_t i = 0; i < M; i++) {
             int64_t k = at(a, c, i);
-            double g = ld(a->g, k);
+            double g = a->y && !(ld(a->y, k) > 0) ? 0 : ld(a->g, k);
             sg += g;
             sgx += g * (ld(a->x, k) - m);
         }
@@ -59,7 +60,7 @@ static void apply(void *v, int64_t s, int64_t e)
         double y = (ld(a->x, i) - ld(a->mean, c)) * ld(a->invstd, c);
         if (a->w) y *= ld(a->w, c);
         if (a->b) y += ld(a->b, c);
-        st(a->out, i, y);
+        st(a->out, i, a->relu && !(y > 0) ? 0 : y);
     }
 }
 
@@ -69,7 +70,8 @@ static void grad_apply(void *v, int64_t s, int64_t e)
     double M = (double)(a->N * a->S);
     for (int64_t i = s; i < e; i++) {
         int64_t c = (i / a->S) % a->C;
-        double is = ld(a->invstd, c), k = a->w ? ld(a->w, c) * is : is, g = ld(a->g, i), d;
+        double is = ld(a->invstd, c), k = a->w ? ld(a->w, c) * is : is, d;
+        double g = a->y && !(ld(a->y, i) > 0) ? 0 : ld(a->g, i);
         if (a->training)
             d = k * (g - ld(a->sg, c) / M - (ld(a->x, i) - ld(a->mean, c)) * is * is * ld(a->sgx, c) / M);
         else
@@ -163,17 +165,25 @@ NC_CPU_WIDE static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
         lanes_d sg = {0}, sgx = {0};
         for (int64_t n = 0; n < a->N; n++) {
             const float *px = x + (n * a->C + c) * S, *pg = g + (n * a->C + c) * S;
+            const float *py = a->y ? CF32(a->y) + (n * a->C + c) * S : NULL;
             int64_t j = 0;   /* both sums in one pass over the plane */
             for (; j + LANES <= S; j += LANES) {
                 lanes_d gv, xv;
-                LOAD_LANES(gv, pg + j);
+                if (py) {   /* g where the relu passed, else 0 (a non-finite g too) */
+                    float t[LANES];
+                    for (int l = 0; l < LANES; l++) t[l] = py[j + l] > 0 ? pg[j + l] : 0.f;
+                    LOAD_LANES(gv, t);
+                } else {
+                    LOAD_LANES(gv, pg + j);
+                }
                 LOAD_LANES(xv, px + j);
                 sg += gv;
                 sgx += gv * (xv - m);
             }
             for (; j < S; j++) {
-                sg[0] += pg[j];
-                sgx[0] += (double)pg[j] * ((double)px[j] - m);
+                double gj = py && !(py[j] > 0) ? 0 : pg[j];
+                sg[0] += gj;
+                sgx[0] += gj * ((double)px[j] - m);
             }
         }
         F32(a->sg)[c] = (float)vec_total(&sg);
@@ -204,6 +214,8 @@ NC_CPU_WIDE static void apply_f32(void *v, int64_t p0, int64_t p1)
                 po[j] = (float)y;
             }
         }
+        if (a->relu)   /* the plane is still in cache */
+            for (int64_t j = 0; j < S; j++) po[j] = po[j] > 0 ? po[j] : 0;
     }
 }
 
@@ -217,11 +229,16 @@ NC_CPU_WIDE static void grad_apply_f32(void *v, int64_t p0, int64_t p1)
     for (int64_t p = p0; p < p1; p++) {
         int64_t c = p % a->C;
         double is = CF32(a->invstd)[c], k = a->w ? CF32(a->w)[c] * is : is;
-        const float *px = x + p * S, *pg = g + p * S;
+        const float *px = x + p * S, *pg = g + p * S, *py = a->y ? CF32(a->y) + p * S : NULL;
         float *po = o + p * S;
         if (a->training) {
             double m = CF32(a->mean)[c], sgm = CF32(a->sg)[c] / M, sgxm = is * is * CF32(a->sgx)[c] / M;
-            for (int64_t j = 0; j < S; j++) po[j] = (float)(k * (pg[j] - sgm - (px[j] - m) * sgxm));
+            if (py)
+                for (int64_t j = 0; j < S; j++) po[j] = (float)(k * ((py[j] > 0 ? pg[j] : 0.f) - sgm - (px[j] - m) * sgxm));
+            else
+                for (int64_t j = 0; j < S; j++) po[j] = (float)(k * (pg[j] - sgm - (px[j] - m) * sgxm));
+        } else if (py) {
+            for (int64_t j = 0; j < S; j++) po[j] = (float)(k * (py[j] > 0 ? pg[j] : 0.f));
         } else {
             for (int64_t j = 0; j < S; j++) po[j] = (float)(k * pg[j]);
         }

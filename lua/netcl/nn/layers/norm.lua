@@ -76,8 +76,10 @@ function BatchNorm:reset_parameters()
   if self.affine then init.ones_(self.weight); init.zeros_(self.bias) end
 end
 
--- x [N, C, ...]: dims accepted by the subclass (`_dims`)
-function BatchNorm:forward(x)
+-- x [N, C, ...]: dims accepted by the subclass (`_dims`); act (optional:
+-- "relu", or another of conv2d's activations) ends it in that activation,
+-- relu inside the batch norm's own passes (F.batch_norm's act)
+function BatchNorm:forward(x, act)
   local d = x:dim()
   if not self._dims[d] then
     throw(("%s: expected a %s input, got shape %s"):format(self.__name, self._dims_text, shape_str(x)))
@@ -97,7 +99,7 @@ function BatchNorm:forward(x)
   elseif not self.training and self.track_running_stats then
     rm, rv = self.running_mean, self.running_var
   end
-  return F.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, self.momentum, self.eps)
+  return F.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, self.momentum, self.eps, act and { act = act } or nil)
 end
 
 function BatchNorm:extra_repr()

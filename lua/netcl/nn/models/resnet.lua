@@ -35,6 +35,17 @@ local function bn(c, f) return BatchNorm2d(c, { device = f.device, dtype = f.dty
 
 -- ---- blocks -------------------------------------------------------------------------------
 
+-- relu(bn(x)) with the relu inside the batch norm's passes (no tensor or
+-- pass of its own), unless bn has hooks, which then see its output before
+-- the relu as they would with separate modules, or is not BatchNorm2d's
+-- own forward (a replaced or subclassed module)
+local function bn_relu(b, x)
+  if b.forward ~= BatchNorm2d.forward or rawget(b, "_forward_hooks")[1] or rawget(b, "_forward_pre_hooks")[1] then
+    return b(x):relu()
+  end
+  return b(x, "relu")
+end
+
 -- BasicBlock(inplanes, planes, {stride = 1, downsample = module | nil, device, dtype}):
 -- relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), 3x3 convs; expansion 1
 local BasicBlock = Module:extend("BasicBlock")
@@ -51,7 +62,7 @@ function BasicBlock:__init(inplanes, planes, opts)
 end
 
 function BasicBlock:forward(x)
-  local out = self.bn1(self.conv1(x)):relu()
+  local out = bn_relu(self.bn1, self.conv1(x))
   out = self.bn2(self.conv2(out))
   local identity = self.downsample and self.downsample(x) or x
   return (out + identity):relu()
@@ -77,8 +88,8 @@ function Bottleneck:__init(inplanes, planes, opts)
 end
 
 function Bottleneck:forward(x)
-  local out = self.bn1(self.conv1(x)):relu()
-  out = self.bn2(self.conv2(out)):relu()
+  local out = bn_relu(self.bn1, self.conv1(x))
+  out = bn_relu(self.bn2, self.conv2(out))
   out = self.bn3(self.conv3(out))
   local identity = self.downsample and self.downsample(x) or x
   return (out + identity):relu()
@@ -243,7 +254,7 @@ function CifarResNet:__init(depth, opts)
 end
 
 function CifarResNet:forward(x)
-  x = self.bn1(self.conv1(x)):relu()
+  x = bn_relu(self.bn1, self.conv1(x))
   x = self.layer3(self.layer2(self.layer1(x)))
   x = F.adaptive_avg_pool2d(x, 1)
   return self.fc(x:view(x:size(1), -1))
