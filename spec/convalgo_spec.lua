@@ -367,6 +367,10 @@ function TestConvAlgos:test_planner_choices()
   lu.assertNotEquals(wide, "depthwise")
   if info.type == "opencl_gpu" then lu.assertEquals(wide, "direct") end
   lu.assertEquals(netcl.conv2d_strategy({ 2, 8, 8, 8 }, { 4, 8, 1, 1 }, o), "gemm1x1")
+  -- a GPU leaves 1x1 layers whose H*W is not a multiple of 4 (ResNet-50's
+  -- 7x7 stage) to one product over N*H*W columns
+  local s7 = netcl.conv2d_strategy({ 64, 512, 7, 7 }, { 2048, 512, 1, 1 }, o)
+  if info.type == "opencl_gpu" then lu.assertNotEquals(s7, "gemm1x1") else lu.assertEquals(s7, "gemm1x1") end
   -- an unfolded input past an eighth of the device's memory is gathered instead
   local big = { 4096, 64, 224, 224 }
   -- (the cpu's vector tiled pass, which unfolds nothing either, comes first there)

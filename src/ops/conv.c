@@ -171,7 +171,12 @@ static nc_conv_algo plan_rule(netcl_device *dev, const nc_conv_args *g, nc_conv_
     /* larger depthwise windows: one direct kernel beats unfolding a GEMM
      * of one row per channel */
     if (g->G == g->C && g->G > 1 && dev->type == NETCL_DEVICE_OPENCL_GPU) return NC_CONV_DIRECT;
-    if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass)) return NC_CONV_GEMM1X1;
+    /* gemm1x1 runs per-image products over H*W columns; on a GPU, rows of
+     * H*W not a multiple of 4 (ResNet-50's 7x7 stage) keep those off the
+     * tensor-core and cp.async kernels, and im2col's one product over
+     * N*H*W columns takes them */
+    if (nc_conv_applicable(NC_CONV_GEMM1X1, g, pass) && (dev->type != NETCL_DEVICE_OPENCL_GPU || (g->H * g->W) % 4 == 0))
+        return NC_CONV_GEMM1X1;
     if (tiled_suits(dev, g, pass, dt)) return NC_CONV_TILED;
     /* the cpu's float32 backward-weight as vectors (the implicit_gemm entry
      * there): a window past 1x1 and a weight gradient of at most 128 KiB
