@@ -239,6 +239,35 @@ function TestNormLayers:test_resnet_block_fuses_unless_hooked()
   lu.assertTrue((y1 - y2):abs():max():item() < 1e-5)
 end
 
+-- Sequential runs a BatchNorm followed by an nn.ReLU as one fused call
+-- (its grad_fn says so), with the same result and gradients; a hook on
+-- either, or a subclass with its own forward, keeps them apart
+function TestNormLayers:test_sequential_fuses_batch_norm_and_relu()
+  local function build()
+    netcl.manual_seed(54)
+    return nn.Sequential(nn.Conv2d(2, 4, 3, { padding = 1, device = dev }), nn.BatchNorm2d(4, { device = dev }), nn.ReLU())
+  end
+  local x = netcl.randn(3, 2, 5, 5, { device = dev })
+  local fused, plain = build(), build()
+  local y = fused(x)
+  lu.assertEquals(y.grad_fn, "batch_norm_relu")
+  local seen = 0
+  plain:get(3):register_forward_hook(function() seen = seen + 1 end)
+  local yp = plain(x)
+  lu.assertEquals(seen, 1)
+  lu.assertEquals(yp.grad_fn, "relu")
+  lu.assertTrue((y - yp):abs():max():item() < 1e-5)
+  y:sum():backward()
+  yp:sum():backward()
+  for i, p in ipairs(fused:parameters()) do
+    lu.assertTrue((p.grad - plain:parameters()[i].grad):abs():max():item() < 1e-4, "parameter " .. i)
+  end
+  local Own = nn.BatchNorm2d:extend("OwnBN")
+  function Own:forward(t) return nn.BatchNorm2d.forward(self, t) * 2 end
+  local own = nn.Sequential(Own(2, { device = dev }), nn.ReLU())
+  lu.assertEquals(own(x).grad_fn, "relu")
+end
+
 -- float32 batch norm (the cpu's plane-wise path) against the same op in
 -- float64: forward, running statistics and all three gradients, training
 -- and evaluation, with and without the affine parameters

@@ -43,16 +43,25 @@ function Sequential:__init(...)
   for i, m in ipairs(list) do self:add_module(tostring(i), check_module("Sequential", m, i)) end
 end
 
+-- A module that can end in a ReLU followed by an nn.ReLU, neither hooked,
+-- runs as one call (module.fuses_relu: a batch norm then normalises and
+-- clamps in one pass); the result is the same.
 function Sequential:forward(x, ...)
   local mods = rawget(self, "_modules")
   local order = rawget(self, "_modules_order")
-  for i = 1, #order do
-    if i == 1 then x = mods[order[i]](x, ...)
+  local n, i, extra, first = #order, 1, select("#", ...) > 0, true
+  while i <= n do
+    local m, nxt = mods[order[i]], mods[order[i + 1]]
+    local y
+    if nxt and not (i == 1 and extra) and module.fuses_relu(m) and module.is_plain_relu(nxt) then
+      y = m(x, "relu")
+      i = i + 2
     else
-      local y = mods[order[i]](x)
-      if y ~= x then release_passed(x, self) end   -- a result only the next module read
-      x = y
+      if i == 1 then y = m(x, ...) else y = m(x) end
+      i = i + 1
     end
+    if not first and y ~= x then release_passed(x, self) end   -- a result only the next module read
+    x, first = y, false
   end
   return x
 end

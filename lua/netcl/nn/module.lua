@@ -38,6 +38,15 @@ M.Module = Module
 local function is_module(v) return type(v) == "table" and getmetatable(v) ~= nil and getmetatable(v).__is_module == true end
 M.is_module = is_module
 
+-- A ReLU fused into the module before it (Sequential, ResNet's blocks): a
+-- class whose forward(x, "relu") ends in a ReLU names that forward as
+-- `_relu_forward`; nn.ReLU names its own as `_plain_relu_forward`. Both
+-- modules must still run those forwards (a subclass that replaced one does
+-- not fuse) and have no hooks, so nothing can see the tensor in between.
+local function unhooked(m) return not rawget(m, "_forward_hooks")[1] and not rawget(m, "_forward_pre_hooks")[1] end
+function M.fuses_relu(m) return m._relu_forward ~= nil and m.forward == m._relu_forward and unhooked(m) end
+function M.is_plain_relu(m) return m._plain_relu_forward ~= nil and m.forward == m._plain_relu_forward and unhooked(m) end
+
 -- ---- registries -----------------------------------------------------------------
 
 local function registry_remove(self, which, name)

@@ -104,6 +104,15 @@ typedef double lanes_d __attribute__((vector_size(LANES * sizeof(double))));
         (dst) = __builtin_convertvector(f_, lanes_d);                         \
     } while (0)
 
+#define MASK_CHUNK 2048   /* floats of g masked at a time (a multiple of LANES) */
+
+/* t = g where a fused relu's output y is positive, else 0 (a non-finite g
+ * too); its own loop, which vectorises, ahead of the unmasked ones */
+NC_CPU_WIDE static void relu_mask(float *t, const float *g, const float *y, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++) t[j] = y[j] > 0 ? g[j] : 0.f;
+}
+
 static double vec_total(const lanes_d *v)
 {
     double t = 0;
@@ -160,30 +169,34 @@ NC_CPU_WIDE static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
     const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x), *g = CF32(a->g);
     int64_t S = a->S;
+
     for (int64_t c = c0; c < c1; c++) {
         double m = CF32(a->mean)[c];
         lanes_d sg = {0}, sgx = {0};
         for (int64_t n = 0; n < a->N; n++) {
             const float *px = x + (n * a->C + c) * S, *pg = g + (n * a->C + c) * S;
             const float *py = a->y ? CF32(a->y) + (n * a->C + c) * S : NULL;
-            int64_t j = 0;   /* both sums in one pass over the plane */
-            for (; j + LANES <= S; j += LANES) {
-                lanes_d gv, xv;
-                if (py) {   /* g where the relu passed, else 0 (a non-finite g too) */
-                    float t[LANES];
-                    for (int l = 0; l < LANES; l++) t[l] = py[j + l] > 0 ? pg[j + l] : 0.f;
-                    LOAD_LANES(gv, t);
-                } else {
-                    LOAD_LANES(gv, pg + j);
+            /* both sums in one pass over the plane, a chunk at a time (its
+             * g masked first where a relu was fused) */
+            for (int64_t j0 = 0; j0 < S; j0 += MASK_CHUNK) {
+                int64_t len = S - j0 < MASK_CHUNK ? S - j0 : MASK_CHUNK, j = 0;
+                const float *gc = pg + j0, *xc = px + j0;
+                float gm[py ? MASK_CHUNK : 1];
+                if (py) {
+                    relu_mask(gm, gc, py + j0, len);
+                    gc = gm;
                 }
-                LOAD_LANES(xv, px + j);
-                sg += gv;
-                sgx += gv * (xv - m);
-            }
-            for (; j < S; j++) {
-                double gj = py && !(py[j] > 0) ? 0 : pg[j];
-                sg[0] += gj;
-                sgx[0] += gj * ((double)px[j] - m);
+                for (; j + LANES <= len; j += LANES) {
+                    lanes_d gv, xv;
+                    LOAD_LANES(gv, gc + j);
+                    LOAD_LANES(xv, xc + j);
+                    sg += gv;
+                    sgx += gv * (xv - m);
+                }
+                for (; j < len; j++) {
+                    sg[0] += gc[j];
+                    sgx[0] += (double)gc[j] * ((double)xc[j] - m);
+                }
             }
         }
         F32(a->sg)[c] = (float)vec_total(&sg);
@@ -229,16 +242,18 @@ NC_CPU_WIDE static void grad_apply_f32(void *v, int64_t p0, int64_t p1)
     for (int64_t p = p0; p < p1; p++) {
         int64_t c = p % a->C;
         double is = CF32(a->invstd)[c], k = a->w ? CF32(a->w)[c] * is : is;
-        const float *px = x + p * S, *pg = g + p * S, *py = a->y ? CF32(a->y) + p * S : NULL;
+        const float *px = x + p * S, *pg = g + p * S;
         float *po = o + p * S;
-        if (a->training) {
-            double m = CF32(a->mean)[c], sgm = CF32(a->sg)[c] / M, sgxm = is * is * CF32(a->sgx)[c] / M;
-            if (py)
-                for (int64_t j = 0; j < S; j++) po[j] = (float)(k * ((py[j] > 0 ? pg[j] : 0.f) - sgm - (px[j] - m) * sgxm));
+        double m = a->training ? CF32(a->mean)[c] : 0;
+        double sgm = a->training ? CF32(a->sg)[c] / M : 0, sgxm = a->training ? is * is * CF32(a->sgx)[c] / M : 0;
+        if (a->y) {   /* g masked into the output plane, then updated in place there */
+            relu_mask(po, pg, CF32(a->y) + p * S, S);
+            if (a->training)
+                for (int64_t j = 0; j < S; j++) po[j] = (float)(k * (po[j] - sgm - (px[j] - m) * sgxm));
             else
-                for (int64_t j = 0; j < S; j++) po[j] = (float)(k * (pg[j] - sgm - (px[j] - m) * sgxm));
-        } else if (py) {
-            for (int64_t j = 0; j < S; j++) po[j] = (float)(k * (py[j] > 0 ? pg[j] : 0.f));
+                for (int64_t j = 0; j < S; j++) po[j] = (float)(k * po[j]);
+        } else if (a->training) {
+            for (int64_t j = 0; j < S; j++) po[j] = (float)(k * (pg[j] - sgm - (px[j] - m) * sgxm));
         } else {
             for (int64_t j = 0; j < S; j++) po[j] = (float)(k * pg[j]);
         }

@@ -102,6 +102,8 @@ function BatchNorm:forward(x, act)
   return F.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, self.momentum, self.eps, act and { act = act } or nil)
 end
 
+BatchNorm._relu_forward = BatchNorm.forward   -- forward(x, "relu"): Sequential and ResNet fuse a ReLU after it
+
 function BatchNorm:extra_repr()
   return ("%d, eps=%g, momentum=%g, affine=%s, track_running_stats=%s"):format(self.num_features, self.eps, self.momentum,
     tostring(self.affine), tostring(self.track_running_stats))

@@ -37,12 +37,10 @@ local function bn(c, f) return BatchNorm2d(c, { device = f.device, dtype = f.dty
 
 -- relu(bn(x)) with the relu inside the batch norm's passes (no tensor or
 -- pass of its own), unless bn has hooks, which then see its output before
--- the relu as they would with separate modules, or is not BatchNorm2d's
--- own forward (a replaced or subclassed module)
+-- the relu as they would with separate modules, or does not run
+-- BatchNorm's own forward (module.fuses_relu)
 local function bn_relu(b, x)
-  if b.forward ~= BatchNorm2d.forward or rawget(b, "_forward_hooks")[1] or rawget(b, "_forward_pre_hooks")[1] then
-    return b(x):relu()
-  end
+  if not module.fuses_relu(b) then return b(x):relu() end
   return b(x, "relu")
 end
 
