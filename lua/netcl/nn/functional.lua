@@ -70,12 +70,9 @@ end
 --            {act = nil, slope = 0.01}): act ends it in an activation (as
 -- conv2d's); relu runs inside the batch norm's own passes
 function M.batch_norm(x, rm, rv, w, b, training, momentum, eps, o)
-  local act = o and lib.fused_act(options(o, "batch_norm"), "batch_norm") or -1
-  if act < 0 then
-    return call1(C.netcl_batch_norm, H(x), opt(rm), opt(rv), opt(w), opt(b), training and 1 or 0, momentum or 0.1, eps or 1e-5)
-  end
+  o = options(o, "batch_norm")
   return call1(C.netcl_batch_norm_act, H(x), opt(rm), opt(rv), opt(w), opt(b), training and 1 or 0, momentum or 0.1,
-               eps or 1e-5, act, o.slope or 0.01)
+               eps or 1e-5, lib.fused_act(o, "batch_norm"), o.slope or 0.01)
 end
 -- layer_norm(x, normalized_shape (a number or a table), weight, bias, eps = 1e-5)
 function M.layer_norm(x, shape, w, b, eps)

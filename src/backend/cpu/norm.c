@@ -169,7 +169,7 @@ NC_CPU_WIDE static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
     const nc_batch_norm_args *a = v;
     const float *x = CF32(a->x), *g = CF32(a->g);
     int64_t S = a->S;
-
+    float gm[MASK_CHUNK];   /* a chunk of g masked by a fused relu's output */
     for (int64_t c = c0; c < c1; c++) {
         double m = CF32(a->mean)[c];
         lanes_d sg = {0}, sgx = {0};
@@ -181,7 +181,6 @@ NC_CPU_WIDE static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
             for (int64_t j0 = 0; j0 < S; j0 += MASK_CHUNK) {
                 int64_t len = S - j0 < MASK_CHUNK ? S - j0 : MASK_CHUNK, j = 0;
                 const float *gc = pg + j0, *xc = px + j0;
-                float gm[py ? MASK_CHUNK : 1];
                 if (py) {
                     relu_mask(gm, gc, py + j0, len);
                     gc = gm;
