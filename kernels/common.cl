@@ -143,20 +143,6 @@ typedef struct {
     long ndim, n;
 } meta_t;
 
-/* Element offset of operand k for linear index i (row-major over sizes). */
-inline long meta_offset(const meta_t *m, int k, long i)
-{
-    long off = m->offsets[k];
-    for (int d = (int)m->ndim - 1; d >= 0; d--) {
-        long s = m->sizes[d];
-        off += (i % s) * m->strides[k][d];
-        i /= s;
-    }
-    return off;
-}
-
-#define GRID_LOOP(i, n) for (long i = get_global_id(0); i < (n); i += get_global_size(0))
-
 /* IX: the index type of kernels whose per-element index arithmetic
  * (division, modulo) dominates them. 64-bit division is emulated on GPUs;
  * the host passes -DIX32 (nc_cl_index_opts) when every element index, and
@@ -167,6 +153,23 @@ typedef int IX;
 #else
 typedef long IX;
 #endif
+
+/* Element offset of operand k for linear index i (row-major over sizes),
+ * dividing in IX: 32-bit division where the host allows it is several
+ * times cheaper than the 64-bit one GPUs emulate. */
+inline long meta_offset(const meta_t *m, int k, long i)
+{
+    long off = m->offsets[k];
+    IX j = (IX)i;
+    for (int d = (int)m->ndim - 1; d >= 0; d--) {
+        IX s = (IX)m->sizes[d];
+        off += (long)(j % s) * m->strides[k][d];
+        j /= s;
+    }
+    return off;
+}
+
+#define GRID_LOOP(i, n) for (long i = get_global_id(0); i < (n); i += get_global_size(0))
 
 /* n / d for 0 <= n < 2^31 with d's magic m and shift s (Granlund-Montgomery:
  * s = ceil(log2 d), m = floor(2^32 (2^s - d) / d) + 1; the host computes

@@ -16,6 +16,7 @@ netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *sr
     nc_cl_meta m;
     const nc_desc *ops[2] = {dst, src};
     nc_cl_meta_of(&m, 2, ops);
+    nc_cl_index_opts(opts, sizeof opts, m.n);   /* 32-bit index arithmetic where it fits */
     cl_kernel k;
     size_t wg;
     cl_mem d = dst->buf, s = src->buf;
@@ -36,7 +37,7 @@ netcl_status nc_cl_copy(netcl_device *dev, const nc_desc *dst, const nc_desc *sr
                             nd == 3 ? (size_t)m.sizes[0] : 1};
         size_t local[3] = {32, 8, 1};
         return nc_cl_launch_nd(cd, k, 3, global, local);
-    } else if ((nd == 2 || nd == 3) && m.strides[0][nd - 1] == 1 && m.strides[1][nd - 1] == 1 && m.sizes[nd - 1] >= 64) {
+    } else if ((nd == 2 || nd == 3) && m.strides[0][nd - 1] == 1 && m.strides[1][nd - 1] == 1 && m.sizes[nd - 1] >= 16) {
         /* rows of both sides contiguous (narrowed views, padded rows): whole rows */
         NC_TRY(nc_cl_kernel(cd, "copy", opts, "copy_rows", &k, &wg));
         NC_ARG(k, 0, d); NC_ARG(k, 1, s); NC_ARG(k, 2, m);
@@ -73,6 +74,7 @@ netcl_status nc_cl_fill(netcl_device *dev, const nc_desc *dst, double value)
     nc_cl_meta m;
     const nc_desc *ops[1] = {dst};
     nc_cl_meta_of(&m, 1, ops);
+    nc_cl_index_opts(opts, sizeof opts, m.n);   /* 32-bit index arithmetic where it fits */
     cl_kernel k;
     size_t wg;
     cl_mem d = dst->buf;
@@ -115,6 +117,7 @@ netcl_status nc_cl_unary(netcl_device *dev, netcl_op op, const nc_desc *out, con
     nc_cl_meta m;
     const nc_desc *ops[2] = {out, a};
     nc_cl_meta_of(&m, 2, ops);
+    nc_cl_index_opts(opts, sizeof opts, m.n);   /* 32-bit index arithmetic where it fits */
     int contig = nc_cl_meta_contiguous(&m, 2);
     snprintf(name, sizeof name, "unary_%s%s", netcl_op_name(op), contig ? "_c" : "");
     cl_kernel k;
@@ -143,6 +146,7 @@ netcl_status nc_cl_unary_grad(netcl_device *dev, netcl_op op, const nc_desc *gin
     nc_cl_meta m;
     const nc_desc *ops[4] = {gin, g, x, y};
     nc_cl_meta_of(&m, 4, ops);
+    nc_cl_index_opts(opts, sizeof opts, m.n);   /* 32-bit index arithmetic where it fits */
     int contig = nc_cl_meta_contiguous(&m, 4);
     snprintf(name, sizeof name, "unary_grad_%s%s", netcl_op_name(op), contig ? "_c" : "");
     cl_kernel k;
@@ -175,6 +179,7 @@ netcl_status nc_cl_binary_grad(netcl_device *dev, netcl_op op, int which, const 
     /* an absent operand aliases out (never read) so the geometry stays one */
     const nc_desc *ops[4] = {out, g, a ? a : out, b ? b : out};
     nc_cl_meta_of(&m, 4, ops);
+    nc_cl_index_opts(opts, sizeof opts, m.n);   /* 32-bit index arithmetic where it fits */
     snprintf(name, sizeof name, "binary_grad_%c_%s", which ? 'b' : 'a', netcl_op_name(op));
     cl_kernel k;
     size_t wg;
@@ -200,6 +205,7 @@ netcl_status nc_cl_binary(netcl_device *dev, netcl_op op, const nc_desc *out, co
     const nc_desc *ops[3] = {out, a, b};
     int nops = b ? 3 : 2;
     nc_cl_meta_of(&m, nops, ops);
+    nc_cl_index_opts(opts, sizeof opts, m.n);   /* 32-bit index arithmetic where it fits */
     int contig = nc_cl_meta_contiguous(&m, nops);
     snprintf(name, sizeof name, "binary_%s%s", netcl_op_name(op), b ? (contig ? "_c" : "") : (contig ? "_sc" : "_s"));
     cl_kernel k;
@@ -248,6 +254,7 @@ netcl_status nc_cl_where(netcl_device *dev, const nc_desc *out, const nc_desc *c
     nc_cl_meta m;
     const nc_desc *ops[4] = {out, cond, a ? a : out, b ? b : out};
     nc_cl_meta_of(&m, 4, ops);
+    nc_cl_index_opts(opts, sizeof opts, m.n);   /* 32-bit index arithmetic where it fits */
     cl_kernel k;
     size_t wg;
     int contig = nc_cl_meta_contiguous(&m, 4);
