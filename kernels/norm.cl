@@ -11,7 +11,8 @@
  *   mean and 1/sqrt(var + eps), and updates the running statistics in
  *   place (momentum; the variance unbiased) when has_running.
  * batch_norm_apply: y = (x - mean[c]) invstd[c] w[c] + b[c] (w, b optional;
- *   relu: then max(y, 0), batch_norm_act), by rows (below).
+ *   has_r: plus the residual res; relu: then max(y, 0), batch_norm_act), by
+ *   rows (below).
  * batch_norm_grad_part / batch_norm_grad_final: per channel, sg = sum g and
  *   sgx = sum g (x - mean); with has_y, g is first zeroed where a fused
  *   relu's output y is not positive (here and in grad_apply).
@@ -110,18 +111,20 @@ __kernel void batch_norm_stats_final(__global const A_CT *part, int P, __global 
 
 __kernel void batch_norm_apply(__global O_T *y, long yo, __global const A_T *x, long xo, __global const A_T *mean, long mo,
                        __global const A_T *invstd, long io, __global const A_T *w, long wo, __global const A_T *b, long bo,
-                       int has_w, int has_b, int relu, long N, long C, long S, int rs, int vec)
+                       __global const A_T *res, long ro, int has_r, int has_w, int has_b, int relu, long N, long C,
+                       long S, int rs, int vec)
 {
     ROW_OF(r, lane, rs, (IX)(N * C));
     IX c = r % (IX)C, Sx = (IX)S, lx = 1 << rs;
     A_CT k = A_LOAD(invstd, io + c), mu = A_LOAD(mean, mo + c), sh = has_b ? A_LOAD(b, bo + c) : (A_CT)0;
     if (has_w) k *= A_LOAD(w, wo + c);
-    __global const A_T *xr = x + xo + (long)r * S;
+    __global const A_T *xr = x + xo + (long)r * S, *rr = res + ro + (long)r * S;
     __global O_T *yr = y + yo + (long)r * S;
 #if ROW_VEC
     if (vec) {
         for (IX j = lane; j < Sx / 4; j += lx) {
             float4 v = (vload4(j, xr) - mu) * k + sh;
+            if (has_r) v += vload4(j, rr);
             vstore4(relu ? select((float4)0, v, v > 0) : v, j, yr);
         }
         return;
@@ -129,6 +132,7 @@ __kernel void batch_norm_apply(__global O_T *y, long yo, __global const A_T *x, 
 #endif
     for (IX j = lane; j < Sx; j += lx) {
         A_CT v = (A_LOAD(xr, j) - mu) * k + sh;
+        if (has_r) v += A_LOAD(rr, j);
         O_STORE(yr, j, relu && !(v > 0) ? (A_CT)0 : v);
     }
 }

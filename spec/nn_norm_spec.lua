@@ -201,6 +201,50 @@ function TestNormLayers:test_batch_norm_relu_matches_separate_ops()
   end
 end
 
+-- a residual added in the batch norm's pass (ResNet's shortcut), with and
+-- without the relu after it, against bn + add (+ relu): result and the
+-- four gradients; a residual that needs no gradient keeps relu's mask in
+-- the backward kernels
+function TestNormLayers:test_batch_norm_add_relu_matches_separate_ops()
+  local F = netcl.nn.functional
+  for _, dtype in ipairs({ "float32", "float64" }) do
+    for _, case in ipairs({ { "relu", true }, { nil, true }, { "relu", false } }) do
+      local act, rgrad = case[1], case[2]
+      local outs = {}
+      for k, fused in ipairs({ false, true }) do
+        netcl.manual_seed(55)
+        local o = { device = dev, dtype = dtype }
+        local x = netcl.randn(4, 3, 4, 4, o):requires_grad_()
+        local r = netcl.randn(4, 3, 4, 4, o):requires_grad_(rgrad)
+        local w = (netcl.randn(3, o) + 1):detach():requires_grad_()
+        local b = netcl.randn(3, o):detach():requires_grad_()
+        local y
+        if fused then
+          y = F.batch_norm(x, nil, nil, w, b, true, 0.1, 1e-5, { act = act, residual = r })
+          lu.assertEquals(y.grad_fn, act and "batch_norm_add_relu" or "batch_norm_add")
+        else
+          y = F.batch_norm(x, nil, nil, w, b, true, 0.1, 1e-5) + r
+          if act then y = y:relu() end
+        end
+        y:backward(netcl.randn(4, 3, 4, 4, o))
+        outs[k] = { y, x.grad, w.grad, b.grad, rgrad and r.grad or y }
+      end
+      for i = 1, 5 do
+        local a, c = outs[1][i], outs[2][i]
+        local tol = dtype == "float64" and 1e-12 or 1e-5
+        lu.assertTrue((a - c):abs():max():item() <= tol * (1 + a:abs():max():item()),
+          ("%s act %s: operand %d differs between fused and separate ops"):format(dtype, tostring(act), i))
+      end
+    end
+  end
+  local x = netcl.randn(2, 3, 4, 4, { device = dev })
+  H.assert_error(function() F.batch_norm(x, nil, nil, nil, nil, true, 0.1, 1e-5, { residual = netcl.randn(2, 3, 4, 5, { device = dev }) }) end,
+    "batch_norm: the residual float32[2,3,4,5]")
+  H.assert_error(function()
+    F.batch_norm(x, nil, nil, nil, nil, true, 0.1, 1e-5, { residual = netcl.randn(2, 3, 4, 4, { device = dev, dtype = "float64" }) })
+  end, "input's shape and dtype")
+end
+
 function TestNormLayers:test_batch_norm_relu_gradcheck()
   lu.skipIf(not H.is_cpu, "gradchecks run on the cpu backend in float64")
   local F = netcl.nn.functional
@@ -208,6 +252,10 @@ function TestNormLayers:test_batch_norm_relu_gradcheck()
   local ok, err = netcl.autograd.gradcheck(function(x, wt, bs)
     return F.batch_norm(x, nil, nil, wt, bs, true, 0.1, 1e-5, { act = "relu" })
   end, { N.f64(3, 3, 2, 2), N.f64(3), N.f64(3) })
+  lu.assertTrue(ok, tostring(err))
+  ok, err = netcl.autograd.gradcheck(function(x, r, wt, bs)
+    return F.batch_norm(x, nil, nil, wt, bs, true, 0.1, 1e-5, { act = "relu", residual = r })
+  end, { N.f64(3, 3, 2, 2), N.f64(3, 3, 2, 2), N.f64(3), N.f64(3) })
   lu.assertTrue(ok, tostring(err))
 end
 
@@ -237,6 +285,14 @@ function TestNormLayers:test_resnet_block_fuses_unless_hooked()
   h:remove()
   lu.assertTrue(seen < 0, "the hook sees bn1's output before the relu")
   lu.assertTrue((y1 - y2):abs():max():item() < 1e-5)
+  -- bn2 takes the shortcut and the last relu; a hook on it sees bn2's own output
+  lu.assertEquals(y1.grad_fn, "batch_norm_add_relu")
+  h = blk.bn2:register_forward_hook(function(_, _, out) seen = out:detach():min():item() end)
+  local y3 = blk(x)
+  h:remove()
+  lu.assertEquals(y3.grad_fn, "relu")
+  lu.assertTrue(seen < 0, "the hook sees bn2's output before the add")
+  lu.assertTrue((y1 - y3):abs():max():item() < 1e-5)
 end
 
 -- Sequential runs a BatchNorm followed by an nn.ReLU as one fused call

@@ -529,12 +529,14 @@ netcl_status netcl_interpolate(netcl_tensor **out, netcl_tensor *x, const int64_
  * x itself. */
 netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
                               netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps);
-/* batch_norm ending in an activation (as netcl_conv2d_act's; -1 none):
- * relu is applied in the normalising pass and its mask in the backward
- * pass (no tensor or pass of its own); others run as their own op. */
-netcl_status netcl_batch_norm_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
-                                  netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps,
-                                  netcl_op act, double act_param);
+/* act(batch_norm(x) + residual): residual (may be NULL) of x's shape and
+ * dtype, added in the normalising pass (a ResNet block's shortcut); act as
+ * netcl_conv2d_act's (-1 none): relu is applied in that pass too and its
+ * mask in the backward pass (no tensor or pass of its own); others run as
+ * their own op. */
+netcl_status netcl_batch_norm_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *residual, netcl_tensor *running_mean,
+                                  netcl_tensor *running_var, netcl_tensor *weight, netcl_tensor *bias, int training,
+                                  double momentum, double eps, netcl_op act, double act_param);
 netcl_status netcl_layer_norm(netcl_tensor **out, netcl_tensor *x, int nnorm, netcl_tensor *weight, netcl_tensor *bias,
                               double eps);
 netcl_status netcl_group_norm(netcl_tensor **out, netcl_tensor *x, int64_t groups, netcl_tensor *weight,

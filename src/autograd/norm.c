@@ -9,17 +9,24 @@
 
 /* ---- batch_norm: fused; the node saves x, mean, invstd and the weight
  * (with a fused relu also the result, whose zeros mask the gradient, as
- * relu's own rule reads its output) ------------------------------------- */
+ * relu's own rule reads its output); a residual added before the relu is
+ * its fourth input ------------------------------------------------------ */
+
+static const char *batch_norm_name(int relu, const netcl_tensor *res)
+{
+    return res ? (relu ? "batch_norm_add_relu" : "batch_norm_add") : relu ? "batch_norm_relu" : "batch_norm";
+}
 
 /* Records the node of a batch norm whose forward made *out, mean and invstd
  * (takes those two); x is what the node saves and backward normalises. */
 static netcl_status record_batch_norm(netcl_tensor **out, netcl_status st, netcl_tensor *x, netcl_tensor *weight,
-                                      netcl_tensor *bias, netcl_tensor *mean, netcl_tensor *invstd, int training, int relu)
+                                      netcl_tensor *bias, netcl_tensor *res, netcl_tensor *mean, netcl_tensor *invstd,
+                                      int training, int relu)
 {
-    netcl_tensor *ins[3] = {x, weight, bias};
-    const char *name = relu ? "batch_norm_relu" : "batch_norm";
-    if (st == NETCL_OK && nc_should_record(3, ins)) {
-        nc_node *n = nc_node_new(NC_RULE_BATCH_NORM, name, 3, ins);
+    netcl_tensor *ins[4] = {x, weight, bias, res};
+    const char *name = batch_norm_name(relu, res);
+    if (st == NETCL_OK && nc_should_record(4, ins)) {
+        nc_node *n = nc_node_new(NC_RULE_BATCH_NORM, name, 4, ins);
         if (!n || nc_node_save(n, 0, x) != NETCL_OK || nc_node_save(n, 1, mean) != NETCL_OK ||
             nc_node_save(n, 2, invstd) != NETCL_OK || (weight && nc_node_save(n, 3, weight) != NETCL_OK) ||
             (relu && nc_node_save(n, 4, *out) != NETCL_OK)) {
@@ -43,59 +50,63 @@ static netcl_status record_batch_norm(netcl_tensor **out, netcl_status st, netcl
  * 16-bit tensors too. */
 static netcl_status batch_norm_keep(netcl_tensor **out, netcl_tensor *x, netcl_tensor *rm, netcl_tensor *rv,
                                     netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps,
-                                    int relu)
+                                    int relu, netcl_tensor *res)
 {
-    netcl_tensor *wf = NULL, *bf = NULL, *xf = NULL, *yf = NULL, *mean = NULL, *invstd = NULL;
+    netcl_tensor *wf = NULL, *bf = NULL, *xf = NULL, *rf = NULL, *yf = NULL, *mean = NULL, *invstd = NULL;
     netcl_status st = NETCL_OK;
     if (weight) st = weight->dtype == NETCL_DTYPE_FLOAT32 ? (netcl_tensor_retain(weight), wf = weight, NETCL_OK)
                                                         : netcl_tensor_cast(&wf, weight, NETCL_DTYPE_FLOAT32);
     if (bias && st == NETCL_OK) st = bias->dtype == NETCL_DTYPE_FLOAT32 ? (netcl_tensor_retain(bias), bf = bias, NETCL_OK)
                                                                        : netcl_tensor_cast(&bf, bias, NETCL_DTYPE_FLOAT32);
     if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_tensor_cast(&xf, x, NETCL_DTYPE_FLOAT32));
+    if (st == NETCL_OK && res) NC_FORWARD(st, nc_fwd_tensor_cast(&rf, res, NETCL_DTYPE_FLOAT32));
     if (st == NETCL_OK)
-        NC_FORWARD(st, nc_fwd_batch_norm(&yf, &mean, &invstd, xf, rm, rv, wf, bf, training, momentum, eps, relu));
+        NC_FORWARD(st, nc_fwd_batch_norm(&yf, &mean, &invstd, xf, rm, rv, wf, bf, training, momentum, eps, relu, rf));
     netcl_tensor_release(xf);
+    netcl_tensor_release(rf);
     if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_tensor_cast(out, yf, x->dtype));
     netcl_tensor_release(yf);
-    st = record_batch_norm(out, st, x, wf, bf, mean, invstd, training, relu);
+    st = record_batch_norm(out, st, x, wf, bf, res, mean, invstd, training, relu);
     netcl_tensor_release(wf);
     netcl_tensor_release(bf);
     return st;
 }
 
 static netcl_status batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
-                               netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps, int relu)
+                               netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps, int relu,
+                               netcl_tensor *res)
 {
     *out = NULL;
     /* the running statistics are written in place: never cast, so float32 ones only */
     if (netcl_autocast_enabled() && (x->dtype == NETCL_DTYPE_FLOAT16 || x->dtype == NETCL_DTYPE_BFLOAT16) &&
-        (!running_mean || running_mean->dtype == NETCL_DTYPE_FLOAT32))
-        return batch_norm_keep(out, x, running_mean, running_var, weight, bias, training, momentum, eps, relu);
+        (!running_mean || running_mean->dtype == NETCL_DTYPE_FLOAT32) && (!res || res->dtype == x->dtype))
+        return batch_norm_keep(out, x, running_mean, running_var, weight, bias, training, momentum, eps, relu, res);
     netcl_status st;
     netcl_tensor *mean = NULL, *invstd = NULL;
     NC_FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum, eps,
-                                     relu));
-    return record_batch_norm(out, st, x, weight, bias, mean, invstd, training, relu);
+                                     relu, res));
+    return record_batch_norm(out, st, x, weight, bias, res, mean, invstd, training, relu);
 }
 
 netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
                               netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps)
 {
-    return batch_norm(out, x, running_mean, running_var, weight, bias, training, momentum, eps, 0);
+    return batch_norm(out, x, running_mean, running_var, weight, bias, training, momentum, eps, 0, NULL);
 }
 
-/* relu runs in the normalising pass and its mask in the backward ones;
- * another activation is its own op after the batch norm */
-netcl_status netcl_batch_norm_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
-                                  netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps,
-                                  netcl_op act, double act_param)
+/* the residual is added and relu runs in the normalising pass, relu's mask
+ * in the backward ones; another activation is its own op after them */
+netcl_status netcl_batch_norm_act(netcl_tensor **out, netcl_tensor *x, netcl_tensor *residual, netcl_tensor *running_mean,
+                                  netcl_tensor *running_var, netcl_tensor *weight, netcl_tensor *bias, int training,
+                                  double momentum, double eps, netcl_op act, double act_param)
 {
     *out = NULL;
     if ((int)act >= 0 && !nc_gemm_act_ok((int)act))
         return nc_fail(NETCL_ERR_ARGUMENT, "batch_norm_act: activation %d is not one of relu, sigmoid, tanh, silu, gelu, "
                        "gelu_tanh, relu6, leaky_relu or none (-1)", (int)act);
-    if (act == NETCL_OP_RELU) return batch_norm(out, x, running_mean, running_var, weight, bias, training, momentum, eps, 1);
-    NC_TRY(batch_norm(out, x, running_mean, running_var, weight, bias, training, momentum, eps, 0));
+    if (act == NETCL_OP_RELU)
+        return batch_norm(out, x, running_mean, running_var, weight, bias, training, momentum, eps, 1, residual);
+    NC_TRY(batch_norm(out, x, running_mean, running_var, weight, bias, training, momentum, eps, 0, residual));
     if ((int)act < 0) return NETCL_OK;
     netcl_tensor *y = *out;
     netcl_status st = netcl_unary(out, act, y, act_param, 0);
@@ -103,16 +114,28 @@ netcl_status netcl_batch_norm_act(netcl_tensor **out, netcl_tensor *x, netcl_ten
     return st;
 }
 
-/* batch_norm: both backward kernels at once give dx, dw (sum g xhat) and db (sum g) */
+/* batch_norm: both backward kernels at once give dx, dw (sum g xhat) and
+ * db (sum g); a residual's gradient is g past the relu's mask, which then
+ * is a tensor of its own (one kernel) that the backward kernels take
+ * unmasked */
 netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
 {
     nc_x x = NC_X(NULL);
     netcl_tensor *in = NULL, *mean = NULL, *invstd = NULL, *w = NULL, *y = NULL, *dx = NULL, *dw = NULL, *db = NULL;
+    netcl_tensor *gres = NULL;
     nc_x_do(&x, nc_node_saved(n, 0, &in));
     nc_x_do(&x, nc_node_saved(n, 1, &mean));
     nc_x_do(&x, nc_node_saved(n, 2, &invstd));
     if (n->saved[3]) nc_x_do(&x, nc_node_saved(n, 3, &w));
     if (n->saved[4]) nc_x_do(&x, nc_node_saved(n, 4, &y));
+    if (nc_input_needs_grad(n, 3) && x.st == NETCL_OK) {
+        gres = g;
+        if (y) {
+            nc_x_do(&x, nc_fwd_unary_grad(&gres, NETCL_OP_RELU, g, y, y, 0, 0));
+            g = nc_x_own(&x, gres);
+            y = NULL;
+        }
+    }
     if (x.st == NETCL_OK && in->dtype != mean->dtype) {   /* a 16-bit input normalised in float32 (batch_norm_keep) */
         netcl_tensor *wide = NULL;
         nc_x_do(&x, nc_fwd_tensor_cast(&wide, in, mean->dtype));
@@ -130,6 +153,7 @@ netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
     nc_x_grad(&x, n, 0, dx, gin);
     nc_x_grad(&x, n, 1, dw, gin);
     nc_x_grad(&x, n, 2, db, gin);
+    nc_x_grad(&x, n, 3, gres, gin);
     return nc_x_end(&x);
 }
 

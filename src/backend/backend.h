@@ -176,11 +176,12 @@ typedef struct nc_batch_norm_args {
     int64_t N, C, S;
     int training;
     double momentum, eps;
-    /* APPLY: y = relu(normalised x) (batch_norm_act) */
+    /* APPLY: y = relu(normalised x + res) (batch_norm_act; res may be NULL) */
     int relu;
     /* operands (NULL where the kernel or the call has none); y, in the
-     * backward kernels: a fused relu's output, whose zeros mask g */
-    const nc_desc *x, *g, *mean, *invstd, *w, *b, *rmean, *rvar, *sg, *sgx, *out, *y;
+     * backward kernels: a fused relu's output, whose zeros mask g; res: a
+     * residual of x's shape and dtype added before the relu (APPLY) */
+    const nc_desc *x, *g, *mean, *invstd, *w, *b, *rmean, *rvar, *sg, *sgx, *out, *y, *res;
 } nc_batch_norm_args;
 
 /* ---- the contract ------------------------------------------------------------

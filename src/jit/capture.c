@@ -267,15 +267,15 @@ static netcl_status r_pool_backward(netcl_device *dev, const nc_desc *gin, const
 }
 
 /* batch norm's operands in their order of nc_batch_norm_args */
-#define BN_OPERANDS(a) {a->x, a->g, a->mean, a->invstd, a->w, a->b, a->rmean, a->rvar, a->sg, a->sgx, a->out, a->y}
+#define BN_OPERANDS(a) {a->x, a->g, a->mean, a->invstd, a->w, a->b, a->rmean, a->rvar, a->sg, a->sgx, a->out, a->y, a->res}
 
 static netcl_status r_batch_norm(netcl_device *dev, nc_batch_norm_kernel k, const nc_batch_norm_args *a)
 {
     CALL(cap->real->norm.batch_norm(dev, k, a));
     nc_step *s = rec(ST_BATCH_NORM);
     if (!s) return NETCL_OK;
-    const nc_desc *ops[12] = BN_OPERANDS(a);
-    for (int i = 0; i < 12; i++) put(s, i, ops[i]);
+    const nc_desc *ops[13] = BN_OPERANDS(a);
+    for (int i = 0; i < 13; i++) put(s, i, ops[i]);
     s->bn = *a;
     s->i[0] = k;
     return NETCL_OK;

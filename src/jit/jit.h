@@ -17,7 +17,7 @@ typedef enum nc_step_kind {
     ST_GATHER, ST_SCATTER, ST_SORT, ST_SCAN, ST_RANDOM, ST_OPTIM, ST_UNSCALE, ST_KIND_COUNT
 } nc_step_kind;
 
-#define NC_STEP_DESCS 12
+#define NC_STEP_DESCS 13
 typedef struct nc_step {
     nc_step_kind kind;
     netcl_op op;
@@ -30,7 +30,7 @@ typedef struct nc_step {
     nc_conv_args ca;
     nc_gemm_epi epi;                 /* c: d[3], bias: d[4] */
     nc_conv_epi cepi;                /* bias: d[5] */
-    nc_batch_norm_args bn;           /* operands in d[0..11] */
+    nc_batch_norm_args bn;           /* operands in d[0..12] */
     double hyper[NETCL_OPTIM_NHYPER];
     /* ST_FUSED */
     nc_fuse_node *nodes;

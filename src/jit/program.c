@@ -57,7 +57,7 @@ netcl_status nc_step_run(netcl_device *dev, const nc_step *s)
     case ST_BATCH_NORM: {
         nc_batch_norm_args a = s->bn;
         a.x = D(0), a.g = D(1), a.mean = D(2), a.invstd = D(3), a.w = D(4), a.b = D(5), a.rmean = D(6), a.rvar = D(7);
-        a.sg = D(8), a.sgx = D(9), a.out = D(10), a.y = D(11);
+        a.sg = D(8), a.sgx = D(9), a.out = D(10), a.y = D(11), a.res = D(12);
         return be->norm.batch_norm(dev, (nc_batch_norm_kernel)s->i[0], &a);
     }
     case ST_CLASS_LOSS:

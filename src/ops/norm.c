@@ -40,11 +40,19 @@ static void args_of(nc_batch_norm_args *a, const netcl_tensor *x)
 
 netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tensor **invstd, netcl_tensor *x,
                                netcl_tensor *rm, netcl_tensor *rv, netcl_tensor *w, netcl_tensor *b, int training,
-                               double momentum, double eps, int relu)
+                               double momentum, double eps, int relu, netcl_tensor *res)
 {
     *y = *mean = *invstd = NULL;
     NC_TRY(nc_batch_norm_check(x, rm, rv, w, b, training));
-    netcl_tensor *xc = NULL, *tmp = NULL;
+    if (res) {
+        NC_TRY(nc_same_device("batch_norm", x, res));
+        int same = res->ndim == x->ndim && res->dtype == x->dtype;
+        for (int i = 0; same && i < x->ndim; i++) same = res->sizes[i] == x->sizes[i];
+        if (!same)
+            return nc_fail(NETCL_ERR_ARGUMENT, "batch_norm: the residual %s must have the input's shape and dtype (input %s)",
+                           nc_describe(res), nc_describe(x));
+    }
+    netcl_tensor *xc = NULL, *tmp = NULL, *rc = NULL;
     nc_batch_norm_args a = {0};
     args_of(&a, x);
     a.training = training;
@@ -52,8 +60,9 @@ netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tens
     a.eps = eps;
     a.relu = relu;
     netcl_device *dev = nc_dev(x);
-    nc_desc dx, dm, di, dw, db, drm, drv, dy;
+    nc_desc dx, dm, di, dw, db, drm, drv, dy, dr;
     netcl_status st = nc_fwd_tensor_contiguous(&xc, x);
+    if (st == NETCL_OK && res) st = nc_fwd_tensor_contiguous(&rc, res);
     if (st == NETCL_OK) st = nc_tensor_new(mean, dev, x->dtype, 1, &a.C);
     if (st == NETCL_OK) st = nc_tensor_new(invstd, dev, x->dtype, 1, &a.C);
     if (st == NETCL_OK) st = nc_tensor_new(y, dev, x->dtype, x->ndim, x->sizes);
@@ -73,9 +82,11 @@ netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tens
         a.rmean = a.rvar = NULL;
         if (w) { nc_desc_of(&dw, w); a.w = &dw; }
         if (b) { nc_desc_of(&db, b); a.b = &db; }
+        if (rc) { nc_desc_of(&dr, rc); a.res = &dr; }
         if (st == NETCL_OK) st = dev->backend->norm.batch_norm(dev, NC_BATCH_NORM_APPLY, &a);
     }
     netcl_tensor_release(xc);
+    netcl_tensor_release(rc);
     netcl_tensor_release(tmp);
     if (st != NETCL_OK) {
         netcl_tensor_release(*y); netcl_tensor_release(*mean); netcl_tensor_release(*invstd);

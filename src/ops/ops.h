@@ -164,12 +164,13 @@ netcl_status nc_fwd_pool_backward(netcl_tensor **gin, netcl_tensor *gout, netcl_
 /* ---- norm (norm.c): fused batch normalisation; mean/invstd are what
  * backward needs (eval: copies of the running statistics' values); relu:
  * the result clamped at 0 in the same pass, and backward then takes that
- * result as y (NULL otherwise) to mask g ------------------------------- */
+ * result as y (NULL otherwise) to mask g; res (may be NULL): a tensor of
+ * x's shape and dtype added before the relu (a residual connection) ---- */
 netcl_status nc_batch_norm_check(const netcl_tensor *x, const netcl_tensor *rm, const netcl_tensor *rv, const netcl_tensor *w,
                                  const netcl_tensor *b, int training);
 netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tensor **invstd, netcl_tensor *x,
                                netcl_tensor *rm, netcl_tensor *rv, netcl_tensor *w, netcl_tensor *b, int training,
-                               double momentum, double eps, int relu);
+                               double momentum, double eps, int relu, netcl_tensor *res);
 netcl_status nc_fwd_batch_norm_backward(netcl_tensor **dx, netcl_tensor **dw, netcl_tensor **db, netcl_tensor *g,
                                         netcl_tensor *x, netcl_tensor *mean, netcl_tensor *invstd, netcl_tensor *w,
                                         netcl_tensor *y, int training);

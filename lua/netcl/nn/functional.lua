@@ -67,12 +67,13 @@ function M.prelu(x, weight)
 end
 
 -- batch_norm(x, running_mean, running_var, weight, bias, training, momentum = 0.1, eps = 1e-5,
---            {act = nil, slope = 0.01}): act ends it in an activation (as
--- conv2d's); relu runs inside the batch norm's own passes
+--            {act = nil, slope = 0.01, residual = nil}): act(bn(x) + residual);
+-- act ends it in an activation (as conv2d's); the residual (x's shape and
+-- dtype) and a relu run inside the batch norm's own passes
 function M.batch_norm(x, rm, rv, w, b, training, momentum, eps, o)
   o = options(o, "batch_norm")
-  return call1(C.netcl_batch_norm_act, H(x), opt(rm), opt(rv), opt(w), opt(b), training and 1 or 0, momentum or 0.1,
-               eps or 1e-5, lib.fused_act(o, "batch_norm"), o.slope or 0.01)
+  return call1(C.netcl_batch_norm_act, H(x), opt(o.residual), opt(rm), opt(rv), opt(w), opt(b), training and 1 or 0,
+               momentum or 0.1, eps or 1e-5, lib.fused_act(o, "batch_norm"), o.slope or 0.01)
 end
 -- layer_norm(x, normalized_shape (a number or a table), weight, bias, eps = 1e-5)
 function M.layer_norm(x, shape, w, b, eps)

@@ -57,14 +57,14 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
     if (finals[kind]) NC_TRY(nc_cl_kernel(cd, "norm", opts, finals[kind], &kf, &wgf));
     cl_long N = a->N, C = a->C, S = a->S, xo = a->x->offset, go = a->g ? a->g->offset : 0;
     cl_int has_w = a->w != NULL, has_b = a->b != NULL, training = a->training, has_running = a->rmean != NULL;
-    cl_int relu = a->relu != 0, has_y = a->y != NULL;
+    cl_int relu = a->relu != 0, has_y = a->y != NULL, has_r = a->res != NULL;
     cl_int P = parts_for(cd, N, C);
     cl_mem part = NULL;
     size_t acc = a->x->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;
     if (kf) NC_TRY(nc_cl_scratch(cd, 0, acc * 3 * (size_t)P * (size_t)C, &part));
-    MEM(x); MEM(g); MEM(mean); MEM(invstd); MEM(w); MEM(b); MEM(rmean); MEM(rvar); MEM(sg); MEM(sgx); MEM(out); MEM(y);
+    MEM(x); MEM(g); MEM(mean); MEM(invstd); MEM(w); MEM(b); MEM(rmean); MEM(rvar); MEM(sg); MEM(sgx); MEM(out); MEM(y); MEM(res);
     /* every operand at its own offset (weights and biases are often views into an optimizer's flat buffer) */
-    OFF(mean); OFF(invstd); OFF(w); OFF(b); OFF(rmean); OFF(rvar); OFF(sg); OFF(sgx); OFF(out); OFF(y);
+    OFF(mean); OFF(invstd); OFF(w); OFF(b); OFF(rmean); OFF(rvar); OFF(sg); OFF(sgx); OFF(out); OFF(y); OFF(res);
     int i = 0;
     switch (kind) {
     case NC_BATCH_NORM_STATS:
@@ -83,9 +83,10 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
         NC_ARG(k, i++, out_m); NC_ARG(k, i++, out_o); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo);
         NC_ARG(k, i++, mean_m); NC_ARG(k, i++, mean_o); NC_ARG(k, i++, invstd_m); NC_ARG(k, i++, invstd_o);
         NC_ARG(k, i++, w_m); NC_ARG(k, i++, w_o); NC_ARG(k, i++, b_m); NC_ARG(k, i++, b_o);
+        NC_ARG(k, i++, res_m); NC_ARG(k, i++, res_o); NC_ARG(k, i++, has_r);
         NC_ARG(k, i++, has_w); NC_ARG(k, i++, has_b); NC_ARG(k, i++, relu); NC_ARG(k, i++, N); NC_ARG(k, i++, C);
         NC_ARG(k, i++, S);
-        return row_launch(cd, k, i, a, out_o, 0, 0);
+        return row_launch(cd, k, i, a, out_o, res_o, 0);
     case NC_BATCH_NORM_GRAD_REDUCE:
         NC_ARG(k, i++, g_m); NC_ARG(k, i++, go); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo); NC_ARG(k, i++, mean_m);
         NC_ARG(k, i++, mean_o); NC_ARG(k, i++, y_m); NC_ARG(k, i++, y_o); NC_ARG(k, i++, has_y); NC_ARG(k, i++, part);

@@ -60,6 +60,7 @@ static void apply(void *v, int64_t s, int64_t e)
         double y = (ld(a->x, i) - ld(a->mean, c)) * ld(a->invstd, c);
         if (a->w) y *= ld(a->w, c);
         if (a->b) y += ld(a->b, c);
+        if (a->res) y += ld(a->res, i);
         st(a->out, i, a->relu && !(y > 0) ? 0 : y);
     }
 }
@@ -226,7 +227,11 @@ NC_CPU_WIDE static void apply_f32(void *v, int64_t p0, int64_t p1)
                 po[j] = (float)y;
             }
         }
-        if (a->relu)   /* the plane is still in cache */
+        if (a->res) {   /* the plane is still in cache; added in float, as a separate add would */
+            const float *pr = CF32(a->res) + p * S;
+            for (int64_t j = 0; j < S; j++) po[j] += pr[j];
+        }
+        if (a->relu)
             for (int64_t j = 0; j < S; j++) po[j] = po[j] > 0 ? po[j] : 0;
     }
 }

@@ -77,9 +77,10 @@ function BatchNorm:reset_parameters()
 end
 
 -- x [N, C, ...]: dims accepted by the subclass (`_dims`); act (optional:
--- "relu", or another of conv2d's activations) ends it in that activation,
--- relu inside the batch norm's own passes (F.batch_norm's act)
-function BatchNorm:forward(x, act)
+-- "relu", or another of conv2d's activations) ends it in that activation
+-- and residual (optional, x's shape and dtype) is added before it, both
+-- inside the batch norm's own passes (F.batch_norm's act and residual)
+function BatchNorm:forward(x, act, residual)
   local d = x:dim()
   if not self._dims[d] then
     throw(("%s: expected a %s input, got shape %s"):format(self.__name, self._dims_text, shape_str(x)))
@@ -99,10 +100,13 @@ function BatchNorm:forward(x, act)
   elseif not self.training and self.track_running_stats then
     rm, rv = self.running_mean, self.running_var
   end
-  return F.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, self.momentum, self.eps, act and { act = act } or nil)
+  return F.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, self.momentum, self.eps,
+                      (act or residual) and { act = act, residual = residual } or nil)
 end
 
-BatchNorm._relu_forward = BatchNorm.forward   -- forward(x, "relu"): Sequential and ResNet fuse a ReLU after it
+-- forward(x, "relu"[, residual]): Sequential and ResNet fuse a ReLU (and
+-- ResNet a block's shortcut) into it
+BatchNorm._relu_forward = BatchNorm.forward
 
 function BatchNorm:extra_repr()
   return ("%d, eps=%g, momentum=%g, affine=%s, track_running_stats=%s"):format(self.num_features, self.eps, self.momentum,

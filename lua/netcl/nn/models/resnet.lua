@@ -44,6 +44,21 @@ local function bn_relu(b, x)
   return b(x, "relu")
 end
 
+local function same_kind(a, b)
+  if a.dtype ~= b.dtype or a:dim() ~= b:dim() then return false end
+  for d = 1, a:dim() do if a:size(d) ~= b:size(d) then return false end end
+  return true
+end
+
+-- relu(bn(x) + identity), the shortcut added in the batch norm's pass too
+-- where identity matches x's shape and dtype (and bn_relu's conditions)
+local function bn_add_relu(b, x, identity)
+  if not module.fuses_relu(b) or not same_kind(identity, x) then
+    return (b(x) + identity):relu()
+  end
+  return b(x, "relu", identity)
+end
+
 -- BasicBlock(inplanes, planes, {stride = 1, downsample = module | nil, device, dtype}):
 -- relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), 3x3 convs; expansion 1
 local BasicBlock = Module:extend("BasicBlock")
@@ -61,9 +76,8 @@ end
 
 function BasicBlock:forward(x)
   local out = bn_relu(self.bn1, self.conv1(x))
-  out = self.bn2(self.conv2(out))
   local identity = self.downsample and self.downsample(x) or x
-  return (out + identity):relu()
+  return bn_add_relu(self.bn2, self.conv2(out), identity)
 end
 
 -- Bottleneck(inplanes, planes, {stride = 1, downsample, groups = 1, base_width = 64, device, dtype}):
@@ -88,9 +102,8 @@ end
 function Bottleneck:forward(x)
   local out = bn_relu(self.bn1, self.conv1(x))
   out = bn_relu(self.bn2, self.conv2(out))
-  out = self.bn3(self.conv3(out))
   local identity = self.downsample and self.downsample(x) or x
-  return (out + identity):relu()
+  return bn_add_relu(self.bn3, self.conv3(out), identity)
 end
 
 -- option-A shortcut: x[:, :, ::s, ::s] with `pad` zero channels on each side
