@@ -403,7 +403,13 @@ static netcl_tensor *im2col_per_sample(scratch *s, const nc_conv_args *g, nc_con
         netcl_tensor *per = mm(s, view(s, b, 3, (int64_t[]){N, O, L}), transpose(s, cols, 1, 2));
         return view(s, sum0(s, per), 4, (int64_t[]){O, g->C, g->KH, g->KW});
     }
-    netcl_tensor *y = mm_fused(s, view(s, b, 3, (int64_t[]){1, O, K}), cols, f);    /* [N, O, L] */
+    netcl_tensor *wv = view(s, b, 3, (int64_t[]){1, O, K});
+    /* rows of K not a multiple of 4 (the 7x7 stem's 147) keep the tensor-core
+     * kernels, which copy 16-byte chunks along a contiguous dim, off a
+     * K-contiguous weight: on devices it goes in O-contiguous (a copy of
+     * O*K elements) */
+    if (K % 4 && O % 8 == 0 && nc_dev(b)->type != NETCL_DEVICE_CPU) wv = transpose(s, contig(s, transpose(s, wv, 1, 2)), 1, 2);
+    netcl_tensor *y = mm_fused(s, wv, cols, f);                                      /* [N, O, L] */
     return view(s, y, 4, (int64_t[]){N, O, g->OH, g->OW});
 }
 
