@@ -29,6 +29,21 @@ static netcl_status cl_alloc(netcl_device *dev, size_t nbytes, void **buf)
     cl_int err;
     cl_mem m = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE, nbytes ? nbytes : 1, NULL, &err);
     if (err != CL_SUCCESS) return nc_cl_fail(err, "clCreateBuffer", __FILE__, __LINE__);
+    /* NVIDIA's driver backs a buffer at its first use, so a full device
+     * fails a later launch, past the pool's retry (which gives back its
+     * cached blocks first). A write of one byte here makes it fail now; a
+     * second try waits for the queue, whose kernels may still hold
+     * buffers already released. */
+    if (strstr(dev->vendor, "NVIDIA")) {
+        static const cl_uchar zero = 0;   /* static: the write may still read it after the call */
+        err = nc_cl.clEnqueueWriteBuffer(cd->queue, m, CL_FALSE, 0, 1, &zero, 0, NULL, NULL);
+        if (err != CL_SUCCESS && nc_cl.clFinish(cd->queue) == CL_SUCCESS)
+            err = nc_cl.clEnqueueWriteBuffer(cd->queue, m, CL_FALSE, 0, 1, &zero, 0, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            nc_cl.clReleaseMemObject(m);
+            return nc_cl_fail(err, "clEnqueueWriteBuffer (first use of a new buffer)", __FILE__, __LINE__);
+        }
+    }
     *buf = m;
     return NETCL_OK;
 }
