@@ -102,17 +102,19 @@ end
 -- and gradients match a float32 batch norm of the same 16-bit values, and
 -- the graph holds the 16-bit input (not a float32 copy)
 -- also with a fused relu (ResNet's blocks), whose node saves its 16-bit
--- result too
+-- result too, and with a 16-bit residual added before it
 function TestAmp:test_batch_norm_keeps_16_bit_inputs()
   for _, dt in ipairs({ "float16", "bfloat16" }) do
-    for _, act in ipairs({ false, "relu" }) do
+    for _, case in ipairs({ {}, { act = "relu" }, { act = "relu", residual = true } }) do
+      local act = case.act
       netcl.manual_seed(5)
       local x0 = T({ 8, 3, 16, 16 }):to(dt):float():requires_grad_()   -- values a 16-bit dtype holds exactly
       local x = x0:to(dt)                                               -- recorded: the graph saves x
+      local r0 = case.residual and T({ 8, 3, 16, 16 }):to(dt):float():requires_grad_()
       local w, b = T({ 3 }, { requires_grad = true }), T({ 3 }, { requires_grad = true })
       local rm, rv = netcl.zeros(3, { device = H.device }), netcl.ones(3, { device = H.device })
       local rm2, rv2 = rm:clone(), rv:clone()
-      local o = act and { act = act } or nil
+      local o = act and { act = act, residual = r0 and r0:to(dt) } or nil
       local saved0 = netcl.memory_stats(H.device).by_owner.saved
       local y = on(function() return F.batch_norm(x, rm, rv, w, b, true, nil, nil, o) end, dt)
       lu.assertEquals(y.dtype, dt)
@@ -124,10 +126,13 @@ function TestAmp:test_batch_norm_keeps_16_bit_inputs()
       y:backward(g)
       local xr = x0:detach():clone():requires_grad_()
       local wr, br = w:detach():clone():requires_grad_(), b:detach():clone():requires_grad_()
+      local rr = r0 and r0:detach():clone():requires_grad_()
       local yr = F.batch_norm(xr, rm2, rv2, wr, br, true)
+      if rr then yr = yr + rr end
       if act then yr = yr:relu() end
       yr:backward(g:float())
-      local tol, what = dt == "float16" and 2e-2 or 8e-2, dt .. (act and " relu " or " ")
+      local tol, what = dt == "float16" and 2e-2 or 8e-2, dt .. (act and " relu " or " ") .. (rr and "residual " or "")
+      if rr then H.assert_close(r0.grad, rr.grad, tol, tol, what .. "residual gradient") end
       H.assert_close(y:float(), yr, tol, tol, what .. "values")
       H.assert_close(x0.grad, xr.grad, tol, tol, what .. "input gradient")
       H.assert_close(w.grad, wr.grad, tol, tol, what .. "weight gradient")
