@@ -19,6 +19,8 @@ OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/kernels_emb
 KERNELS := $(wildcard kernels/*.cl)
 LIB     := $(BUILD)/libnetcl.so
 CDEF    := lua/netcl/cdef.lua
+# the public headers, in the order of their cdef sections (spec/cdef_spec.lua reads this list)
+CDEF_HEADERS = src/netcl.h src/netcl_ops.h src/netcl_train.h src/netcl_data.h src/netcl_dist.h src/netcl_custom.h
 LAUNCH  := $(BUILD)/netcl
 MPICC   := $(shell command -v mpicc 2>/dev/null)
 MPI_PLUGIN := $(if $(MPICC),$(BUILD)/libnetcl_mpi.so,)
@@ -74,13 +76,11 @@ $(LIB): $(OBJS) Makefile
 
 # the mpi backend's plugin: the only object that includes mpi.h, loaded at
 # run time so that libnetcl needs no MPI (src/dist/mpi.c)
-$(BUILD)/libnetcl_mpi.so: src/dist/plugin/mpi.c src/netcl.h src/netcl_dist.h
+$(BUILD)/libnetcl_mpi.so: src/dist/plugin/mpi.c $(CDEF_HEADERS)
 	$(MPICC) $(NC_CFLAGS) $(CFLAGS) -shared -o $@ $< $(LDFLAGS)
 
-# The FFI declarations are the headers' cdef sections (netcl.h, then
-# netcl_data.h, then netcl_dist.h, then netcl_custom.h) minus preprocessor lines; spec/cdef_spec.lua fails when
-# they drift apart.
-CDEF_HEADERS = src/netcl.h src/netcl_data.h src/netcl_dist.h src/netcl_custom.h
+# The FFI declarations: CDEF_HEADERS' cdef sections, in order, minus
+# preprocessor lines; spec/cdef_spec.lua fails when they drift apart.
 $(CDEF): $(CDEF_HEADERS) Makefile
 	@{ echo '-- generated from $(CDEF_HEADERS) by make; do not edit'; \
 	  echo 'return [==['; \

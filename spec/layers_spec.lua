@@ -39,7 +39,7 @@ end
 -- the layer of a path relative to src/: the longest layer name that is a
 -- folder prefix of it; the public headers belong to every layer
 local function layer_of(path, order)
-  if path == "netcl.h" or path == "netcl_data.h" or path == "netcl_dist.h" or path == "netcl_custom.h" then return "api" end
+  if path:match("^netcl[%w_]*%.h$") then return "api" end
   local best
   for _, name in ipairs(order) do
     if path:sub(1, #name + 1) == name .. "/" and (not best or #name > #best) then best = name end

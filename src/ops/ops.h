@@ -4,8 +4,8 @@
  * arguments, broadcast, promote dtypes and call the backend; they never
  * record autograd nodes: the public netcl_* entry points in
  * src/autograd/<family>*.c call them and record. dims are 0-based. */
-#ifndef NETCL_OPS_H
-#define NETCL_OPS_H
+#ifndef NETCL_OPS_INTERNAL_H
+#define NETCL_OPS_INTERNAL_H
 #include "core/core.h"
 
 /* ---- elementwise (elementwise.c, elementwise_inplace.c) ------------------
