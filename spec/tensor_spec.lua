@@ -98,6 +98,15 @@ function TestTensor:test_row_copies()
     y:narrow(2, 11, 150):copy_(x:to(dev):select(1, 2))
     lu.assertEquals(y:to("cpu"):narrow(2, 11, 150):totable(), x:select(1, 2):to("float32"):totable(), dt .. " into a block")
     lu.assertEquals(y:to("cpu"):narrow(2, 1, 10):abs():sum():item(), 0)
+    -- short rows (16 to 63 elements): the permutes of a batch's [O, N, H*W]
+    -- blocks (ResNet-50's 7x7 stage, 49), narrowed rows of 17
+    for _, L in ipairs({ 16, 17, 49, 63 }) do
+      local z = netcl.randn(6, 5, L, { device = "cpu" }):mul(10):to(dt)
+      lu.assertEquals(z:to(dev):permute(2, 1, 3):contiguous():to("cpu"):totable(), z:permute(2, 1, 3):contiguous():totable(),
+        ("%s permuted rows of %d"):format(dt, L))
+      lu.assertEquals(z:to(dev):narrow(3, 2, L - 1):contiguous():to("cpu"):totable(), z:narrow(3, 2, L - 1):contiguous():totable(),
+        ("%s narrowed rows of %d"):format(dt, L - 1))
+    end
   end
 end
 
