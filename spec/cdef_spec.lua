@@ -12,8 +12,7 @@ function TestCdef:test_generated_matches_header()
   -- the headers in the Makefile's order (CDEF_HEADERS)
   local list = H.read_file(root .. "/Makefile"):match("\nCDEF_HEADERS = ([^\n]+)")
   lu.assertNotNil(list, "CDEF_HEADERS in the Makefile")
-  for path in list:gmatch("src/(%S+)") do
-    local name = path
+  for name in list:gmatch("src/(%S+)") do
     local section = H.read_file(root .. "/src/" .. name):match("/%* cdef%-begin %*/\n(.-)/%* cdef%-end %*/")
     lu.assertNotNil(section, "cdef markers in src/" .. name)
     for line in (section):gmatch("([^\n]*)\n") do

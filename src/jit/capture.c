@@ -274,8 +274,8 @@ static netcl_status r_batch_norm(netcl_device *dev, nc_batch_norm_kernel k, cons
     CALL(cap->real->norm.batch_norm(dev, k, a));
     nc_step *s = rec(ST_BATCH_NORM);
     if (!s) return NETCL_OK;
-    const nc_desc *ops[13] = BN_OPERANDS(a);
-    for (int i = 0; i < 13; i++) put(s, i, ops[i]);
+    const nc_desc *ops[] = BN_OPERANDS(a);
+    for (int i = 0; i < (int)(sizeof ops / sizeof *ops); i++) put(s, i, ops[i]);
     s->bn = *a;
     s->i[0] = k;
     return NETCL_OK;

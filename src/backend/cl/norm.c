@@ -23,12 +23,14 @@ static netcl_status part_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int P,
 
 /* the row kernels' geometry (norm.cl's ROW_OF): groups of 256 items (or
  * the device's largest power of two below), 2^rs items a row, enough to
- * cover a row's items (float4s where vec) once; short rows share a group */
-static netcl_status row_launch(nc_cl_device *cd, cl_kernel k, int first, const nc_batch_norm_args *a, cl_long outo, cl_long go,
-                               cl_long yo)
+ * cover a row's items (float4s where vec) once; short rows share a group.
+ * o1, o2: the offsets of the other operands the kernel reads by rows (g
+ * and y, or the residual; 0 where none), which float4s need aligned too */
+static netcl_status row_launch(nc_cl_device *cd, cl_kernel k, int first, const nc_batch_norm_args *a, cl_long outo, cl_long o1,
+                               cl_long o2)
 {
-    cl_int vec = a->x->dtype == NETCL_DTYPE_FLOAT32 && a->S % 4 == 0 && a->x->offset % 4 == 0 && outo % 4 == 0 && go % 4 == 0 &&
-                 yo % 4 == 0;
+    cl_int vec = a->x->dtype == NETCL_DTYPE_FLOAT32 && a->S % 4 == 0 && a->x->offset % 4 == 0 && outo % 4 == 0 && o1 % 4 == 0 &&
+                 o2 % 4 == 0;
     int64_t items = vec ? a->S / 4 : a->S;
     int ls = 8;
     while (ls > 0 && ((int64_t)1 << ls) > cd->dev->max_work_group) ls--;
