@@ -143,6 +143,47 @@ function TestAmp:test_batch_norm_keeps_16_bit_inputs()
   end
 end
 
+-- the mixed batch norm itself (no autocast): 16-bit data with float32
+-- statistics, weight and bias, in training and evaluation, with rows of odd
+-- length (scalar kernels) and of a multiple of 4 (vector ones), against a
+-- float32 batch norm of the same values; vectors of a third dtype refused
+function TestAmp:test_batch_norm_mixed_dtypes()
+  for _, dt in ipairs({ "float16", "bfloat16" }) do
+    for _, shape in ipairs({ { 4, 3, 5, 3 }, { 4, 3, 4, 4 } }) do
+      for _, training in ipairs({ true, false }) do
+        netcl.manual_seed(9)
+        local x0 = T(shape):to(dt):float()
+        local x = x0:to(dt):requires_grad_()
+        local w, b = T({ 3 }, { requires_grad = true }), T({ 3 }, { requires_grad = true })
+        local rm, rv = T({ 3 }), T({ 3 }):abs() + 0.5
+        local rm2, rv2 = rm:clone(), rv:clone()
+        local y = F.batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5, { act = "relu" })
+        lu.assertEquals(y.dtype, dt)
+        local g = T(shape):to(dt)
+        y:backward(g)
+        local xr = x0:clone():requires_grad_()
+        local wr, br = w:detach():clone():requires_grad_(), b:detach():clone():requires_grad_()
+        local yr = F.batch_norm(xr, rm2, rv2, wr, br, training, 0.1, 1e-5):relu()
+        yr:backward(g:float())
+        local tol, what = dt == "float16" and 2e-2 or 8e-2, dt .. " " .. table.concat(shape, "x") .. (training and " train " or " eval ")
+        lu.assertEquals(x.grad.dtype, dt)
+        lu.assertEquals(w.grad.dtype, "float32")
+        H.assert_close(y:float(), yr, tol, tol, what .. "values")
+        H.assert_close(x.grad:float(), xr.grad, tol, tol, what .. "input gradient")
+        H.assert_close(w.grad, wr.grad, tol, tol, what .. "weight gradient")
+        H.assert_close(b.grad, br.grad, tol, tol, what .. "bias gradient")
+        H.assert_close(rm, rm2, 1e-5, 1e-5, what .. "running mean")
+        H.assert_close(rv, rv2, 1e-5, 1e-5, what .. "running var")
+      end
+    end
+  end
+  local x = T({ 4, 3, 2, 2 }):to("bfloat16")
+  H.assert_error(function() F.batch_norm(x, nil, nil, T({ 3 }, { dtype = "float64" }), nil, true) end,
+    "batch_norm: the running statistics, weight and bias must be bfloat16 or float32")
+  H.assert_error(function() F.batch_norm(x, nil, nil, T({ 3 }), T({ 3 }):to("bfloat16"), true) end,
+    "batch_norm: bias bfloat16[3]")
+end
+
 function TestAmp:test_regions_nest_and_close_on_error()
   lu.assertFalse(amp.is_autocast_enabled())
   on(function()

@@ -43,49 +43,31 @@ static netcl_status record_batch_norm(netcl_tensor **out, netcl_status st, netcl
 }
 
 /* Under autocast a 16-bit input keeps its dtype, as cuDNN's batch norm
- * does: statistics, weight and bias in float32, the normalisation on a
- * float32 copy of x that lives only for the call, the result rounded to
- * x's dtype. The node saves x itself (half the bytes of the copy) and
- * backward widens it again; the ReLU and convolution after it then keep
- * 16-bit tensors too. */
-static netcl_status batch_norm_keep(netcl_tensor **out, netcl_tensor *x, netcl_tensor *rm, netcl_tensor *rv,
-                                    netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps,
-                                    int relu, netcl_tensor *res)
-{
-    netcl_tensor *wf = NULL, *bf = NULL, *xf = NULL, *rf = NULL, *yf = NULL, *mean = NULL, *invstd = NULL;
-    netcl_status st = NETCL_OK;
-    if (weight) st = weight->dtype == NETCL_DTYPE_FLOAT32 ? (netcl_tensor_retain(weight), wf = weight, NETCL_OK)
-                                                        : netcl_tensor_cast(&wf, weight, NETCL_DTYPE_FLOAT32);
-    if (bias && st == NETCL_OK) st = bias->dtype == NETCL_DTYPE_FLOAT32 ? (netcl_tensor_retain(bias), bf = bias, NETCL_OK)
-                                                                       : netcl_tensor_cast(&bf, bias, NETCL_DTYPE_FLOAT32);
-    if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_tensor_cast(&xf, x, NETCL_DTYPE_FLOAT32));
-    if (st == NETCL_OK && res) NC_FORWARD(st, nc_fwd_tensor_cast(&rf, res, NETCL_DTYPE_FLOAT32));
-    if (st == NETCL_OK)
-        NC_FORWARD(st, nc_fwd_batch_norm(&yf, &mean, &invstd, xf, rm, rv, wf, bf, training, momentum, eps, relu, rf));
-    netcl_tensor_release(xf);
-    netcl_tensor_release(rf);
-    if (st == NETCL_OK) NC_FORWARD(st, nc_fwd_tensor_cast(out, yf, x->dtype));
-    netcl_tensor_release(yf);
-    st = record_batch_norm(out, st, x, wf, bf, res, mean, invstd, training, relu);
-    netcl_tensor_release(wf);
-    netcl_tensor_release(bf);
-    return st;
-}
-
+ * does: the op reads and writes 16-bit data with statistics, weight and
+ * bias in float32 (a 16-bit weight or bias is read through a recorded
+ * cast), so the ReLU and convolution after it keep 16-bit tensors too. */
 static netcl_status batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
                                netcl_tensor *weight, netcl_tensor *bias, int training, double momentum, double eps, int relu,
                                netcl_tensor *res)
 {
     *out = NULL;
+    netcl_tensor *wf = NULL, *bf = NULL, *mean = NULL, *invstd = NULL;
+    netcl_status st = NETCL_OK;
     /* the running statistics are written in place: never cast, so float32 ones only */
     if (netcl_autocast_enabled() && (x->dtype == NETCL_DTYPE_FLOAT16 || x->dtype == NETCL_DTYPE_BFLOAT16) &&
-        (!running_mean || running_mean->dtype == NETCL_DTYPE_FLOAT32) && (!res || res->dtype == x->dtype))
-        return batch_norm_keep(out, x, running_mean, running_var, weight, bias, training, momentum, eps, relu, res);
-    netcl_status st;
-    netcl_tensor *mean = NULL, *invstd = NULL;
-    NC_FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum, eps,
-                                     relu, res));
-    return record_batch_norm(out, st, x, weight, bias, res, mean, invstd, training, relu);
+        (!running_mean || running_mean->dtype == NETCL_DTYPE_FLOAT32)) {
+        if (weight && weight->dtype != NETCL_DTYPE_FLOAT32) st = netcl_tensor_cast(&wf, weight, NETCL_DTYPE_FLOAT32);
+        if (bias && bias->dtype != NETCL_DTYPE_FLOAT32 && st == NETCL_OK) st = netcl_tensor_cast(&bf, bias, NETCL_DTYPE_FLOAT32);
+    }
+    if (wf) weight = wf;
+    if (bf) bias = bf;
+    if (st == NETCL_OK)
+        NC_FORWARD(st, nc_fwd_batch_norm(out, &mean, &invstd, x, running_mean, running_var, weight, bias, training, momentum,
+                                         eps, relu, res));
+    st = record_batch_norm(out, st, x, weight, bias, res, mean, invstd, training, relu);
+    netcl_tensor_release(wf);
+    netcl_tensor_release(bf);
+    return st;
 }
 
 netcl_status netcl_batch_norm(netcl_tensor **out, netcl_tensor *x, netcl_tensor *running_mean, netcl_tensor *running_var,
@@ -134,16 +116,6 @@ netcl_status nc_rule_batch_norm(nc_node *n, netcl_tensor *g, netcl_tensor **gin)
             nc_x_do(&x, nc_fwd_unary_grad(&gres, NETCL_OP_RELU, g, y, y, 0, 0));
             g = nc_x_own(&x, gres);
             y = NULL;
-        }
-    }
-    if (x.st == NETCL_OK && in->dtype != mean->dtype) {   /* a 16-bit input normalised in float32 (batch_norm_keep) */
-        netcl_tensor *wide = NULL;
-        nc_x_do(&x, nc_fwd_tensor_cast(&wide, in, mean->dtype));
-        in = nc_x_own(&x, wide);
-        if (y && x.st == NETCL_OK) {
-            wide = NULL;
-            nc_x_do(&x, nc_fwd_tensor_cast(&wide, y, mean->dtype));
-            y = nc_x_own(&x, wide);
         }
     }
     if (x.st == NETCL_OK) {

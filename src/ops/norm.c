@@ -1,15 +1,29 @@
 /* norm.c — the forward op layer of fused batch normalisation: argument
  * checks, contiguous operands, the statistics (training) or the running
- * ones (eval), and the backward passes. x is [N, C, ...] viewed [N, C, S]. */
+ * ones (eval), and the backward passes. x is [N, C, ...] viewed [N, C, S].
+ * The per-channel vectors (running statistics, weight, bias, and the saved
+ * mean and invstd) share one dtype: x's, or float32 where x is float16 or
+ * bfloat16 (cuDNN's mixed batch norm, which autocast uses: statistics in
+ * float32, the data read and written in 16 bits). */
 #include "ops/ops.h"
 
-static netcl_status check_vec(const char *what, const netcl_tensor *v, const netcl_tensor *x, int64_t C)
+static int is_half(netcl_dtype dt) { return dt == NETCL_DTYPE_FLOAT16 || dt == NETCL_DTYPE_BFLOAT16; }
+
+/* the vectors' dtype: the first one given, else float32 for 16-bit x */
+static netcl_dtype stats_dtype(const netcl_tensor *x, const netcl_tensor *const *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i]) return v[i]->dtype;
+    return is_half(x->dtype) ? NETCL_DTYPE_FLOAT32 : x->dtype;
+}
+
+static netcl_status check_vec(const char *what, const netcl_tensor *v, const netcl_tensor *x, int64_t C, netcl_dtype sdt)
 {
     if (!v) return NETCL_OK;
     NC_TRY(nc_same_device("batch_norm", x, v));
-    if (v->ndim != 1 || v->sizes[0] != C || v->dtype != x->dtype || !netcl_tensor_is_contiguous(v))
+    if (v->ndim != 1 || v->sizes[0] != C || v->dtype != sdt || !netcl_tensor_is_contiguous(v))
         return nc_fail(NETCL_ERR_ARGUMENT, "batch_norm: %s %s must be a contiguous %s tensor of %lld elements (input %s)",
-                       what, nc_describe(v), netcl_dtype_name(x->dtype), (long long)C, nc_describe(x));
+                       what, nc_describe(v), netcl_dtype_name(sdt), (long long)C, nc_describe(x));
     return NETCL_OK;
 }
 
@@ -20,10 +34,16 @@ netcl_status nc_batch_norm_check(const netcl_tensor *x, const netcl_tensor *rm, 
         return nc_fail(NETCL_ERR_ARGUMENT, "batch_norm: expects a floating input of at least 2 dims [N, C, ...], got %s",
                        nc_describe(x));
     int64_t C = x->sizes[1], M = C ? netcl_tensor_numel(x) / C : 0;
-    NC_TRY(check_vec("running_mean", rm, x, C));
-    NC_TRY(check_vec("running_var", rv, x, C));
-    NC_TRY(check_vec("weight", w, x, C));
-    NC_TRY(check_vec("bias", b, x, C));
+    const netcl_tensor *vecs[4] = {rm, rv, w, b};
+    netcl_dtype sdt = stats_dtype(x, vecs, 4);
+    if (sdt != x->dtype && !(is_half(x->dtype) && sdt == NETCL_DTYPE_FLOAT32))
+        return nc_fail(NETCL_ERR_ARGUMENT, "batch_norm: the running statistics, weight and bias must be %s%s (input %s), got %s",
+                       netcl_dtype_name(x->dtype), is_half(x->dtype) ? " or float32" : "", nc_describe(x),
+                       netcl_dtype_name(sdt));
+    NC_TRY(check_vec("running_mean", rm, x, C, sdt));
+    NC_TRY(check_vec("running_var", rv, x, C, sdt));
+    NC_TRY(check_vec("weight", w, x, C, sdt));
+    NC_TRY(check_vec("bias", b, x, C, sdt));
     if (!training && (!rm || !rv)) return nc_fail(NETCL_ERR_ARGUMENT, "batch_norm: evaluation mode needs running_mean and running_var");
     if ((rm == NULL) != (rv == NULL)) return nc_fail(NETCL_ERR_ARGUMENT, "batch_norm: give both running_mean and running_var, or neither");
     if (training && M <= 1)
@@ -53,6 +73,8 @@ netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tens
                            nc_describe(res), nc_describe(x));
     }
     netcl_tensor *xc = NULL, *tmp = NULL, *rc = NULL;
+    const netcl_tensor *vecs[4] = {rm, rv, w, b};
+    netcl_dtype sdt = stats_dtype(x, vecs, 4);
     nc_batch_norm_args a = {0};
     args_of(&a, x);
     a.training = training;
@@ -63,8 +85,8 @@ netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tens
     nc_desc dx, dm, di, dw, db, drm, drv, dy, dr;
     netcl_status st = nc_fwd_tensor_contiguous(&xc, x);
     if (st == NETCL_OK && res) st = nc_fwd_tensor_contiguous(&rc, res);
-    if (st == NETCL_OK) st = nc_tensor_new(mean, dev, x->dtype, 1, &a.C);
-    if (st == NETCL_OK) st = nc_tensor_new(invstd, dev, x->dtype, 1, &a.C);
+    if (st == NETCL_OK) st = nc_tensor_new(mean, dev, sdt, 1, &a.C);
+    if (st == NETCL_OK) st = nc_tensor_new(invstd, dev, sdt, 1, &a.C);
     if (st == NETCL_OK) st = nc_tensor_new(y, dev, x->dtype, x->ndim, x->sizes);
     if (st == NETCL_OK && netcl_tensor_numel(x) > 0) {
         nc_desc_of(&dx, xc); nc_desc_of(&dm, *mean); nc_desc_of(&di, *invstd); nc_desc_of(&dy, *y);
@@ -74,7 +96,7 @@ netcl_status nc_fwd_batch_norm(netcl_tensor **y, netcl_tensor **mean, netcl_tens
             st = dev->backend->norm.batch_norm(dev, NC_BATCH_NORM_STATS, &a);
             if (rm) { atomic_fetch_add(&rm->storage->version, 1); atomic_fetch_add(&rv->storage->version, 1); }
         } else { /* the running statistics, copied so a later update cannot change this node's */
-            if ((st = nc_fwd_tensor_cast(&tmp, rm, x->dtype)) == NETCL_OK) { netcl_tensor_release(*mean); *mean = tmp; tmp = NULL; }
+            if ((st = nc_fwd_tensor_cast(&tmp, rm, sdt)) == NETCL_OK) { netcl_tensor_release(*mean); *mean = tmp; tmp = NULL; }
             if (st == NETCL_OK) st = nc_fwd_binary_scalar(&tmp, NETCL_OP_ADD, rv, eps, 0);
             if (st == NETCL_OK) { netcl_tensor_release(*invstd); st = nc_fwd_unary(invstd, NETCL_OP_RSQRT, tmp, 0, 0); }
             if (st == NETCL_OK) { nc_desc_of(&dm, *mean); nc_desc_of(&di, *invstd); }
@@ -110,8 +132,8 @@ netcl_status nc_fwd_batch_norm_backward(netcl_tensor **dx, netcl_tensor **dw, ne
     netcl_status st = nc_fwd_tensor_contiguous(&xc, x);
     if (st == NETCL_OK && y) st = nc_fwd_tensor_contiguous(&yc, y);
     if (st == NETCL_OK) st = g->dtype == x->dtype ? nc_fwd_tensor_contiguous(&gc, g) : nc_fwd_tensor_cast(&gc, g, x->dtype);
-    if (st == NETCL_OK) st = nc_tensor_new(&sg, dev, x->dtype, 1, &a.C);
-    if (st == NETCL_OK) st = nc_tensor_new(&sgx, dev, x->dtype, 1, &a.C);
+    if (st == NETCL_OK) st = nc_tensor_new(&sg, dev, mean->dtype, 1, &a.C);
+    if (st == NETCL_OK) st = nc_tensor_new(&sgx, dev, mean->dtype, 1, &a.C);
     if (st == NETCL_OK) st = nc_tensor_new(dx, dev, x->dtype, x->ndim, x->sizes);
     if (st == NETCL_OK && netcl_tensor_numel(x) > 0) {
         nc_desc_of(&dxd, xc); nc_desc_of(&dg, gc); nc_desc_of(&dm, mean); nc_desc_of(&di, invstd);

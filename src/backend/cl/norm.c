@@ -2,7 +2,8 @@
  * normalisation (statistics, normalisation, and the two backward kernels).
  * The channel reductions run as P partial work-groups per channel (enough
  * to fill the device when channels are few) and a combining kernel, through
- * scratch. */
+ * scratch. The per-channel vectors share one dtype (x's, or float32 for
+ * 16-bit x), which the kernels take as TO. */
 #include "cl.h"
 
 /* partial work-groups per channel: about 4 groups per compute unit in all,
@@ -29,8 +30,10 @@ static netcl_status part_launch(nc_cl_device *cd, cl_kernel k, size_t wg, int P,
 static netcl_status row_launch(nc_cl_device *cd, cl_kernel k, int first, const nc_batch_norm_args *a, cl_long outo, cl_long o1,
                                cl_long o2)
 {
-    cl_int vec = a->x->dtype == NETCL_DTYPE_FLOAT32 && a->S % 4 == 0 && a->x->offset % 4 == 0 && outo % 4 == 0 && o1 % 4 == 0 &&
-                 o2 % 4 == 0;
+    netcl_dtype xt = a->x->dtype;
+    cl_int vec = a->mean->dtype == NETCL_DTYPE_FLOAT32 &&
+                 (xt == NETCL_DTYPE_FLOAT32 || xt == NETCL_DTYPE_FLOAT16 || xt == NETCL_DTYPE_BFLOAT16) && a->S % 4 == 0 &&
+                 a->x->offset % 4 == 0 && outo % 4 == 0 && o1 % 4 == 0 && o2 % 4 == 0;
     int64_t items = vec ? a->S / 4 : a->S;
     int ls = 8;
     while (ls > 0 && ((int64_t)1 << ls) > cd->dev->max_work_group) ls--;
@@ -48,10 +51,11 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
 {
     static const char *names[] = {"batch_norm_stats_part", "batch_norm_apply", "batch_norm_grad_part", "batch_norm_grad_apply"};
     static const char *finals[] = {"batch_norm_stats_final", NULL, "batch_norm_grad_final", NULL};
-    NC_TRY(nc_cl_enter(dev, "batch_norm", a->x->dtype, a->x->dtype));
+    netcl_dtype sdt = a->mean->dtype;   /* the statistics' dtype: x's, or float32 under 16-bit x */
+    NC_TRY(nc_cl_enter(dev, "batch_norm", a->x->dtype, sdt));
     nc_cl_device *cd = nc_cl_dev(dev);
     char opts[112];
-    nc_cl_dtype_opts(opts, sizeof opts, a->x->dtype, a->x->dtype);
+    nc_cl_dtype_opts(opts, sizeof opts, a->x->dtype, sdt);
     nc_cl_index_opts(opts, sizeof opts, a->N * a->C * a->S);
     cl_kernel k, kf = NULL;
     size_t wg, wgf = 0;
@@ -62,7 +66,7 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
     cl_int relu = a->relu != 0, has_y = a->y != NULL, has_r = a->res != NULL;
     cl_int P = parts_for(cd, N, C);
     cl_mem part = NULL;
-    size_t acc = a->x->dtype == NETCL_DTYPE_FLOAT64 ? 8 : 4;
+    size_t acc = sdt == NETCL_DTYPE_FLOAT64 ? 8 : 4;
     if (kf) NC_TRY(nc_cl_scratch(cd, 0, acc * 3 * (size_t)P * (size_t)C, &part));
     MEM(x); MEM(g); MEM(mean); MEM(invstd); MEM(w); MEM(b); MEM(rmean); MEM(rvar); MEM(sg); MEM(sgx); MEM(out); MEM(y); MEM(res);
     /* every operand at its own offset (weights and biases are often views into an optimizer's flat buffer) */
@@ -78,8 +82,8 @@ netcl_status nc_cl_batch_norm(netcl_device *dev, nc_batch_norm_kernel kind, cons
         NC_ARG(kf, i++, invstd_m); NC_ARG(kf, i++, invstd_o); NC_ARG(kf, i++, C);
         NC_ARG(kf, i++, rmean_m); NC_ARG(kf, i++, rmean_o); NC_ARG(kf, i++, rvar_m); NC_ARG(kf, i++, rvar_o);
         NC_ARG(kf, i++, has_running);
-        NC_TRY(nc_cl_set_scalar(kf, i++, a->x->dtype, a->momentum));
-        NC_TRY(nc_cl_set_scalar(kf, i, a->x->dtype, a->eps));
+        NC_TRY(nc_cl_set_scalar(kf, i++, sdt, a->momentum));
+        NC_TRY(nc_cl_set_scalar(kf, i, sdt, a->eps));
         return nc_cl_launch(cd, kf, wgf, C);
     case NC_BATCH_NORM_APPLY:
         NC_ARG(k, i++, out_m); NC_ARG(k, i++, out_o); NC_ARG(k, i++, x_m); NC_ARG(k, i++, xo);
