@@ -186,9 +186,8 @@ static nc_conv_algo plan_rule(netcl_device *dev, const nc_conv_args *g, nc_conv_
     /* Winograd and the others below unfold nothing as large as im2col's
      * [N, C*KH*KW, OH*OW] (in the data pass, its adjoint): past an eighth of
      * the device's memory (a large image batch), gather instead. 16-bit
-     * layers take the tensor-core GEMMs: Winograd runs them in float32. */
-    int winograd_ok = dev->type == NETCL_DEVICE_OPENCL_GPU && g->C >= 16 && g->O >= 16 &&
-                      (dt == NETCL_DTYPE_FLOAT32 || dt == NETCL_DTYPE_FLOAT64) &&
+     * layers run it too, in float32 with TF32 products (wino_dtype). */
+    int winograd_ok = dev->type == NETCL_DEVICE_OPENCL_GPU && g->C >= 16 && g->O >= 16 && nc_dtype_is_float(dt) &&
                       nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass);
     if (!winograd_ok && nc_conv_workspace_bytes(NC_CONV_IM2COL, g, pass, dt) > nc_conv_workspace_limit_on(dev)) return NC_CONV_IGEMM;
     /* on a GPU a small convolution is launch-bound: one direct kernel beats
@@ -460,7 +459,10 @@ static netcl_tensor *gemm1x1_pass(scratch *s, const nc_conv_args *g, nc_conv_pas
  * transforms scale by up to 8 and 1/24 and cancel large terms; kept in
  * float16 they were off by 1.1% of the output's largest value (bfloat16:
  * 6%) on a 3-channel 8x8 layer, where rounding the output alone costs
- * 0.03% (0.35%); in float32 they match the direct kernels. */
+ * 0.03% (0.35%); in float32 they match the direct kernels. Their float32
+ * products then run in TF32 (winograd_pass): its 11 significant bits are
+ * float16's and more than bfloat16's 8, so a 16-bit layer keeps the
+ * precision of a 16-bit product and gets the tensor cores. */
 static netcl_dtype wino_dtype(const netcl_tensor *x)
 {
     return x->dtype == NETCL_DTYPE_FLOAT16 || x->dtype == NETCL_DTYPE_BFLOAT16 ? NETCL_DTYPE_FLOAT32 : x->dtype;
@@ -514,8 +516,8 @@ static netcl_tensor *winograd_weight(scratch *s, const nc_conv_args *g, int64_t 
     return dw;
 }
 
-static netcl_tensor *winograd_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, int64_t m, netcl_tensor *a,
-                                   netcl_tensor *b)
+static netcl_tensor *winograd_run(scratch *s, const nc_conv_args *g, nc_conv_pass pass, int64_t m, netcl_tensor *a,
+                                  netcl_tensor *b)
 {
     if (pass == NC_CONV_PASS_FWD) return winograd_fwd(s, g, m, a, b, 0);
     if (pass == NC_CONV_PASS_WEIGHT) return winograd_weight(s, g, m, a, b);
@@ -523,6 +525,16 @@ static netcl_tensor *winograd_pass(scratch *s, const nc_conv_args *g, nc_conv_pa
      * flipped, transposed weights and padding 2 - p */
     nc_conv_args t = {g->N, g->O, g->OH, g->OW, g->C, 1, 3, 3, 1, 1, 2 - g->PH, 2 - g->PW, 1, 1, g->H, g->W};
     return winograd_fwd(s, &t, m, a, b, 1);
+}
+
+static netcl_tensor *winograd_pass(scratch *s, const nc_conv_args *g, nc_conv_pass pass, int64_t m, netcl_tensor *a,
+                                   netcl_tensor *b)
+{
+    if (wino_dtype(a) == a->dtype) return winograd_run(s, g, pass, m, a, b);
+    int old = nc_fp32_scope(NC_FP32_TF32);
+    netcl_tensor *r = winograd_run(s, g, pass, m, a, b);
+    nc_fp32_scope(old);
+    return r;
 }
 
 /* K slices of the implicit backward-weight GEMM: its output [O, C/G*K']

@@ -346,7 +346,14 @@ netcl_status netcl_set_fp32_precision(const char *mode)
 const char *netcl_get_fp32_precision(void) { return fp32_names[atomic_load(&fp32_mode)]; }
 void netcl_set_allow_tf32(int allow) { atomic_store(&fp32_mode, allow ? NC_FP32_TF32 : NC_FP32_IEEE); }
 int netcl_get_allow_tf32(void) { return atomic_load(&fp32_mode) == NC_FP32_TF32; }
-int nc_fp32_mode(void) { return atomic_load(&fp32_mode); }
+static _Thread_local int fp32_scoped = -1;
+int nc_fp32_mode(void) { return fp32_scoped >= 0 ? fp32_scoped : atomic_load(&fp32_mode); }
+int nc_fp32_scope(int mode)
+{
+    int old = fp32_scoped;
+    fp32_scoped = mode;
+    return old;
+}
 
 /* out = act(alpha * (a @ b) + beta * c + bias) in one backend call; a and b
  * at least 2-D (batched and broadcast like matmul), c broadcast to the

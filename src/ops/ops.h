@@ -66,8 +66,11 @@ netcl_status nc_fwd_gemm(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, n
 netcl_status nc_fwd_gemm_rowbias(netcl_tensor **out, netcl_tensor *a, netcl_tensor *b, netcl_tensor *bias, int act,
                                  double act_p);
 /* The precision of float32 products (NC_FP32_*), set by
- * netcl_set_fp32_precision; passed to the backends with every product. */
+ * netcl_set_fp32_precision; passed to the backends with every product.
+ * nc_fp32_scope sets this thread's own mode for the products an op makes
+ * inside itself (-1: the process's again) and returns the one it replaced. */
 int nc_fp32_mode(void);
+int nc_fp32_scope(int mode);
 /* The number of K slices matmul runs a [1,M,K] @ w [1,K,N] as (split-K;
  * 1: none), with an epilogue to apply or not, in precision fp32. */
 int nc_gemm_split_count(netcl_device *dev, const nc_desc *a, const nc_desc *w, int epilogue, int fp32);
