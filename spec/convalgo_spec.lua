@@ -394,14 +394,19 @@ function TestConvAlgos:test_planner_choices()
   end
   if info.type == "opencl_gpu" then lu.assertEquals(resnet, "winograd4")
   elseif H.is_cpu then
-    -- the cpu's vector tiled pass: a reduction of 64 or more, weights in L2
-    lu.assertEquals(resnet, "tiled")
+    -- float32 3x3 stride-1 layers of 64 channels or more: Winograd
+    lu.assertEquals(resnet, "winograd4")
+    for _, s in ipairs({ netcl.conv2d_strategy({ 128, 64, 14, 14 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 }) }) do
+      lu.assertNotStrContains(s, "winograd")   -- F(4x4)'s tiles would hang over 14x14
+    end
+    lu.assertEquals(netcl.conv2d_strategy({ 128, 128, 14, 14 }, { 128, 128, 3, 3 }, { device = dev, padding = 1 }), "winograd4")
     -- backward-data: 6 channels fill too little of a vector; backward-weight
     -- as vectors (the implicit_gemm entry) for small weights
     lu.assertEquals(lenet2, { "tiled", "im2col", "implicit_gemm" })
     lu.assertEquals({ netcl.conv2d_strategy({ 128, 32, 14, 14 }, { 64, 32, 3, 3 }, { device = dev, padding = 1 }) },
       { "tiled", "tiled", "implicit_gemm" })
-    lu.assertEquals(netcl.conv2d_strategy({ 128, 512, 4, 4 }, { 512, 512, 3, 3 }, { device = dev, padding = 1 }), "im2col")
+    lu.assertEquals(netcl.conv2d_strategy({ 128, 512, 4, 4 }, { 512, 512, 3, 3 }, { device = dev, padding = 1 }), "winograd2")
+    lu.assertEquals(netcl.conv2d_strategy({ 128, 512, 4, 4 }, { 512, 512, 3, 3 }, { device = dev, padding = 1, dtype = "float64" }), "im2col")
   else lu.assertEquals(resnet, "im2col") end
   -- 16-bit layers take Winograd on GPUs as float32 ones do (float32
   -- transforms, TF32 products)

@@ -1,7 +1,8 @@
 /* conv_direct.c — the CPU convolution family's direct kernels (forward,
  * backward-data, backward-weight) and the Winograd F(m x m, 3 x 3)
  * transforms: the references for kernels/conv_direct.cl (same loops),
- * computed in double, parallel over output elements. Operands contiguous
+ * computed in double, parallel over output elements (float32 Winograd
+ * transforms run conv_winograd.c's vectorised ones instead). Operands contiguous
  * from their offsets. */
 #include "cpu.h"
 #include <math.h>
@@ -254,6 +255,7 @@ netcl_status nc_cpu_conv(netcl_device *dev, nc_conv_kernel kind, const nc_conv_a
 {
     (void)dev;
     if (kind >= NC_DW_FWD && out->dtype == NETCL_DTYPE_FLOAT32) return nc_cpu_conv_depthwise(kind, g, out, a, b, p0);
+    if (kind >= NC_WINO_INPUT && kind <= NC_WINO_WEIGHT_GRAD && nc_cpu_winograd_f32(kind, g, out, a, p0, p1)) return NETCL_OK;
     int64_t m = p0 > 0 ? p0 : 1;
     job j = {g, out, a, b, p0, p1, (g->OH + m - 1) / m, (g->OW + m - 1) / m, kind == NC_WINO_WEIGHT ? 0 : p1};
     int64_t per, n, ps = 0, S = 1;

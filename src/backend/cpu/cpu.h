@@ -131,6 +131,10 @@ double nc_cpu_conv_weight_sum(const nc_conv_args *g, const nc_desc *x, const nc_
 /* conv_depthwise.c: the NC_DW_* kinds in float32 (ip: images per backward-weight slice) */
 netcl_status nc_cpu_conv_depthwise(nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out, const nc_desc *a,
                                    const nc_desc *b, int64_t ip);
+/* conv_winograd.c: the NC_WINO_* kinds (m = p0, the kind's p1) when out and a
+ * are float32 (returns 1), else 0 (conv_direct.c's reference serves) */
+int nc_cpu_winograd_f32(nc_conv_kernel kind, const nc_conv_args *g, const nc_desc *out, const nc_desc *a, int64_t m,
+                        int64_t p1);
 netcl_status nc_cpu_conv_gemm(netcl_device *dev, nc_conv_pass pass, const nc_conv_args *g, const nc_desc *out,
                               const nc_desc *a, const nc_desc *b, const nc_conv_epi *epi, int kslices);
 /* conv_vec.c: the float32 tiled pass with output channels as vector lanes
