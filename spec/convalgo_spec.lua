@@ -396,16 +396,17 @@ function TestConvAlgos:test_planner_choices()
   elseif H.is_cpu then
     -- float32 3x3 stride-1 layers of 64 channels or more: Winograd
     lu.assertEquals(resnet, "winograd4")
-    for _, s in ipairs({ netcl.conv2d_strategy({ 128, 64, 14, 14 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 }) }) do
-      lu.assertNotStrContains(s, "winograd")   -- F(4x4)'s tiles would hang over 14x14
+    lu.assertEquals(netcl.conv2d_strategy({ 128, 64, 14, 14 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 }), "winograd4")
+    lu.assertEquals(netcl.conv2d_strategy({ 8, 64, 2, 2 }, { 64, 64, 3, 3 }, { device = dev, padding = 1 }), "winograd2")
+    for _, s in ipairs({ netcl.conv2d_strategy({ 128, 32, 32, 32 }, { 32, 32, 3, 3 }, { device = dev, padding = 1 }) }) do
+      lu.assertNotStrContains(s, "winograd")   -- fewer than 64 channels: the direct kernels
     end
-    lu.assertEquals(netcl.conv2d_strategy({ 128, 128, 14, 14 }, { 128, 128, 3, 3 }, { device = dev, padding = 1 }), "winograd4")
     -- backward-data: 6 channels fill too little of a vector; backward-weight
     -- as vectors (the implicit_gemm entry) for small weights
     lu.assertEquals(lenet2, { "tiled", "im2col", "implicit_gemm" })
     lu.assertEquals({ netcl.conv2d_strategy({ 128, 32, 14, 14 }, { 64, 32, 3, 3 }, { device = dev, padding = 1 }) },
       { "tiled", "tiled", "implicit_gemm" })
-    lu.assertEquals(netcl.conv2d_strategy({ 128, 512, 4, 4 }, { 512, 512, 3, 3 }, { device = dev, padding = 1 }), "winograd2")
+    lu.assertEquals(netcl.conv2d_strategy({ 128, 512, 4, 4 }, { 512, 512, 3, 3 }, { device = dev, padding = 1 }), "winograd4")
     lu.assertEquals(netcl.conv2d_strategy({ 128, 512, 4, 4 }, { 512, 512, 3, 3 }, { device = dev, padding = 1, dtype = "float64" }), "im2col")
   else lu.assertEquals(resnet, "im2col") end
   -- 16-bit layers take Winograd on GPUs as float32 ones do (float32

@@ -179,12 +179,11 @@ static nc_conv_algo plan_rule(netcl_device *dev, const nc_conv_args *g, nc_conv_
         return NC_CONV_GEMM1X1;
     /* on the cpu, float32 3x3 stride-1 layers of 64 channels or more take
      * Winograd (conv_winograd.c's vectorised transforms, 36 products through
-     * the BLAS) over the direct tiled kernels, except 64 to 127 channels
-     * where F(4x4)'s tiles hang over the output (14x14: measurements in
-     * docs/notes/kernels.md) */
+     * the BLAS) over the direct tiled kernels; F(4x4) down to 4x4 outputs
+     * (measurements in docs/notes/kernels.md) */
     if (dev->type == NETCL_DEVICE_CPU && dt == NETCL_DTYPE_FLOAT32 && g->C >= 64 && g->O >= 64 &&
-        (g->C >= 128 || (g->OH % 4 == 0 && g->OW % 4 == 0)) && nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass))
-        return g->OH >= 8 && g->OW >= 8 ? NC_CONV_WINOGRAD4 : NC_CONV_WINOGRAD2;
+        nc_conv_applicable(NC_CONV_WINOGRAD4, g, pass))
+        return g->OH >= 4 && g->OW >= 4 ? NC_CONV_WINOGRAD4 : NC_CONV_WINOGRAD2;
     if (tiled_suits(dev, g, pass, dt)) return NC_CONV_TILED;
     /* the cpu's float32 backward-weight as vectors (the implicit_gemm entry
      * there): a window past 1x1 and a weight gradient of at most 128 KiB

@@ -1,16 +1,14 @@
 /* conv_winograd.c — the CPU's float32 Winograd F(2x2, 3x3) and F(4x4, 3x3)
  * transforms (conv_direct.c's double loops stay the reference, and serve
- * the other dtypes). Each transform matrix is written out as sums, and the
- * tile transforms run over a run of up to TX tiles of one tile row at a
- * time: the input rows are staged with their zero padding in a row buffer,
- * one direction is applied across the run's tiles (the inner loops run
- * along the tiles, which vectorises), then the other, and the results go
- * out as contiguous runs of the [T, ..., tiles] layouts. Same layouts and
- * meaning as the reference (backend.h's nc_conv_kernel). */
+ * the other dtypes). Each transform matrix is written out as sums, applied
+ * to runs of up to TX consecutive tiles of one channel at a time, so that
+ * the inner loops run across tiles (vectorised) and the results go out as
+ * contiguous runs of the [T, ..., tiles] layouts. Same layouts and meaning
+ * as the reference (backend.h's nc_conv_kernel). */
 #include "cpu.h"
 #include <string.h>
 
-#define TX 64 /* tiles of one tile row per run */
+#define TX 64 /* consecutive tiles per run */
 
 #define F32(d) ((float *)(d)->buf + (d)->offset)
 #define CF32(d) ((const float *)(d)->buf + (d)->offset)
@@ -116,93 +114,94 @@ static void store_blocked(const wjob *j, int64_t T, int64_t R, int64_t r, int64_
     }
 }
 
-/* a row's values at columns w0 + t*m + k, t < nt, as A planes sk[k][t] (zero
- * outside [0, W) or where the row is not valid): the tile transforms then
- * read each tap contiguously across the tiles */
-static void stage_split(float (*sk)[TX], const float *row, int64_t w0, int64_t nt, int64_t m, int64_t A, int64_t W, int valid)
+/* tile p's place: image n, tile row ty, tile column tx */
+static inline void tile_of(const wjob *j, int64_t p, int64_t *n, int64_t *ty, int64_t *tx)
 {
-    for (int64_t k = 0; k < A; k++) {
-        int64_t first = w0 + k, lo = 0, hi = 0;   /* tiles [lo, hi) read inside the row */
-        if (valid) {
-            lo = first >= 0 ? 0 : (-first + m - 1) / m;
-            hi = W - 1 - first < 0 ? 0 : (W - 1 - first) / m + 1;
-        }
-        if (lo > nt) lo = nt;
-        if (hi > nt) hi = nt;
-        if (hi < lo) hi = lo;
-        for (int64_t t = 0; t < lo; t++) sk[k][t] = 0;
-        for (int64_t t = lo; t < hi; t++) sk[k][t] = row[first + t * m];
-        for (int64_t t = hi; t < nt; t++) sk[k][t] = 0;
+    int64_t per = j->th * j->tw, r = p % per;
+    *n = p / per, *ty = r / j->tw, *tx = r % j->tw;
+}
+
+/* an R x R patch of a plane [H, W] at (h0, w0), zero outside, into column t
+ * of d[R * R][TX] */
+static inline void gather(float (*d)[TX], int64_t t, const float *x, int64_t h0, int64_t w0, int64_t H, int64_t W, int R)
+{
+    if (h0 >= 0 && w0 >= 0 && h0 + R <= H && w0 + R <= W) {
+        for (int a = 0; a < R; a++)
+            for (int b = 0; b < R; b++) d[a * R + b][t] = x[(h0 + a) * W + w0 + b];
+        return;
     }
+    for (int a = 0; a < R; a++)
+        for (int b = 0; b < R; b++) {
+            int64_t h = h0 + a, w = w0 + b;
+            d[a * R + b][t] = h >= 0 && h < H && w >= 0 && w < W ? x[h * W + w] : 0.f;
+        }
 }
 
 /* The passes for one tile size: INPUT (V = B^T d B), OUTPUT (y = A^T M A),
- * OUTPUT_GRAD (dM = A dy A^T); items are (channel, image, tile row). */
+ * OUTPUT_GRAD (dM = A dy A^T). An item is a channel and a run of TX
+ * consecutive tiles (across tile rows and images, so small images fill
+ * the run too): the patches are gathered tile by tile, both directions of
+ * the transform run across the run's tiles, and the results leave as
+ * contiguous runs of the tile-major layouts. */
 #define WINO_PASSES(M_, A_, BT, AT, ATA)                                                                          \
     NC_CPU_WIDE static void input##M_(void *v, int64_t s, int64_t e)                                             \
     {                                                                                                             \
         const wjob *j = v;                                                                                        \
         const nc_conv_args *g = j->g;                                                                             \
-        float sk[A_][TX], tmp[A_ * A_][TX], out[A_ * A_ * TX];                                                    \
+        int64_t runs = (j->P + TX - 1) / TX;                                                                      \
+        float d[A_ * A_][TX], tmp[A_ * A_][TX], out[A_ * A_ * TX];                                                \
         for (int64_t i = s; i < e; i++) {                                                                         \
-            int64_t c = i / (g->N * j->th), n = i % (g->N * j->th) / j->th, ty = i % j->th;                       \
-            const float *x = j->a + (n * g->C + c) * g->H * g->W;                                                 \
-            for (int64_t tx0 = 0; tx0 < j->tw; tx0 += TX) {                                                       \
-                int64_t nt = j->tw - tx0 < TX ? j->tw - tx0 : TX;                                                 \
-                for (int a = 0; a < A_; a++) {                                                                    \
-                    int64_t h = ty * M_ - g->PH + a;                                                              \
-                    int ok = h >= 0 && h < g->H;                                                                  \
-                    stage_split(sk, ok ? x + h * g->W : x, tx0 * M_ - g->PW, nt, M_, A_, g->W, ok);               \
-                    for (int64_t t = 0; t < nt; t++) {                                                            \
-                        float d[A_], o[A_];                                                                       \
-                        for (int k = 0; k < A_; k++) d[k] = sk[k][t];                                             \
-                        BT(d, o);                                                                                 \
-                        for (int b = 0; b < A_; b++) tmp[a * A_ + b][t] = o[b];                                   \
-                    }                                                                                             \
-                }                                                                                                 \
-                for (int b = 0; b < A_; b++)                                                                      \
-                    for (int64_t t = 0; t < nt; t++) {                                                            \
-                        float d[A_], o[A_];                                                                       \
-                        for (int a = 0; a < A_; a++) d[a] = tmp[a * A_ + b][t];                                   \
-                        BT(d, o);                                                                                 \
-                        for (int r = 0; r < A_; r++) out[(r * A_ + b) * TX + t] = o[r];                           \
-                    }                                                                                             \
-                store_blocked(j, A_ * A_, g->C, c, (n * j->th + ty) * j->tw + tx0, nt, out);                      \
+            int64_t c = i / runs, p0 = i % runs * TX, nt = j->P - p0 < TX ? j->P - p0 : TX, n, ty, tx;            \
+            for (int64_t t = 0; t < nt; t++) {                                                                    \
+                tile_of(j, p0 + t, &n, &ty, &tx);                                                                 \
+                gather(d, t, j->a + (n * g->C + c) * g->H * g->W, ty * M_ - g->PH, tx * M_ - g->PW, g->H, g->W, A_); \
             }                                                                                                     \
+            for (int a = 0; a < A_; a++)                                                                          \
+                for (int64_t t = 0; t < nt; t++) {                                                                \
+                    float in[A_], o[A_];                                                                          \
+                    for (int k = 0; k < A_; k++) in[k] = d[a * A_ + k][t];                                        \
+                    BT(in, o);                                                                                    \
+                    for (int b = 0; b < A_; b++) tmp[a * A_ + b][t] = o[b];                                       \
+                }                                                                                                 \
+            for (int b = 0; b < A_; b++)                                                                          \
+                for (int64_t t = 0; t < nt; t++) {                                                                \
+                    float in[A_], o[A_];                                                                          \
+                    for (int a = 0; a < A_; a++) in[a] = tmp[a * A_ + b][t];                                      \
+                    BT(in, o);                                                                                    \
+                    for (int r = 0; r < A_; r++) out[(r * A_ + b) * TX + t] = o[r];                               \
+                }                                                                                                 \
+            store_blocked(j, A_ * A_, g->C, c, p0, nt, out);                                                      \
         }                                                                                                         \
     }                                                                                                             \
     NC_CPU_WIDE static void output##M_(void *v, int64_t s, int64_t e)                                            \
     {                                                                                                             \
         const wjob *j = v;                                                                                        \
         const nc_conv_args *g = j->g;                                                                             \
-        float tmp[M_ * A_][TX], ys[M_][TX];                                                                       \
+        int64_t runs = (j->P + TX - 1) / TX, plane = g->O * j->P;                                                 \
+        float tmp[M_ * A_][TX], ys[M_ * M_][TX];                                                                  \
         for (int64_t i = s; i < e; i++) {                                                                         \
-            int64_t o = i / (g->N * j->th), n = i % (g->N * j->th) / j->th, ty = i % j->th;                       \
-            float *y = j->out + (n * g->O + o) * g->OH * g->OW;                                                   \
-            for (int64_t tx0 = 0; tx0 < j->tw; tx0 += TX) {                                                       \
-                int64_t nt = j->tw - tx0 < TX ? j->tw - tx0 : TX, p0 = (n * j->th + ty) * j->tw + tx0;            \
-                const float *mp = j->a + o * j->P + p0;                                                           \
-                int64_t plane = g->O * j->P;                                                                      \
-                for (int b = 0; b < A_; b++)                                                                      \
-                    for (int64_t t = 0; t < nt; t++) {                                                            \
-                        float d[A_], r[M_];                                                                       \
-                        for (int a = 0; a < A_; a++) d[a] = mp[(a * A_ + b) * plane + t];                         \
-                        AT(d, r);                                                                                 \
-                        for (int q = 0; q < M_; q++) tmp[q * A_ + b][t] = r[q];                                   \
-                    }                                                                                             \
-                for (int q = 0; q < M_ && ty * M_ + q < g->OH; q++) {                                            \
-                    for (int64_t t = 0; t < nt; t++) {                                                            \
-                        float d[A_], r[M_];                                                                       \
-                        for (int b = 0; b < A_; b++) d[b] = tmp[q * A_ + b][t];                                   \
-                        AT(d, r);                                                                                 \
-                        for (int u = 0; u < M_; u++) ys[u][t] = r[u];                                             \
-                    }                                                                                             \
-                    float *yr = y + (ty * M_ + q) * g->OW + tx0 * M_;                                             \
-                    int64_t full = (g->OW - tx0 * M_) / M_ < nt ? (g->OW - tx0 * M_) / M_ : nt;                   \
-                    for (int64_t t = 0; t < full; t++)                                                            \
-                        for (int u = 0; u < M_; u++) yr[t * M_ + u] = ys[u][t];                                   \
-                    for (int u = 0; full < nt && tx0 * M_ + full * M_ + u < g->OW; u++) yr[full * M_ + u] = ys[u][full]; \
+            int64_t o = i / runs, p0 = i % runs * TX, nt = j->P - p0 < TX ? j->P - p0 : TX, n, ty, tx;            \
+            const float *mp = j->a + o * j->P + p0;                                                               \
+            for (int b = 0; b < A_; b++)                                                                          \
+                for (int64_t t = 0; t < nt; t++) {                                                                \
+                    float in[A_], r[M_];                                                                          \
+                    for (int a = 0; a < A_; a++) in[a] = mp[(a * A_ + b) * plane + t];                            \
+                    AT(in, r);                                                                                    \
+                    for (int q = 0; q < M_; q++) tmp[q * A_ + b][t] = r[q];                                       \
                 }                                                                                                 \
+            for (int q = 0; q < M_; q++)                                                                          \
+                for (int64_t t = 0; t < nt; t++) {                                                                \
+                    float in[A_], r[M_];                                                                          \
+                    for (int b = 0; b < A_; b++) in[b] = tmp[q * A_ + b][t];                                      \
+                    AT(in, r);                                                                                    \
+                    for (int u = 0; u < M_; u++) ys[q * M_ + u][t] = r[u];                                        \
+                }                                                                                                 \
+            for (int64_t t = 0; t < nt; t++) {                                                                    \
+                tile_of(j, p0 + t, &n, &ty, &tx);                                                                 \
+                float *y = j->out + (n * g->O + o) * g->OH * g->OW;                                               \
+                for (int q = 0; q < M_ && ty * M_ + q < g->OH; q++)                                               \
+                    for (int u = 0; u < M_ && tx * M_ + u < g->OW; u++)                                           \
+                        y[(ty * M_ + q) * g->OW + tx * M_ + u] = ys[q * M_ + u][t];                               \
             }                                                                                                     \
         }                                                                                                         \
     }                                                                                                             \
@@ -210,31 +209,29 @@ static void stage_split(float (*sk)[TX], const float *row, int64_t w0, int64_t n
     {                                                                                                             \
         const wjob *j = v;                                                                                        \
         const nc_conv_args *g = j->g;                                                                             \
-        float sk[A_][TX], tmp[M_ * A_][TX], out[A_ * A_ * TX];                                                    \
+        int64_t runs = (j->P + TX - 1) / TX;                                                                      \
+        float d[M_ * M_][TX], tmp[M_ * A_][TX], out[A_ * A_ * TX];                                                \
         for (int64_t i = s; i < e; i++) {                                                                         \
-            int64_t o = i / (g->N * j->th), n = i % (g->N * j->th) / j->th, ty = i % j->th;                       \
-            const float *dy = j->a + (n * g->O + o) * g->OH * g->OW;                                              \
-            for (int64_t tx0 = 0; tx0 < j->tw; tx0 += TX) {                                                       \
-                int64_t nt = j->tw - tx0 < TX ? j->tw - tx0 : TX;                                                 \
-                for (int a = 0; a < M_; a++) {                                                                    \
-                    int64_t oy = ty * M_ + a;                                                                     \
-                    stage_split(sk, oy < g->OH ? dy + oy * g->OW : dy, tx0 * M_, nt, M_, M_, g->OW, oy < g->OH);  \
-                    for (int64_t t = 0; t < nt; t++) {                                                            \
-                        float d[M_], r[A_];                                                                       \
-                        for (int k = 0; k < M_; k++) d[k] = sk[k][t];                                             \
-                        ATA(d, r);                                                                                \
-                        for (int b = 0; b < A_; b++) tmp[a * A_ + b][t] = r[b];                                   \
-                    }                                                                                             \
-                }                                                                                                 \
-                for (int b = 0; b < A_; b++)                                                                      \
-                    for (int64_t t = 0; t < nt; t++) {                                                            \
-                        float d[M_], r[A_];                                                                       \
-                        for (int a = 0; a < M_; a++) d[a] = tmp[a * A_ + b][t];                                   \
-                        ATA(d, r);                                                                                \
-                        for (int q = 0; q < A_; q++) out[(q * A_ + b) * TX + t] = r[q];                           \
-                    }                                                                                             \
-                store_blocked(j, A_ * A_, g->O, o, (n * j->th + ty) * j->tw + tx0, nt, out);                      \
+            int64_t o = i / runs, p0 = i % runs * TX, nt = j->P - p0 < TX ? j->P - p0 : TX, n, ty, tx;            \
+            for (int64_t t = 0; t < nt; t++) {                                                                    \
+                tile_of(j, p0 + t, &n, &ty, &tx);                                                                 \
+                gather(d, t, j->a + (n * g->O + o) * g->OH * g->OW, ty * M_, tx * M_, g->OH, g->OW, M_);          \
             }                                                                                                     \
+            for (int a = 0; a < M_; a++)                                                                          \
+                for (int64_t t = 0; t < nt; t++) {                                                                \
+                    float in[M_], r[A_];                                                                          \
+                    for (int k = 0; k < M_; k++) in[k] = d[a * M_ + k][t];                                        \
+                    ATA(in, r);                                                                                   \
+                    for (int b = 0; b < A_; b++) tmp[a * A_ + b][t] = r[b];                                       \
+                }                                                                                                 \
+            for (int b = 0; b < A_; b++)                                                                          \
+                for (int64_t t = 0; t < nt; t++) {                                                                \
+                    float in[M_], r[A_];                                                                          \
+                    for (int a = 0; a < M_; a++) in[a] = tmp[a * A_ + b][t];                                      \
+                    ATA(in, r);                                                                                   \
+                    for (int q = 0; q < A_; q++) out[(q * A_ + b) * TX + t] = r[q];                               \
+                }                                                                                                 \
+            store_blocked(j, A_ * A_, g->O, o, p0, nt, out);                                                      \
         }                                                                                                         \
     }
 
@@ -310,17 +307,17 @@ int nc_cpu_winograd_f32(nc_conv_kernel kind, const nc_conv_args *g, const nc_des
     j.ps = p1 > 0 && kind != NC_WINO_WEIGHT ? p1 : j.P;
     if (j.ps < 1) j.ps = 1;
     j.S = (j.P + j.ps - 1) / j.ps;
-    int64_t rows = g->N * th, grain = tw >= 64 ? 1 : 64 / tw;
+    int64_t runs = (j.P + TX - 1) / TX;
     switch (kind) {
     case NC_WINO_INPUT:
         zero_tail(&j, A * A, g->C);
-        nc_parallel_for(g->C * rows, grain, m == 4 ? input4 : input2, &j);
+        nc_parallel_for(g->C * runs, 1, m == 4 ? input4 : input2, &j);
         return 1;
     case NC_WINO_OUTPUT_GRAD:
         zero_tail(&j, A * A, g->O);
-        nc_parallel_for(g->O * rows, grain, m == 4 ? output_grad4 : output_grad2, &j);
+        nc_parallel_for(g->O * runs, 1, m == 4 ? output_grad4 : output_grad2, &j);
         return 1;
-    case NC_WINO_OUTPUT: nc_parallel_for(g->O * rows, grain, m == 4 ? output4 : output2, &j); return 1;
+    case NC_WINO_OUTPUT: nc_parallel_for(g->O * runs, 1, m == 4 ? output4 : output2, &j); return 1;
     case NC_WINO_WEIGHT: nc_parallel_for(g->O, 1, m == 4 ? weight4 : weight2, &j); return 1;
     case NC_WINO_WEIGHT_GRAD: nc_parallel_for(g->O, 1, m == 4 ? weight_grad4 : weight_grad2, &j); return 1;
     default: return 0;
