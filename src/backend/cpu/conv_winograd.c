@@ -137,106 +137,86 @@ static inline void gather(float (*d)[TX], int64_t t, const float *x, int64_t h0,
         }
 }
 
-/* The passes for one tile size: INPUT (V = B^T d B), OUTPUT (y = A^T M A),
- * OUTPUT_GRAD (dM = A dy A^T). An item is a channel and a run of TX
- * consecutive tiles (across tile rows and images, so small images fill
- * the run too): the patches are gathered tile by tile, both directions of
- * the transform run across the run's tiles, and the results leave as
- * contiguous runs of the tile-major layouts. */
-#define WINO_PASSES(M_, A_, BT, AT, ATA)                                                                          \
-    NC_CPU_WIDE static void input##M_(void *v, int64_t s, int64_t e)                                             \
+/* out = F d F^T for the R x R tiles of a run, F taking R values to Q: d's
+ * element (k, t) (k = row * R + column, t the run's tile) at src[k * ss + t],
+ * out's at dst[k * TX + t]; rows first, then columns, each across the run */
+#define SEPARABLE(NAME, R_, Q_, F)                                                                                \
+    static inline __attribute__((always_inline)) void NAME(const float *src, int64_t ss, float *dst, int64_t nt)  \
+    {                                                                                                             \
+        float tmp[R_ * Q_][TX];                                                                                   \
+        for (int a = 0; a < R_; a++)                                                                              \
+            for (int64_t t = 0; t < nt; t++) {                                                                    \
+                float in[R_], o[Q_];                                                                              \
+                for (int k = 0; k < R_; k++) in[k] = src[(a * R_ + k) * ss + t];                                  \
+                F(in, o);                                                                                         \
+                for (int b = 0; b < Q_; b++) tmp[a * Q_ + b][t] = o[b];                                           \
+            }                                                                                                     \
+        for (int b = 0; b < Q_; b++)                                                                              \
+            for (int64_t t = 0; t < nt; t++) {                                                                    \
+                float in[R_], o[Q_];                                                                              \
+                for (int a = 0; a < R_; a++) in[a] = tmp[a * Q_ + b][t];                                          \
+                F(in, o);                                                                                         \
+                for (int r = 0; r < Q_; r++) dst[(r * Q_ + b) * TX + t] = o[r];                                   \
+            }                                                                                                     \
+    }
+SEPARABLE(input_tiles2, 4, 4, bt2)
+SEPARABLE(input_tiles4, 6, 6, bt4)
+SEPARABLE(output_tiles2, 4, 2, at2)
+SEPARABLE(output_tiles4, 6, 4, at4)
+SEPARABLE(grad_tiles2, 2, 4, ata2)
+SEPARABLE(grad_tiles4, 4, 6, ata4)
+
+/* Into the tile domain: INPUT (V = B^T d B, patches of x) and OUTPUT_GRAD
+ * (dM = A dy A^T, patches of dy). An item is a channel and a run of TX
+ * consecutive tiles (across tile rows and images, so small images fill the
+ * run too): the patches are gathered tile by tile, transformed across the
+ * run, and leave as contiguous runs of the blocked layout. */
+#define TO_TILES(NAME, M_, A_, R_, TILES, CH, HH, WW, PH_, PW_)                                                  \
+    NC_CPU_WIDE static void NAME(void *v, int64_t s, int64_t e)                                                  \
     {                                                                                                             \
         const wjob *j = v;                                                                                        \
         const nc_conv_args *g = j->g;                                                                             \
         int64_t runs = (j->P + TX - 1) / TX;                                                                      \
-        float d[A_ * A_][TX], tmp[A_ * A_][TX], out[A_ * A_ * TX];                                                \
+        float d[R_ * R_][TX], out[A_ * A_ * TX];                                                                  \
         for (int64_t i = s; i < e; i++) {                                                                         \
             int64_t c = i / runs, p0 = i % runs * TX, nt = j->P - p0 < TX ? j->P - p0 : TX, n, ty, tx;            \
             for (int64_t t = 0; t < nt; t++) {                                                                    \
                 tile_of(j, p0 + t, &n, &ty, &tx);                                                                 \
-                gather(d, t, j->a + (n * g->C + c) * g->H * g->W, ty * M_ - g->PH, tx * M_ - g->PW, g->H, g->W, A_); \
+                gather(d, t, j->a + (n * (CH) + c) * (HH) * (WW), ty * M_ - (PH_), tx * M_ - (PW_), HH, WW, R_);  \
             }                                                                                                     \
-            for (int a = 0; a < A_; a++)                                                                          \
-                for (int64_t t = 0; t < nt; t++) {                                                                \
-                    float in[A_], o[A_];                                                                          \
-                    for (int k = 0; k < A_; k++) in[k] = d[a * A_ + k][t];                                        \
-                    BT(in, o);                                                                                    \
-                    for (int b = 0; b < A_; b++) tmp[a * A_ + b][t] = o[b];                                       \
-                }                                                                                                 \
-            for (int b = 0; b < A_; b++)                                                                          \
-                for (int64_t t = 0; t < nt; t++) {                                                                \
-                    float in[A_], o[A_];                                                                          \
-                    for (int a = 0; a < A_; a++) in[a] = tmp[a * A_ + b][t];                                      \
-                    BT(in, o);                                                                                    \
-                    for (int r = 0; r < A_; r++) out[(r * A_ + b) * TX + t] = o[r];                               \
-                }                                                                                                 \
-            store_blocked(j, A_ * A_, g->C, c, p0, nt, out);                                                      \
+            TILES(d[0], TX, out, nt);                                                                             \
+            store_blocked(j, A_ * A_, CH, c, p0, nt, out);                                                        \
         }                                                                                                         \
-    }                                                                                                             \
-    NC_CPU_WIDE static void output##M_(void *v, int64_t s, int64_t e)                                            \
+    }
+TO_TILES(input2, 2, 4, 4, input_tiles2, g->C, g->H, g->W, g->PH, g->PW)
+TO_TILES(input4, 4, 6, 6, input_tiles4, g->C, g->H, g->W, g->PH, g->PW)
+TO_TILES(output_grad2, 2, 4, 2, grad_tiles2, g->O, g->OH, g->OW, 0, 0)
+TO_TILES(output_grad4, 4, 6, 4, grad_tiles4, g->O, g->OH, g->OW, 0, 0)
+
+/* Out of the tile domain: OUTPUT (y = A^T M A) for an output channel and a
+ * run of tiles, each tile's m x m result scattered into y (clipped at its
+ * edges). */
+#define FROM_TILES(NAME, M_, TILES)                                                                               \
+    NC_CPU_WIDE static void NAME(void *v, int64_t s, int64_t e)                                                  \
     {                                                                                                             \
         const wjob *j = v;                                                                                        \
         const nc_conv_args *g = j->g;                                                                             \
-        int64_t runs = (j->P + TX - 1) / TX, plane = g->O * j->P;                                                 \
-        float tmp[M_ * A_][TX], ys[M_ * M_][TX];                                                                  \
+        int64_t runs = (j->P + TX - 1) / TX;                                                                      \
+        float ys[M_ * M_ * TX];                                                                                   \
         for (int64_t i = s; i < e; i++) {                                                                         \
             int64_t o = i / runs, p0 = i % runs * TX, nt = j->P - p0 < TX ? j->P - p0 : TX, n, ty, tx;            \
-            const float *mp = j->a + o * j->P + p0;                                                               \
-            for (int b = 0; b < A_; b++)                                                                          \
-                for (int64_t t = 0; t < nt; t++) {                                                                \
-                    float in[A_], r[M_];                                                                          \
-                    for (int a = 0; a < A_; a++) in[a] = mp[(a * A_ + b) * plane + t];                            \
-                    AT(in, r);                                                                                    \
-                    for (int q = 0; q < M_; q++) tmp[q * A_ + b][t] = r[q];                                       \
-                }                                                                                                 \
-            for (int q = 0; q < M_; q++)                                                                          \
-                for (int64_t t = 0; t < nt; t++) {                                                                \
-                    float in[A_], r[M_];                                                                          \
-                    for (int b = 0; b < A_; b++) in[b] = tmp[q * A_ + b][t];                                      \
-                    AT(in, r);                                                                                    \
-                    for (int u = 0; u < M_; u++) ys[q * M_ + u][t] = r[u];                                        \
-                }                                                                                                 \
+            TILES(j->a + o * j->P + p0, g->O * j->P, ys, nt);                                                     \
             for (int64_t t = 0; t < nt; t++) {                                                                    \
                 tile_of(j, p0 + t, &n, &ty, &tx);                                                                 \
                 float *y = j->out + (n * g->O + o) * g->OH * g->OW;                                               \
                 for (int q = 0; q < M_ && ty * M_ + q < g->OH; q++)                                               \
                     for (int u = 0; u < M_ && tx * M_ + u < g->OW; u++)                                           \
-                        y[(ty * M_ + q) * g->OW + tx * M_ + u] = ys[q * M_ + u][t];                               \
+                        y[(ty * M_ + q) * g->OW + tx * M_ + u] = ys[(q * M_ + u) * TX + t];                       \
             }                                                                                                     \
-        }                                                                                                         \
-    }                                                                                                             \
-    NC_CPU_WIDE static void output_grad##M_(void *v, int64_t s, int64_t e)                                       \
-    {                                                                                                             \
-        const wjob *j = v;                                                                                        \
-        const nc_conv_args *g = j->g;                                                                             \
-        int64_t runs = (j->P + TX - 1) / TX;                                                                      \
-        float d[M_ * M_][TX], tmp[M_ * A_][TX], out[A_ * A_ * TX];                                                \
-        for (int64_t i = s; i < e; i++) {                                                                         \
-            int64_t o = i / runs, p0 = i % runs * TX, nt = j->P - p0 < TX ? j->P - p0 : TX, n, ty, tx;            \
-            for (int64_t t = 0; t < nt; t++) {                                                                    \
-                tile_of(j, p0 + t, &n, &ty, &tx);                                                                 \
-                gather(d, t, j->a + (n * g->O + o) * g->OH * g->OW, ty * M_, tx * M_, g->OH, g->OW, M_);          \
-            }                                                                                                     \
-            for (int a = 0; a < M_; a++)                                                                          \
-                for (int64_t t = 0; t < nt; t++) {                                                                \
-                    float in[M_], r[A_];                                                                          \
-                    for (int k = 0; k < M_; k++) in[k] = d[a * M_ + k][t];                                        \
-                    ATA(in, r);                                                                                   \
-                    for (int b = 0; b < A_; b++) tmp[a * A_ + b][t] = r[b];                                       \
-                }                                                                                                 \
-            for (int b = 0; b < A_; b++)                                                                          \
-                for (int64_t t = 0; t < nt; t++) {                                                                \
-                    float in[M_], r[A_];                                                                          \
-                    for (int a = 0; a < M_; a++) in[a] = tmp[a * A_ + b][t];                                      \
-                    ATA(in, r);                                                                                   \
-                    for (int q = 0; q < A_; q++) out[(q * A_ + b) * TX + t] = r[q];                               \
-                }                                                                                                 \
-            store_blocked(j, A_ * A_, g->O, o, p0, nt, out);                                                      \
         }                                                                                                         \
     }
-
-WINO_PASSES(2, 4, bt2, at2, ata2)
-WINO_PASSES(4, 6, bt4, at4, ata4)
+FROM_TILES(output2, 2, output_tiles2)
+FROM_TILES(output4, 4, output_tiles4)
 
 /* The weight transform U = G k G^T and its adjoint dw = G^T dU G, per
  * output channel o over runs of CH input channels c: the loops over c run
