@@ -103,7 +103,7 @@ end
 TestConvAlgos = {}
 
 -- How many of GEOMS each strategy covers per pass (forward, backward-data,
--- backward-weight), from the applicability rules (src/ops/conv.c): the
+-- backward-weight), from the applicability rules (src/ops/conv_plan.c): the
 -- general ones all sixteen; Winograd the 3x3 stride-1 undilated ungrouped
 -- ones (1, 2, 6, 7, 9); gemm1x1 the 1x1 stride-1 unpadded ungrouped ones
 -- (5, 11); depthwise geometries 4 and 13-16; tiled every forward,

@@ -102,7 +102,7 @@ netcl_status nc_check_writable(const char *op, const netcl_tensor *t);
 netcl_status nc_fwd_tensor_fill_(netcl_tensor *dst, double value);
 netcl_status nc_fwd_tensor_set_item(netcl_tensor *t, const int64_t *index, double value);
 
-/* ---- conv (conv.c: strategies and planner; conv_tune.c; conv_unfold.c) ---
+/* ---- conv (conv.c: strategies; conv_plan.c: planner; conv_tune.c; conv_unfold.c) ---
  * unfold/fold: k, d, p, s are (h, w) pairs */
 /* window positions along a dim of size `in` (ceil_mode as in pooling) */
 int64_t nc_window_positions(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode);
@@ -136,6 +136,9 @@ const char *nc_conv_algo_name(nc_conv_algo a);
 nc_conv_algo nc_conv_algo_from_name(const char *name);   /* NC_CONV_ALGO_COUNT when unknown */
 int nc_conv_applicable(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass);
 nc_conv_algo nc_conv_plan(netcl_device *dev, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
+/* the convolution the tiled kernels run for a pass: the forward itself, or
+ * for backward-data the flipped one (conv_plan.c) */
+nc_conv_args nc_conv_tiled_kernel_args(const nc_conv_args *g, nc_conv_pass pass);
 /* bytes of scratch strategy a takes for one pass besides its result (conv_workspace.c) */
 double nc_conv_workspace_bytes(nc_conv_algo a, const nc_conv_args *g, nc_conv_pass pass, netcl_dtype dt);
 /* the scratch a pass may take on dev (conv_workspace.c) */
