@@ -10,8 +10,6 @@
 
 #define TX 64 /* consecutive tiles per run */
 
-#define F32(d) ((float *)(d)->buf + (d)->offset)
-#define CF32(d) ((const float *)(d)->buf + (d)->offset)
 
 /* ---- the 1-D transforms: o = M d for B^T, G, A^T and the adjoints A, G^T ---- */
 static inline void bt4(const float *d, float *o)
@@ -283,7 +281,7 @@ int nc_cpu_winograd_f32(nc_conv_kernel kind, const nc_conv_args *g, const nc_des
 {
     if (out->dtype != NETCL_DTYPE_FLOAT32 || a->dtype != NETCL_DTYPE_FLOAT32 || (m != 2 && m != 4)) return 0;
     int64_t th = (g->OH + m - 1) / m, tw = (g->OW + m - 1) / m, A = m + 2;
-    wjob j = {g, F32(out), CF32(a), m, kind == NC_WINO_WEIGHT ? p1 : 0, th, tw, g->N * th * tw, 0, 1};
+    wjob j = {g, NC_CPU_F32(out), NC_CPU_CF32(a), m, kind == NC_WINO_WEIGHT ? p1 : 0, th, tw, g->N * th * tw, 0, 1};
     j.ps = p1 > 0 && kind != NC_WINO_WEIGHT ? p1 : j.P;
     if (j.ps < 1) j.ps = 1;
     j.S = (j.P + j.ps - 1) / j.ps;

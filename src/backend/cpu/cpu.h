@@ -64,6 +64,10 @@ void nc_cpu_gather_i64(const void *base, netcl_dtype dt, int64_t off, int64_t st
 void nc_cpu_scatter_i64(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const int64_t *src);
 void nc_cpu_scatter_u8(void *base, netcl_dtype dt, int64_t off, int64_t step, int64_t n, const uint8_t *src);
 
+/* a float32 descriptor's first element (its offset added), writable and not */
+#define NC_CPU_F32(d) ((float *)(d)->buf + (d)->offset)
+#define NC_CPU_CF32(d) ((const float *)(d)->buf + (d)->offset)
+
 /* Element i of a descriptor's buffer as double, and back (float32 and
  * float64 directly, other dtypes through the converters). i is absolute:
  * callers add d->offset. The kernels that compute in double use these. */

@@ -121,8 +121,6 @@ static double vec_total(const lanes_d *v)
     return t;
 }
 
-#define F32(d) ((float *)(d)->buf + (d)->offset)
-#define CF32(d) ((const float *)(d)->buf + (d)->offset)
 
 /* One pass over the channel: sums of x - K and of its square in double,
  * shifted by K, the channel's first value, so that a mean far from zero
@@ -131,7 +129,7 @@ static double vec_total(const lanes_d *v)
 NC_CPU_WIDE static void stats_f32(void *v, int64_t c0, int64_t c1)
 {
     const nc_batch_norm_args *a = v;
-    const float *x = CF32(a->x);
+    const float *x = NC_CPU_CF32(a->x);
     int64_t M = a->N * a->S, S = a->S;
     for (int64_t c = c0; c < c1; c++) {
         double K = M ? (double)x[c * S] : 0;
@@ -155,12 +153,12 @@ NC_CPU_WIDE static void stats_f32(void *v, int64_t c0, int64_t c1)
         double s = vec_total(&sv), q = vec_total(&qv);
         double m = K + s / (double)M, var = (q - s * s / (double)M) / (double)M;
         if (var < 0) var = 0;
-        F32(a->mean)[c] = (float)m;
-        F32(a->invstd)[c] = (float)(1 / sqrt(var + a->eps));
+        NC_CPU_F32(a->mean)[c] = (float)m;
+        NC_CPU_F32(a->invstd)[c] = (float)(1 / sqrt(var + a->eps));
         if (a->rmean) {
             double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
-            F32(a->rmean)[c] = (float)((1 - a->momentum) * CF32(a->rmean)[c] + a->momentum * m);
-            F32(a->rvar)[c] = (float)((1 - a->momentum) * CF32(a->rvar)[c] + a->momentum * unbiased);
+            NC_CPU_F32(a->rmean)[c] = (float)((1 - a->momentum) * NC_CPU_CF32(a->rmean)[c] + a->momentum * m);
+            NC_CPU_F32(a->rvar)[c] = (float)((1 - a->momentum) * NC_CPU_CF32(a->rvar)[c] + a->momentum * unbiased);
         }
     }
 }
@@ -168,15 +166,15 @@ NC_CPU_WIDE static void stats_f32(void *v, int64_t c0, int64_t c1)
 NC_CPU_WIDE static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
 {
     const nc_batch_norm_args *a = v;
-    const float *x = CF32(a->x), *g = CF32(a->g);
+    const float *x = NC_CPU_CF32(a->x), *g = NC_CPU_CF32(a->g);
     int64_t S = a->S;
     float gm[MASK_CHUNK];   /* a chunk of g masked by a fused relu's output */
     for (int64_t c = c0; c < c1; c++) {
-        double m = CF32(a->mean)[c];
+        double m = NC_CPU_CF32(a->mean)[c];
         lanes_d sg = {0}, sgx = {0};
         for (int64_t n = 0; n < a->N; n++) {
             const float *px = x + (n * a->C + c) * S, *pg = g + (n * a->C + c) * S;
-            const float *py = a->y ? CF32(a->y) + (n * a->C + c) * S : NULL;
+            const float *py = a->y ? NC_CPU_CF32(a->y) + (n * a->C + c) * S : NULL;
             /* both sums in one pass over the plane, a chunk at a time (its
              * g masked first where a relu was fused) */
             for (int64_t j0 = 0; j0 < S; j0 += MASK_CHUNK) {
@@ -199,8 +197,8 @@ NC_CPU_WIDE static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
                 }
             }
         }
-        F32(a->sg)[c] = (float)vec_total(&sg);
-        F32(a->sgx)[c] = (float)vec_total(&sgx);
+        NC_CPU_F32(a->sg)[c] = (float)vec_total(&sg);
+        NC_CPU_F32(a->sgx)[c] = (float)vec_total(&sgx);
     }
 }
 
@@ -208,27 +206,27 @@ NC_CPU_WIDE static void grad_reduce_f32(void *v, int64_t c0, int64_t c1)
 NC_CPU_WIDE static void apply_f32(void *v, int64_t p0, int64_t p1)
 {
     const nc_batch_norm_args *a = v;
-    const float *x = CF32(a->x);
-    float *o = F32(a->out);
+    const float *x = NC_CPU_CF32(a->x);
+    float *o = NC_CPU_F32(a->out);
     int64_t S = a->S;
     for (int64_t p = p0; p < p1; p++) {
         int64_t c = p % a->C;
-        double m = CF32(a->mean)[c], is = CF32(a->invstd)[c];
+        double m = NC_CPU_CF32(a->mean)[c], is = NC_CPU_CF32(a->invstd)[c];
         const float *px = x + p * S;
         float *po = o + p * S;
         if (a->w && a->b) {
-            double w = CF32(a->w)[c], b = CF32(a->b)[c];
+            double w = NC_CPU_CF32(a->w)[c], b = NC_CPU_CF32(a->b)[c];
             for (int64_t j = 0; j < S; j++) po[j] = (float)((px[j] - m) * is * w + b);
         } else {
             for (int64_t j = 0; j < S; j++) {
                 double y = (px[j] - m) * is;
-                if (a->w) y *= CF32(a->w)[c];
-                if (a->b) y += CF32(a->b)[c];
+                if (a->w) y *= NC_CPU_CF32(a->w)[c];
+                if (a->b) y += NC_CPU_CF32(a->b)[c];
                 po[j] = (float)y;
             }
         }
         if (a->res) {   /* the plane is still in cache; added in float, as a separate add would */
-            const float *pr = CF32(a->res) + p * S;
+            const float *pr = NC_CPU_CF32(a->res) + p * S;
             for (int64_t j = 0; j < S; j++) po[j] += pr[j];
         }
         if (a->relu)
@@ -239,19 +237,19 @@ NC_CPU_WIDE static void apply_f32(void *v, int64_t p0, int64_t p1)
 NC_CPU_WIDE static void grad_apply_f32(void *v, int64_t p0, int64_t p1)
 {
     const nc_batch_norm_args *a = v;
-    const float *x = CF32(a->x), *g = CF32(a->g);
-    float *o = F32(a->out);
+    const float *x = NC_CPU_CF32(a->x), *g = NC_CPU_CF32(a->g);
+    float *o = NC_CPU_F32(a->out);
     int64_t S = a->S;
     double M = (double)(a->N * a->S);
     for (int64_t p = p0; p < p1; p++) {
         int64_t c = p % a->C;
-        double is = CF32(a->invstd)[c], k = a->w ? CF32(a->w)[c] * is : is;
+        double is = NC_CPU_CF32(a->invstd)[c], k = a->w ? NC_CPU_CF32(a->w)[c] * is : is;
         const float *px = x + p * S, *pg = g + p * S;
         float *po = o + p * S;
-        double m = a->training ? CF32(a->mean)[c] : 0;
-        double sgm = a->training ? CF32(a->sg)[c] / M : 0, sgxm = a->training ? is * is * CF32(a->sgx)[c] / M : 0;
+        double m = a->training ? NC_CPU_CF32(a->mean)[c] : 0;
+        double sgm = a->training ? NC_CPU_CF32(a->sg)[c] / M : 0, sgxm = a->training ? is * is * NC_CPU_CF32(a->sgx)[c] / M : 0;
         if (a->y) {   /* g masked into the output plane, then updated in place there */
-            relu_mask(po, pg, CF32(a->y) + p * S, S);
+            relu_mask(po, pg, NC_CPU_CF32(a->y) + p * S, S);
             if (a->training)
                 for (int64_t j = 0; j < S; j++) po[j] = (float)(k * (po[j] - sgm - (px[j] - m) * sgxm));
             else
