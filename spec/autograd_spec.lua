@@ -342,6 +342,32 @@ function TestHooks:test_hook_errors_are_clear()
   H.assert_error(function() netcl.ones(2):register_hook(print) end, "does not require grad")
 end
 
+-- post-accumulate hooks run on the leaf once .grad holds the sum (what
+-- DistributedDataParallel starts its bucket all-reduces from)
+function TestHooks:test_post_accumulate_hooks_see_the_summed_grad()
+  local x = netcl.tensor({ 1, 2, 3 }, { device = dev, requires_grad = true })
+  local seen, calls = nil, 0
+  local h = x:register_post_accumulate_grad_hook(function(t)
+    calls = calls + 1
+    lu.assertTrue(t == x)
+    seen = t.grad:totable()
+  end)
+  x:register_hook(function(g) return g * 10 end)   -- runs first: the post hook sees its result
+  ;(x * 2):sum():backward()
+  lu.assertEquals(seen, { 20, 20, 20 })
+  ;(x * 1):sum():backward()
+  lu.assertEquals(seen, { 30, 30, 30 })
+  lu.assertEquals(calls, 2)
+  h.remove()
+  ;(x * 1):sum():backward()
+  lu.assertEquals(calls, 2)
+  local y = x * 2
+  H.assert_error(function() y:register_post_accumulate_grad_hook(print) end, "not a leaf")
+  local bad = netcl.tensor({ 1 }, { device = dev, requires_grad = true })
+  bad:register_post_accumulate_grad_hook(function() error("boom") end)
+  H.assert_error(function() (bad * 1):sum():backward() end, "post-accumulate hook", "boom")
+end
+
 -- backward(g) hands the caller's g to the graph without a copy (as
 -- PyTorch): nothing the graph stores may share its memory, so changing g
 -- afterwards leaves the gradients alone, also through views and at a leaf

@@ -288,6 +288,10 @@ int netcl_tensor_ndim(const netcl_tensor *t);
 int64_t netcl_tensor_size(const netcl_tensor *t, int dim);
 int64_t netcl_tensor_stride(const netcl_tensor *t, int dim);   /* in elements */
 int64_t netcl_tensor_offset(const netcl_tensor *t);            /* in elements */
+/* A 1-D view of numel elements of t's storage from element `offset`
+ * (absolute, like netcl_tensor_offset), t's dtype, no autograd history:
+ * what holds several tensors laid out in one storage (gradient buckets). */
+netcl_status netcl_tensor_storage_range(netcl_tensor **out, netcl_tensor *t, int64_t offset, int64_t numel);
 int64_t netcl_tensor_numel(const netcl_tensor *t);
 netcl_dtype netcl_tensor_dtype(const netcl_tensor *t);
 netcl_device *netcl_tensor_device(const netcl_tensor *t);

@@ -44,6 +44,10 @@ const char *netcl_tensor_grad_fn(const netcl_tensor *t);
  * *id names the hook for netcl_tensor_remove_hook. */
 typedef int (*netcl_grad_hook_fn)(void *ctx, netcl_tensor *grad, netcl_tensor **replace);
 netcl_status netcl_tensor_register_hook(netcl_tensor *t, netcl_grad_hook_fn fn, void *ctx, int *id);
+/* A leaf's post-accumulate hook: fn(ctx, leaf, replace) runs once the
+ * leaf's .grad has taken a gradient during backward (replace is ignored);
+ * removed with netcl_tensor_remove_hook. */
+netcl_status netcl_tensor_register_post_accumulate_hook(netcl_tensor *t, netcl_grad_hook_fn fn, void *ctx, int *id);
 netcl_status netcl_tensor_remove_hook(netcl_tensor *t, int id);
 
 /* grad may be NULL when root has one element (then it is 1). */

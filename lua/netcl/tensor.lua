@@ -681,6 +681,24 @@ function methods.register_hook(t, fn)
   end }
 end
 
+-- t:register_post_accumulate_grad_hook(fn): fn(t) runs during backward
+-- once the leaf t's .grad has taken a gradient (PyTorch's hook of that
+-- name). Returns a handle with :remove().
+function methods.register_post_accumulate_grad_hook(t, fn)
+  if type(fn) ~= "function" then throw("register_post_accumulate_grad_hook: expected a function, got " .. type(fn)) end
+  hook_key = hook_key + 1
+  local key = hook_key
+  check(C.netcl_tensor_register_post_accumulate_hook(H(t), hook_dispatch, ffi.cast("void *", key), hook_id))
+  hook_fns[key] = function() fn(t) end
+  local id, h = hook_id[0], t
+  return { remove = function()
+    if hook_fns[key] then
+      hook_fns[key] = nil
+      check(C.netcl_tensor_remove_hook(H(h), id))
+    end
+  end }
+end
+
 -- Interpreted (jit.off below): hooks call back into Lua from inside it.
 function methods.backward(t, grad, retain_graph)
   if type(grad) == "boolean" then grad, retain_graph = nil, grad end

@@ -15,9 +15,12 @@ typedef struct nc_hook {
     netcl_grad_hook_fn fn;
     void *ctx;
     int id;
+    int post;   /* runs after a leaf's .grad took the gradient, on the leaf */
     struct nc_hook *next;
 } nc_hook;
 void nc_hooks_free(nc_hook *h);
+/* The post-accumulate hooks of a leaf whose .grad has just taken a gradient. */
+netcl_status nc_hooks_run_post(nc_hook *h, netcl_tensor *leaf);
 /* Tells core how a dying tensor releases its grad_fn and hooks; called
  * before either is first attached (engine.c). */
 void nc_autograd_register(void);

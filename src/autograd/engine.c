@@ -327,7 +327,7 @@ oom:
 /* A leaf's .grad: the first gradient is stored (contiguous); later ones
  * are added in place, as PyTorch does, so a .grad that is a view into a
  * flat buffer (optimizers) stays one. */
-static netcl_status accumulate_leaf(netcl_tensor *leaf, netcl_tensor *g)
+static netcl_status accumulate_into_leaf(netcl_tensor *leaf, netcl_tensor *g)
 {
     if (leaf->hooks) {
         netcl_status st = nc_hooks_run(leaf->hooks, &g, "a leaf tensor");
@@ -352,6 +352,14 @@ static netcl_status accumulate_leaf(netcl_tensor *leaf, netcl_tensor *g)
         return accumulate(&leaf->grad, g);
     netcl_status st = nc_fwd_binary_into(cur, NETCL_OP_ADD, cur, g);
     netcl_tensor_release(g);
+    return st;
+}
+
+/* ... then the leaf's post-accumulate hooks */
+static netcl_status accumulate_leaf(netcl_tensor *leaf, netcl_tensor *g)
+{
+    netcl_status st = accumulate_into_leaf(leaf, g);
+    if (st == NETCL_OK && leaf->hooks) st = nc_hooks_run_post(leaf->hooks, leaf);
     return st;
 }
 

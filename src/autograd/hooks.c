@@ -1,6 +1,7 @@
 /* hooks.c — gradient hooks: registered on a leaf tensor or on the node
  * that produced a non-leaf, run by the engine on the gradient flowing
- * into that tensor, in registration order. */
+ * into that tensor, in registration order; and a leaf's post-accumulate
+ * hooks, run on the leaf once its .grad has taken the gradient. */
 #include "autograd/autograd.h"
 #include <stdlib.h>
 #include <string.h>
@@ -19,21 +20,46 @@ void nc_hooks_free(nc_hook *h)
 /* where t's hooks live: the leaf itself, or the node that produced it */
 static nc_hook **hook_list(netcl_tensor *t) { return t->grad_fn ? &t->grad_fn->hooks : &t->hooks; }
 
-netcl_status netcl_tensor_register_hook(netcl_tensor *t, netcl_grad_hook_fn fn, void *ctx, int *id)
+static netcl_status add_hook(netcl_tensor *t, netcl_grad_hook_fn fn, void *ctx, int *id, int post)
 {
+    const char *what = post ? "register_post_accumulate_grad_hook" : "register_hook";
     if (!t->requires_grad)
-        return nc_fail(NETCL_ERR_ARGUMENT, "register_hook: %s does not require grad, so no gradient will reach it",
-                       nc_describe(t));
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: %s does not require grad, so no gradient will reach it", what, nc_describe(t));
+    if (post && t->grad_fn)
+        return nc_fail(NETCL_ERR_ARGUMENT, "%s: %s is not a leaf (only a leaf's .grad accumulates)", what, nc_describe(t));
     nc_hook *h = calloc(1, sizeof *h);
-    if (!h) return nc_fail(NETCL_ERR_OOM, "register_hook: out of host memory");
+    if (!h) return nc_fail(NETCL_ERR_OOM, "%s: out of host memory", what);
     nc_autograd_register();
     h->fn = fn;
     h->ctx = ctx;
+    h->post = post;
     h->id = atomic_fetch_add(&next_id, 1);
     nc_hook **p = hook_list(t);
     while (*p) p = &(*p)->next;   /* run in registration order */
     *p = h;
     *id = h->id;
+    return NETCL_OK;
+}
+
+netcl_status netcl_tensor_register_hook(netcl_tensor *t, netcl_grad_hook_fn fn, void *ctx, int *id)
+{
+    return add_hook(t, fn, ctx, id, 0);
+}
+
+netcl_status netcl_tensor_register_post_accumulate_hook(netcl_tensor *t, netcl_grad_hook_fn fn, void *ctx, int *id)
+{
+    return add_hook(t, fn, ctx, id, 1);
+}
+
+netcl_status nc_hooks_run_post(nc_hook *h, netcl_tensor *leaf)
+{
+    for (; h; h = h->next) {
+        netcl_tensor *rep = NULL;
+        if (!h->post) continue;
+        int bad = h->fn(h->ctx, leaf, &rep);
+        netcl_tensor_release(rep);
+        if (bad) return nc_fail(NETCL_ERR_ARGUMENT, "backward: a post-accumulate hook on %s failed", nc_describe(leaf));
+    }
     return NETCL_OK;
 }
 
@@ -54,6 +80,7 @@ netcl_status nc_hooks_run(nc_hook *h, netcl_tensor **g, const char *what)
 {
     for (; h; h = h->next) {
         netcl_tensor *rep = NULL;
+        if (h->post) continue;
         if (h->fn(h->ctx, *g, &rep) != 0) {
             netcl_tensor_release(rep);
             return nc_fail(NETCL_ERR_ARGUMENT, "backward: a gradient hook on %s failed", what);

@@ -225,6 +225,16 @@ typedef struct nc_be_memory {
     netcl_status (*write_async)(netcl_device *dev, void *buf, size_t off, const void *src, size_t nbytes,
                                 const nc_keep *keep, void *events[2]);
     void (*settle)(netcl_device *dev, void *event, int on_device);
+    /* Host memory another party owns (a shared segment) made as fast to
+     * copy to and from as pinned memory: register gives the handle that
+     * unregister takes. read_async copies buf -> dst (host memory) after
+     * the work queued so far without holding up later work (nor ordering
+     * later writes of buf after it: the caller's business), and gives an
+     * event (a reference) that the host settles before dst is read. All
+     * three may be NULL (reads stay synchronous). */
+    netcl_status (*register_host)(netcl_device *dev, void *host, size_t nbytes, void **handle);
+    void (*unregister_host)(netcl_device *dev, void *handle);
+    netcl_status (*read_async)(netcl_device *dev, void *buf, size_t off, void *dst, size_t nbytes, void **event);
     /* releases everything the device holds (may be NULL) */
     void (*shutdown)(netcl_device *dev);
     /* bytes of device memory held outside the pool: arenas the backend

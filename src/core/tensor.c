@@ -148,6 +148,17 @@ int netcl_tensor_ndim(const netcl_tensor *t) { return t->ndim; }
 int64_t netcl_tensor_size(const netcl_tensor *t, int d) { return d >= 0 && d < t->ndim ? t->sizes[d] : -1; }
 int64_t netcl_tensor_stride(const netcl_tensor *t, int d) { return d >= 0 && d < t->ndim ? t->strides[d] : 0; }
 int64_t netcl_tensor_offset(const netcl_tensor *t) { return t->offset; }
+
+netcl_status netcl_tensor_storage_range(netcl_tensor **out, netcl_tensor *t, int64_t offset, int64_t numel)
+{
+    *out = NULL;
+    size_t es = (size_t)netcl_dtype_size(t->dtype);
+    if (offset < 0 || numel < 0 || (size_t)(offset + numel) * es > t->storage->nbytes)
+        return nc_fail(NETCL_ERR_ARGUMENT, "storage_range: elements %lld..%lld are outside the storage of %s (%zu bytes)",
+                       (long long)offset, (long long)(offset + numel), nc_describe(t), t->storage->nbytes);
+    int64_t stride = 1;
+    return nc_tensor_view_of(out, t, 1, &numel, &stride, offset);
+}
 int64_t netcl_tensor_numel(const netcl_tensor *t) { return nc_numel(t->ndim, t->sizes); }
 netcl_dtype netcl_tensor_dtype(const netcl_tensor *t) { return t->dtype; }
 netcl_device *netcl_tensor_device(const netcl_tensor *t) { return t->storage->dev; }

@@ -146,6 +146,7 @@ static const nc_backend opencl_backend = {
     .name = "opencl",
     .mem = {.alloc = cl_alloc, .free = cl_free, .write = cl_write, .read = cl_read, .synchronize = cl_sync,
             .alloc_pinned = nc_cl_alloc_pinned, .free_pinned = nc_cl_free_pinned, .write_async = nc_cl_write_async,
+            .register_host = nc_cl_register_host, .unregister_host = nc_cl_unregister_host, .read_async = nc_cl_read_async,
             .settle = nc_cl_settle, .shutdown = cl_shutdown, .private_bytes = nc_cl_private_bytes},
     .runtime = {.counter = nc_cl_counter, .profile_report = nc_cl_profile_report, .tune_gemm = nc_cl_tune_gemm,
                 .gemm_config = nc_cl_gemm_config, .gemm_set_config = nc_cl_gemm_set_config,

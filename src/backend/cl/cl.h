@@ -203,6 +203,9 @@ void nc_cl_free_pinned(netcl_device *dev, void *handle);
 netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const void *src, size_t n,
                                const nc_keep *keep, void *events[2]);
 void nc_cl_settle(netcl_device *dev, void *event, int on_device);
+netcl_status nc_cl_register_host(netcl_device *dev, void *host, size_t nbytes, void **handle);
+void nc_cl_unregister_host(netcl_device *dev, void *handle);
+netcl_status nc_cl_read_async(netcl_device *dev, void *buf, size_t off, void *dst, size_t n, void **event);
 void nc_cl_release_transfers(nc_cl_device *cd);
 
 /* The OpenCL text of the elementwise ops and their gradients, generated

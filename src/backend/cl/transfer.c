@@ -6,7 +6,11 @@
  * first use of that storage (nc_storage_settle) puts a barrier waiting for
  * it into the main queue, so later kernels see the data. An upload itself
  * waits for the kernels queued before it (its destination may be a pooled
- * buffer they still read). */
+ * buffer they still read). Reads into host memory run on the same transfer
+ * queue after the kernels queued so far; memory another party owns (a
+ * shared segment) is registered by wrapping it in a CL_MEM_USE_HOST_PTR
+ * buffer, which lets a driver pin it so copies to and from it run at
+ * pinned-memory speed. */
 #include "gemm.h"
 #include <stdlib.h>
 
@@ -93,6 +97,39 @@ netcl_status nc_cl_write_async(netcl_device *dev, void *buf, size_t off, const v
     nc_cl.clRetainEvent(p->event);
     nc_cl.clRetainEvent(p->event);
     events[0] = events[1] = p->event;
+    return NETCL_OK;
+}
+
+netcl_status nc_cl_register_host(netcl_device *dev, void *host, size_t nbytes, void **handle)
+{
+    NC_TRY(nc_check_fork("register host memory"));
+    cl_int err;
+    cl_mem m = nc_cl.clCreateBuffer(nc_cl_dev(dev)->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, nbytes, host, &err);
+    if (err != CL_SUCCESS) return nc_cl_fail(err, "clCreateBuffer (registering host memory)", __FILE__, __LINE__);
+    *handle = m;
+    return NETCL_OK;
+}
+
+void nc_cl_unregister_host(netcl_device *dev, void *handle)
+{
+    if (nc_check_fork("unregister host memory") == NETCL_OK && dev->impl) nc_cl.clReleaseMemObject((cl_mem)handle);
+}
+
+netcl_status nc_cl_read_async(netcl_device *dev, void *buf, size_t off, void *dst, size_t n, void **event)
+{
+    *event = NULL;
+    NC_TRY(nc_check_fork("read"));
+    nc_cl_device *cd = nc_cl_dev(dev);
+    NC_TRY(xfer_queue(cd));
+    cl_event before = NULL, done = NULL;
+    cl_int err = nc_cl.clEnqueueMarkerWithWaitList(cd->queue, 0, NULL, &before);
+    if (err != CL_SUCCESS) return nc_cl_fail(err, "clEnqueueMarkerWithWaitList (before a read)", __FILE__, __LINE__);
+    nc_cl.clFlush(cd->queue);
+    err = nc_cl.clEnqueueReadBuffer(cd->xfer, (cl_mem)buf, CL_FALSE, off, n, dst, 1, &before, &done);
+    nc_cl.clReleaseEvent(before);
+    if (err != CL_SUCCESS) return nc_cl_fail(err, "clEnqueueReadBuffer (transfer queue)", __FILE__, __LINE__);
+    nc_cl.clFlush(cd->xfer);
+    *event = done;
     return NETCL_OK;
 }
 
