@@ -71,6 +71,10 @@ netcl_status netcl_dist_barrier(netcl_comm *c);
 netcl_status netcl_dist_wait(netcl_dist_work *w);
 /* 1 when the work has finished (wait is still needed for the outputs). */
 int netcl_dist_done(const netcl_dist_work *w);
+/* Moves started all_reduces along without waiting: those whose peers have
+ * all arrived get their reduction enqueued on the device. Data-parallel
+ * training calls it while backward runs. NULL is allowed. */
+void netcl_dist_progress(netcl_comm *c);
 
 #pragma GCC visibility pop
 /* cdef-end */

@@ -388,26 +388,32 @@ end
 local DDP = nn.Module:extend("DistributedDataParallel")
 M.DistributedDataParallel = DDP
 
--- Buckets of about bucket_mb, parameters in reverse order (roughly the
--- order backward produces their gradients), one device and dtype each.
+-- Buckets of about bucket_mb, one device and dtype each, in the order
+-- backward finishes them: the reverse of the parameters'. The bucket of
+-- the first parameters, the last to get its gradients, holds at most
+-- 1 MB, so little is left to move once backward ends.
 local function make_buckets(params, bucket_bytes)
   local buckets, cur = {}, nil
-  for i = #params, 1, -1 do
+  local first = math.min(bucket_bytes, 2 ^ 20)
+  for i = 1, #params do
     local p = params[i]
     local bytes = p:numel() * C.netcl_dtype_size(tensor.dtype_code(p.dtype))
-    if not cur or cur.device ~= p.device or cur.dtype ~= p.dtype or (cur.bytes > 0 and cur.bytes + bytes > bucket_bytes) then
+    local cap = #buckets == 1 and first or bucket_bytes
+    if not cur or cur.device ~= p.device or cur.dtype ~= p.dtype or (cur.bytes > 0 and cur.bytes + bytes > cap) then
       cur = { device = p.device, dtype = p.dtype, bytes = 0, params = {} }
       buckets[#buckets + 1] = cur
     end
     table.insert(cur.params, p)
     cur.bytes = cur.bytes + bytes
   end
-  return buckets
+  local order = {}
+  for i = #buckets, 1, -1 do order[#order + 1] = buckets[i] end
+  return order
 end
 
 -- DistributedDataParallel(model, {bucket_mb=25, broadcast=true}): calls
 -- the model; each backward averages the gradients over the ranks, a
--- bucket's all-reduce starting as soon as its gradients are ready.
+-- bucket's all-reduce starting as soon as its gradients are in .grad.
 function DDP:__init(model, opts)
   opts = opts or {}
   if not nn.is_module(model) then throw("DistributedDataParallel: expected a module, got " .. type(model), 3) end
@@ -432,7 +438,7 @@ function DDP:__init(model, opts)
   for b, bucket in ipairs(ddp.buckets) do
     for i, p in ipairs(bucket.params) do
       ddp.where[p] = { bucket = b, index = i }
-      p:register_hook(function(grad) return self:_on_grad(p, grad) end)
+      p:register_post_accumulate_grad_hook(function() self:_on_ready(p) end)
     end
   end
   self:_reset()
@@ -441,34 +447,60 @@ end
 function DDP:_reset()
   local ddp = rawget(self, "_ddp")
   ddp.ready = 0
-  for _, b in ipairs(ddp.buckets) do b.pending, b.grads, b.work, b.flat = #b.params, {}, nil, nil end
+  for _, b in ipairs(ddp.buckets) do b.pending, b.got, b.work, b.flat = #b.params, {}, nil, nil end
+end
+
+-- The one view over the bucket's gradients where they lie in one storage,
+-- in order, contiguous, at most ALIGN - 1 elements apart (an optimizer's
+-- flat gradient buffer, whose padding stays zero): reduced in place.
+local GAP = 15
+local function grad_region(bucket)
+  local first = bucket.params[1].grad
+  if not first then return nil end
+  local fh = H(first)
+  local start = tonumber(C.netcl_tensor_offset(fh))
+  local stop = start
+  for _, p in ipairs(bucket.params) do
+    local g = p.grad
+    if not g or not g:is_contiguous() or g.dtype ~= first.dtype or C.netcl_tensor_same_storage(H(g), fh) == 0 then return nil end
+    local off = tonumber(C.netcl_tensor_offset(H(g)))
+    if off < stop or off - stop > GAP then return nil end
+    stop = off + g:numel()
+  end
+  local out = ffi.new("netcl_tensor *[1]")
+  check(C.netcl_tensor_storage_range(out, fh, start, stop - start))
+  return tensor.wrap(out[0])
 end
 
 local function launch(bucket)
-  local flat = flatten(bucket.params, bucket.device, bucket.dtype, function(_, i) return bucket.grads[i] end)
+  local flat = grad_region(bucket)
+  bucket.copied = flat == nil
+  if not flat then flat = flatten(bucket.params, bucket.device, bucket.dtype, function(p) return p.grad end) end
   bucket.flat = flat
   local out = ffi.new("netcl_dist_work *[1]")
   check(C.netcl_dist_all_reduce(state.comm, H(flat), C.NETCL_DIST_AVG, out))
   bucket.work = out[0]
 end
 
--- the hook of parameter p: grad flows into p and .grad has not yet added it
-function DDP:_on_grad(p, grad)
+-- the post-accumulate hook of parameter p: its .grad holds this backward's gradient
+function DDP:_on_ready(p)
   local ddp = rawget(self, "_ddp")
-  if not ddp.syncing then return nil end
+  if not ddp.syncing then return end
   local at = ddp.where[p]
   local bucket = ddp.buckets[at.bucket]
-  if bucket.grads[at.index] then
+  if bucket.got[at.index] then
     throw(("DistributedDataParallel: parameter %s received a second gradient in one backward (a parameter used "
       .. "twice); sync with distributed.sync_grads instead"):format(ddp.names[p] or "?"))
   end
-  bucket.grads[at.index] = core.no_grad(function() return p.grad and p.grad + grad or grad end)
+  bucket.got[at.index] = true
   bucket.pending = bucket.pending - 1
   ddp.ready = ddp.ready + 1
   if bucket.pending == 0 then core.no_grad(launch, bucket) end
-  if ddp.ready < #ddp.params then return nil end
+  if ddp.ready < #ddp.params then
+    C.netcl_dist_progress(state.comm)   -- buckets the peers have finished start moving now
+    return
+  end
   -- the last gradient of the step: finish every bucket, in launch order
-  local replacement
   core.no_grad(function()
     for _, b in ipairs(ddp.buckets) do
       if b.work ~= nil then
@@ -476,16 +508,16 @@ function DDP:_on_grad(p, grad)
         b.work = nil
         check(C.netcl_dist_wait(w))
       end
-      local off = 0
-      for _, q in ipairs(b.params) do
-        local s = slice_of(b.flat, off, q)
-        if q == p then q.grad = nil; replacement = s else q.grad = s end
-        off = off + q:numel()
+      if b.copied then
+        local off = 0
+        for _, q in ipairs(b.params) do
+          q.grad:copy_(slice_of(b.flat, off, q))
+          off = off + q:numel()
+        end
       end
     end
   end)
   self:_reset()
-  return replacement
 end
 
 function DDP:forward(...)
@@ -494,7 +526,7 @@ function DDP:forward(...)
     local missing = {}
     for _, p in ipairs(ddp.params) do
       local at = ddp.where[p]
-      if not ddp.buckets[at.bucket].grads[at.index] then missing[#missing + 1] = ddp.names[p] or "?" end
+      if not ddp.buckets[at.bucket].got[at.index] then missing[#missing + 1] = ddp.names[p] or "?" end
     end
     self:_reset()
     throw(("DistributedDataParallel: the last backward gave no gradient to %d parameter(s) (%s), so the gradients "

@@ -3,7 +3,8 @@
 -- op on sizes from 1 element up, checked against the result computed
 -- locally from every rank's (known) input, and checked bitwise equal on
 -- every rank. Prints "ok <rank> <checks>"; any mismatch raises.
--- arg[1]: "all" (the matrix), "device <name>", "die", "stuck", "async"
+-- arg[1]: "all" (the matrix), "device <name>", "die", "stuck", "async",
+-- "ring <name>" (more all_reduces in flight than the exchange ring holds)
 local netcl = require("netcl")
 local dist = netcl.distributed
 local mode = arg[1] or "all"
@@ -139,6 +140,8 @@ elseif mode == "device" then
   for _, dt in ipairs({ "float32", "float16", "int32" }) do
     for _, n in ipairs({ 5, 100003 }) do all_reduce_case(n, dt, "sum", dev) end
   end
+  for _, op in ipairs(OPS) do all_reduce_case(100003, "float32", op, dev) end
+  all_reduce_case(4099, "float64", "avg", dev)
   local t = input(R, 1000, "float32", dev):narrow(1, 11, 500)   -- a view: staged, written back in place
   dist.all_reduce(t, "max")
   same(t, expected(1000, "float32", "max"):narrow(1, 11, 500), 0, "all_reduce of a device view")
@@ -154,6 +157,19 @@ elseif mode == "async" then
     if ts[k]:max():item() ~= W * (W + 1) / 2 + W * (k - 1) then fail("async all_reduce " .. k) end
     if not hs[k]:is_completed() then fail("handle not completed after wait") end
   end
+elseif mode == "ring" then
+  -- 12 x 400 KB in flight through a 1 MB ring: later ones wait for room
+  local dev, hs, ts = arg[2], {}, {}
+  for k = 1, 12 do
+    ts[k] = netcl.full({ 100000 + k }, R + k, { device = dev })
+    hs[k] = dist.all_reduce(ts[k], "sum", { async = true })
+  end
+  for k = 1, 12 do
+    hs[k]:wait()
+    same(ts[k], netcl.full({ 100000 + k }, W * (W + 1) / 2 + W * (k - 1), { dtype = "float64", device = "cpu" }), 0,
+      "ring all_reduce " .. k)
+  end
+  identical(ts[12], "ring all_reduce")
 elseif mode == "die" then
   if R == W - 1 then os.exit(3) end
   dist.all_reduce(netcl.ones({ 10 }))

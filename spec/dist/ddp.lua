@@ -23,8 +23,10 @@ local function model()
 end
 
 -- rows first..first+count-1 (1-based) of the test images, as float inputs
+-- (on the default device: NETCL_DEVICE)
+local dev = netcl.device().name
 local function batch(first, count)
-  return images:narrow(1, first, count):float() / 255, labels:narrow(1, first, count)
+  return (images:narrow(1, first, count):float() / 255):to(dev), labels:narrow(1, first, count):to(dev)
 end
 
 local crit = nn.CrossEntropyLoss()

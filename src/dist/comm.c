@@ -7,20 +7,31 @@
  * overlaps whatever the caller does next (backward, the next bucket's
  * copies). netcl_dist_wait copies results back to the tensors in the
  * caller's thread, the only thread that touches a device queue. A failed
- * collective breaks the communicator: later work fails with its message. */
+ * collective breaks the communicator: later work fails with its message.
+ * Float all_reduces on a communicator with an exchange ring (exchange.h)
+ * stage without waiting for the device: the worker waits for the staging
+ * and the peers, and the caller's thread enqueues the reduction when it
+ * next asks for progress (netcl_dist_progress, a wait, the next
+ * collective), then a releaser thread publishes that the peers' bytes
+ * are read once the device has read them. */
 #include "dist/dist.h"
+#include "dist/exchange.h"
 #include "base/base.h"
 #include "core/core.h"
 #include "ops/ops.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { W_ALL_REDUCE, W_BROADCAST, W_REDUCE_SCATTER, W_ALL_GATHER, W_GATHER, W_SCATTER, W_BARRIER } work_kind;
-static const char *const kind_names[] = { "all_reduce", "broadcast", "reduce_scatter", "all_gather", "gather", "scatter", "barrier" };
+typedef enum { W_ALL_REDUCE, W_BROADCAST, W_REDUCE_SCATTER, W_ALL_GATHER, W_GATHER, W_SCATTER, W_BARRIER, W_EXCHANGE
+} work_kind;
+static const char *const kind_names[] = { "all_reduce", "broadcast", "reduce_scatter", "all_gather", "gather", "scatter", "barrier",
+                                          "all_reduce" };
 
 /* a tensor and the contiguous host tensor the transport reads or writes */
 typedef struct {
@@ -39,19 +50,31 @@ struct netcl_dist_work {
     netcl_status st;
     char msg[1024];
     netcl_dist_work *next;
+    /* W_EXCHANGE: the ring ticket; uploaded once the peers' blocks are
+     * on their way to the device, reduced once the reduction is enqueued
+     * (the next exchange work waiting for it in xnext) */
+    nc_ticket tk;
+    int uploaded, reduced;
+    netcl_status rst;         /* the reduction's own failure (the worker owns st and msg) */
+    char rmsg[1024];
+    netcl_dist_work *xnext;
 };
 
 struct netcl_comm {
     netcl_dist_backend backend;
     nc_transport *tp;
-    pthread_t thread;
-    int thread_started;
+    pthread_t thread, releaser;
+    int thread_started, releaser_started;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     netcl_dist_work *head, *tail;
     int stop;
     netcl_status broken;
     char broken_msg[1024];
+    nc_exchange *x;                   /* NULL: no exchange ring */
+    netcl_dist_work *xhead, *xtail;   /* exchange works not yet reduced, in order (caller's thread) */
+    netcl_dist_work *rhead, *rtail;   /* their releases, for the releaser thread */
+    double timeout_s;
 };
 
 static void *host_ptr(netcl_tensor *t)
@@ -115,9 +138,12 @@ static netcl_status run(nc_transport *tp, netcl_dist_work *w)
     case W_GATHER: return tp->ops->gather(tp, in, out, bytes, w->root);
     case W_SCATTER: return tp->ops->scatter(tp, in, out, bytes, w->root);
     case W_BARRIER: return tp->ops->barrier(tp);
+    case W_EXCHANGE: return nc_exchange_arrive(w->comm->x, &w->tk);
     }
     return NETCL_OK;
 }
+
+static void work_free(netcl_dist_work *w);
 
 static void *worker(void *arg)
 {
@@ -149,7 +175,44 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* The releaser: waits until the device has read the peers' blocks of
+ * each reduced exchange work, then publishes it, in order. A thread of
+ * its own, because the worker may be waiting in a collective for peers
+ * that are waiting for this very publication. */
+static void *releaser(void *arg)
+{
+    netcl_comm *c = arg;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->rhead && !c->stop) pthread_cond_wait(&c->cond, &c->lock);
+        netcl_dist_work *w = c->rhead;
+        if (!w) break;
+        c->rhead = w->next;
+        if (!c->rhead) c->rtail = NULL;
+        pthread_mutex_unlock(&c->lock);
+        nc_exchange_release(c->x, &w->tk);
+        work_free(w);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
 /* ---- communicators ---------------------------------------------------------- */
+
+/* The exchange ring's bytes per rank: NETCL_SHM_EXCHANGE=0 none, =1
+ * always, unset where an OpenCL GPU is present (every rank of one host
+ * sees the same devices, so the ranks agree; the segment checks it). */
+static uint64_t exchange_ring_bytes(int world)
+{
+    const char *on = getenv("NETCL_SHM_EXCHANGE"), *mb = getenv("NETCL_SHM_EXCHANGE_MB");
+    if (world < 2 || (on && strcmp(on, "0") == 0)) return 0;
+    int want = on && strcmp(on, "1") == 0;
+    for (int i = 0; !want && i < netcl_device_count(); i++)
+        want = netcl_device_type_of(netcl_device_at(i)) == NETCL_DEVICE_OPENCL_GPU;
+    double m = mb && atof(mb) > 0 ? atof(mb) : 128;
+    return want ? (uint64_t)(m * 1048576.0) : 0;
+}
 
 netcl_status netcl_comm_init(netcl_comm **out, netcl_dist_backend backend, const char *name, int rank, int world,
                              double timeout_s)
@@ -157,7 +220,7 @@ netcl_status netcl_comm_init(netcl_comm **out, netcl_dist_backend backend, const
     if (!out) return nc_fail(NETCL_ERR_ARGUMENT, "distributed init: out is NULL");
     *out = NULL;
     nc_transport *tp = NULL;
-    if (backend == NETCL_DIST_SHM) NC_TRY(nc_shm_open(&tp, name, rank, world, timeout_s));
+    if (backend == NETCL_DIST_SHM) NC_TRY(nc_shm_open(&tp, name, rank, world, timeout_s, exchange_ring_bytes(world)));
     else if (backend == NETCL_DIST_MPI) NC_TRY(nc_mpi_open(&tp, timeout_s));
     else return nc_fail(NETCL_ERR_ARGUMENT, "distributed init: unknown backend %d (shm or mpi)", (int)backend);
     netcl_comm *c = calloc(1, sizeof *c);
@@ -167,6 +230,13 @@ netcl_status netcl_comm_init(netcl_comm **out, netcl_dist_backend backend, const
     }
     c->backend = backend;
     c->tp = tp;
+    c->timeout_s = timeout_s > 0 ? timeout_s : 300;
+    netcl_status xs = nc_exchange_new(&c->x, tp);
+    if (xs != NETCL_OK) {
+        tp->ops->destroy(tp);
+        free(c);
+        return xs;
+    }
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     if (pthread_create(&c->thread, NULL, worker, c) != 0) {
@@ -174,6 +244,13 @@ netcl_status netcl_comm_init(netcl_comm **out, netcl_dist_backend backend, const
         return nc_fail(NETCL_ERR_BACKEND, "distributed init: cannot start the worker thread");
     }
     c->thread_started = 1;
+    if (c->x) {
+        if (pthread_create(&c->releaser, NULL, releaser, c) != 0) {
+            netcl_comm_release(c);
+            return nc_fail(NETCL_ERR_BACKEND, "distributed init: cannot start the releaser thread");
+        }
+        c->releaser_started = 1;
+    }
     *out = c;
     return NETCL_OK;
 }
@@ -192,6 +269,14 @@ void netcl_comm_release(netcl_comm *c)
         pthread_mutex_unlock(&c->lock);
         pthread_join(c->thread, NULL);
     }
+    if (c->releaser_started) pthread_join(c->releaser, NULL);
+    while (c->xhead) {   /* handles never waited for: their events are let go */
+        netcl_dist_work *w = c->xhead;
+        c->xhead = w->xnext;
+        nc_exchange_forget(&w->tk);
+        w->reduced = 1;
+    }
+    nc_exchange_free(c->x);
     c->tp->ops->destroy(c->tp);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->cond);
@@ -225,6 +310,7 @@ static void stage_release(stage *s)
 
 static void work_free(netcl_dist_work *w)
 {
+    nc_exchange_forget(&w->tk);
     stage_release(&w->in);
     stage_release(&w->out);
     free(w);
@@ -247,17 +333,22 @@ static netcl_status check_root(const char *what, const netcl_comm *c, int root)
     return NETCL_OK;
 }
 
-/* Queues w (its tensors staged) and, without async, waits for it. */
-static netcl_status submit(netcl_dist_work *w, netcl_dist_work **async)
+static void queue_work(netcl_comm *c, netcl_dist_work *w)
 {
-    netcl_comm *c = w->comm;
-    if (w->out.user) nc_tensor_bump_version(w->out.user);
     pthread_mutex_lock(&c->lock);
     if (c->tail) c->tail->next = w;
     else c->head = w;
     c->tail = w;
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
+}
+
+/* Queues w (its tensors staged) and, without async, waits for it. */
+static netcl_status submit(netcl_dist_work *w, netcl_dist_work **async)
+{
+    netcl_comm *c = w->comm;
+    if (w->out.user) nc_tensor_bump_version(w->out.user);
+    queue_work(c, w);
     if (async) {
         *async = w;
         return NETCL_OK;
@@ -288,11 +379,133 @@ static netcl_status need_tensor(const char *what, const char *name, const netcl_
     return t ? NETCL_OK : nc_fail(NETCL_ERR_ARGUMENT, "distributed %s: %s is missing", what, name);
 }
 
+/* ---- all_reduce through the exchange ring ---------------------------------------- */
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* w's peers' blocks onto its device (a cpu tensor is reduced there and
+ * then), then its release queued for the releaser thread. */
+static void upload(netcl_comm *c, netcl_dist_work *w)
+{
+    w->uploaded = 1;
+    if (atomic_load(&w->done) && w->st != NETCL_OK) return;
+    netcl_dist_work *rel = calloc(1, sizeof *rel);
+    netcl_status st = nc_exchange_upload(c->x, w->out.user, w->op, &w->tk);
+    if (st == NETCL_OK && !rel) st = nc_fail(NETCL_ERR_OOM, "distributed all_reduce: out of host memory");
+    if (st != NETCL_OK) {
+        w->rst = st;
+        snprintf(w->rmsg, sizeof w->rmsg, "%s", netcl_last_error());
+        free(rel);
+        return;
+    }
+    rel->comm = c;
+    rel->kind = W_EXCHANGE;
+    /* the upload events move to the release (the worker may still be using
+     * the rest of the ticket) */
+    rel->tk.pos = w->tk.pos;
+    rel->tk.end = w->tk.end;
+    rel->tk.dev = w->tk.dev;
+    rel->tk.nuploads = w->tk.nuploads;
+    memcpy(rel->tk.uploads, w->tk.uploads, sizeof w->tk.uploads);
+    w->tk.nuploads = 0;
+    pthread_mutex_lock(&c->lock);
+    if (c->rtail) c->rtail->next = rel;
+    else c->rhead = rel;
+    c->rtail = rel;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* The oldest exchange work, uploaded: its reduction enqueued. */
+static void combine_head(netcl_comm *c)
+{
+    netcl_dist_work *w = c->xhead;
+    c->xhead = w->xnext;
+    if (!c->xhead) c->xtail = NULL;
+    w->reduced = 1;
+    if (w->rst != NETCL_OK || (atomic_load(&w->done) && w->st != NETCL_OK)) return;
+    netcl_status st = nc_exchange_combine(c->x, w->out.user, w->op, &w->tk);
+    if (st != NETCL_OK) {
+        w->rst = st;
+        snprintf(w->rmsg, sizeof w->rmsg, "%s", netcl_last_error());
+    }
+}
+
+/* Uploads, in order, every exchange work whose peers have arrived; with
+ * `until`, then waits for the peers of the works up to that one and
+ * reduces them. Reductions are queued only when a result is waited for:
+ * kernels that wait for the peers' blocks would hold up whatever the
+ * caller queues after them. */
+static void progress(netcl_comm *c, netcl_dist_work *until)
+{
+    for (netcl_dist_work *w = c->xhead; w && atomic_load(&w->done); w = w->xnext)
+        if (!w->uploaded) upload(c, w);
+    while (until && !until->reduced) {
+        netcl_dist_work *w = c->xhead;
+        if (!w->uploaded) {
+            pthread_mutex_lock(&c->lock);
+            while (!atomic_load(&w->done)) pthread_cond_wait(&c->cond, &c->lock);
+            pthread_mutex_unlock(&c->lock);
+            upload(c, w);
+        }
+        combine_head(c);
+    }
+}
+
+void netcl_dist_progress(netcl_comm *c)
+{
+    if (c) progress(c, NULL);
+}
+
+static netcl_status exchange_all_reduce(netcl_comm *c, netcl_tensor *t, netcl_dist_op op, netcl_dist_work **async)
+{
+    netcl_dist_work *w;
+    NC_TRY(start(&w, c, W_EXCHANGE, "all_reduce"));
+    w->op = op;
+    w->dtype = t->dtype;
+    w->n = netcl_tensor_numel(t);
+    netcl_tensor_retain(t);
+    w->out.user = t;
+    nc_exchange_place(c->x, w->n * netcl_dtype_size(t->dtype), &w->tk);
+    /* the ring positions are taken: from here a failure breaks the communicator */
+    double deadline = seconds() + c->timeout_s;
+    netcl_status st = NETCL_OK;
+    for (int room = 0; st == NETCL_OK;) {
+        st = nc_exchange_room(c->x, &w->tk, &room);
+        if (st != NETCL_OK || room) break;
+        progress(c, NULL);   /* the peers may be waiting for this rank to read their bytes */
+        if (seconds() > deadline)
+            st = nc_fail(NETCL_ERR_BACKEND, "distributed all_reduce: rank %d waited %.0f s for its peers to read the exchange "
+                         "ring (timeout_s; a peer stuck or issuing other collectives)", c->tp->rank, c->timeout_s);
+        usleep(20);
+    }
+    if (st == NETCL_OK) st = nc_exchange_stage(c->x, t, &w->tk);
+    if (st != NETCL_OK) {
+        pthread_mutex_lock(&c->lock);
+        if (!c->broken) {
+            c->broken = st;
+            snprintf(c->broken_msg, sizeof c->broken_msg, "%s", netcl_last_error());
+        }
+        pthread_mutex_unlock(&c->lock);
+        return fail_work(w, st);
+    }
+    if (c->xtail) c->xtail->xnext = w;
+    else c->xhead = w;
+    c->xtail = w;
+    return submit(w, async);
+}
+
 netcl_status netcl_dist_all_reduce(netcl_comm *c, netcl_tensor *t, netcl_dist_op op, netcl_dist_work **async)
 {
     netcl_dist_work *w;
     NC_TRY(need_tensor("all_reduce", "the tensor", t));
     NC_TRY(check_op("all_reduce", t, op));
+    if (c && nc_exchange_takes(c->x, t, op)) return exchange_all_reduce(c, t, op, async);
     NC_TRY(start(&w, c, W_ALL_REDUCE, "all_reduce"));
     w->op = op;
     w->dtype = t->dtype;
@@ -404,6 +617,14 @@ netcl_status netcl_dist_wait(netcl_dist_work *w)
 {
     if (!w) return nc_fail(NETCL_ERR_ARGUMENT, "distributed wait: no work handle");
     netcl_comm *c = w->comm;
+    if (w->kind == W_EXCHANGE) {
+        progress(c, w);
+        if (w->st == NETCL_OK && w->rst != NETCL_OK) {
+            netcl_status st = nc_fail(w->rst, "%s", w->rmsg);
+            work_free(w);
+            return st;
+        }
+    }
     pthread_mutex_lock(&c->lock);
     while (!atomic_load(&w->done)) pthread_cond_wait(&c->cond, &c->lock);
     pthread_mutex_unlock(&c->lock);

@@ -24,14 +24,27 @@ typedef struct nc_transport_ops {
     netcl_status (*scatter)(nc_transport *t, const void *in, void *out, int64_t nbytes, int root);
     netcl_status (*barrier)(nc_transport *t);
     void (*destroy)(nc_transport *t);
+    /* The exchange ring (shm only, where ring_bytes > 0): ring_bytes of
+     * each rank's memory in the segment, where whole tensors are staged
+     * for device all_reduces (exchange.c). Positions grow for ever; a
+     * rank's position p lives at area(rank) + p % ring_bytes. */
+    unsigned char *(*ring_area)(nc_transport *t, int rank);
+    /* whether every rank (this one too) has consumed up to end -
+     * ring_bytes, so the bytes up to end may be written; an error when a
+     * peer is gone */
+    netcl_status (*ring_room)(nc_transport *t, uint64_t end, int *room);
+    void (*ring_consumed)(nc_transport *t, uint64_t end);   /* this rank has read its peers' bytes up to end */
+    netcl_status (*ring_arrive)(nc_transport *t);          /* every rank's staged bytes are in place */
 } nc_transport_ops;
 
 struct nc_transport {
     const nc_transport_ops *ops;
     int rank, world, local_rank;
+    uint64_t ring_bytes;
 };
 
-netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int world, double timeout_s);
+/* ring_bytes: the exchange ring's bytes per rank (0: none) */
+netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int world, double timeout_s, uint64_t ring_bytes);
 netcl_status nc_mpi_open(nc_transport **out, double timeout_s);
 
 /* acc[i] = acc[i] op src[i] for the transport dtypes (op not AVG). */

@@ -16,6 +16,12 @@
  * the peers' reduced slices into its own buffer. Same order of
  * accumulation as the slot path, so the same bits.
  *
+ * Where device all_reduces stage whole tensors (exchange.c), the segment
+ * also holds an exchange ring per rank; each rank publishes how far it has
+ * consumed the rings (its own included: a rank may stage several tensors
+ * before it reduces the first), and a rank writes into its ring only
+ * where every rank has consumed what was there before.
+ *
  * Waiting spins briefly, then sleeps on a futex in the segment. While it
  * waits it checks the peers' processes (/proc) and the abort word, and
  * gives up after the timeout: a dead or stuck peer is an error naming it,
@@ -51,10 +57,11 @@ typedef struct {
     _Atomic uint32_t magic;
     uint32_t world;
     uint64_t slot_bytes;
+    uint64_t ring_bytes;
     _Atomic uint32_t attached;
     _Atomic uint32_t wake;        /* futex word: raised at every arrival */
     _Atomic int32_t abort_rank;   /* 0, or 1 + the rank that gave up */
-    char pad[36];
+    char pad[28];
 } shm_header;
 
 typedef struct {
@@ -67,6 +74,8 @@ typedef struct {
     shm_counter *seq;
     _Atomic uint64_t *addr;       /* each rank's buffer for the single-copy path */
     _Atomic int32_t *cma_ok;      /* each rank's probe result */
+    _Atomic uint64_t *consumed;   /* each rank's ring position read */
+    unsigned char *rings;
     int cma;                      /* the single-copy path is on */
     unsigned char *scratch;       /* one slot of private memory for it */
     unsigned char *slots;
@@ -365,6 +374,50 @@ static netcl_status shm_barrier(nc_transport *t)
     return sync_all((shm_t *)t);
 }
 
+/* ---- the exchange ring ---------------------------------------------------------- */
+
+static unsigned char *shm_ring_area(nc_transport *t, int rank)
+{
+    shm_t *s = (shm_t *)t;
+    return s->rings + (size_t)rank * s->base.ring_bytes;
+}
+
+static netcl_status shm_ring_room(nc_transport *t, uint64_t end, int *room)
+{
+    shm_t *s = (shm_t *)t;
+    *room = 1;
+    if (end <= s->base.ring_bytes) return NETCL_OK;
+    for (int q = 0; q < t->world; q++) {
+        if (atomic_load_explicit(&s->consumed[q], memory_order_acquire) >= end - s->base.ring_bytes) continue;
+        *room = 0;
+        if (q != t->rank) NC_TRY(check_peer(s, q));
+        int32_t ab = atomic_load(&s->h->abort_rank);
+        if (ab && ab != t->rank + 1)
+            return nc_fail(NETCL_ERR_BACKEND, "distributed all_reduce: rank %d failed, so the job cannot continue (see its "
+                           "message)", ab - 1);
+    }
+    return NETCL_OK;
+}
+
+static void shm_ring_consumed(nc_transport *t, uint64_t end)
+{
+    atomic_store_explicit(&((shm_t *)t)->consumed[t->rank], end, memory_order_release);
+}
+
+/* One arrival is all an exchange needs, so a peer that gave up after
+ * arriving is checked for here (the slot path meets it at its next one). */
+static netcl_status shm_ring_arrive(nc_transport *t)
+{
+    shm_t *s = (shm_t *)t;
+    s->what = "all_reduce";
+    NC_TRY(sync_all(s));
+    int32_t ab = atomic_load(&s->h->abort_rank);
+    if (ab && ab != t->rank + 1)
+        return nc_fail(NETCL_ERR_BACKEND, "distributed all_reduce: rank %d failed, so the job cannot continue (see its message)",
+                       ab - 1);
+    return NETCL_OK;
+}
+
 static void shm_destroy(nc_transport *t)
 {
     shm_t *s = (shm_t *)t;
@@ -378,9 +431,9 @@ static netcl_status attach(shm_t *s, int create)
     int world = s->base.world;
     size_t pid_bytes = (((size_t)world * sizeof(int32_t) + 63) / 64) * 64;
     size_t seq_bytes = (size_t)world * sizeof(shm_counter);
-    size_t addr_bytes = (((size_t)world * (sizeof(uint64_t) + sizeof(int32_t)) + 63) / 64) * 64;
+    size_t addr_bytes = (((size_t)world * (2 * sizeof(uint64_t) + sizeof(int32_t)) + 63) / 64) * 64;
     size_t head = ((sizeof(shm_header) + pid_bytes + seq_bytes + addr_bytes + 4095) / 4096) * 4096;
-    s->map_bytes = head + (size_t)world * 2 * s->slot_bytes;
+    s->map_bytes = head + (size_t)world * 2 * s->slot_bytes + (size_t)world * s->base.ring_bytes;
     int fd = -1;
     double start = now_s();
     if (create) {
@@ -396,7 +449,7 @@ static netcl_status attach(shm_t *s, int create)
             close(fd);
             shm_unlink(s->name);
             return nc_fail(NETCL_ERR_OOM, "distributed init: cannot reserve %zu bytes in /dev/shm for %s: %s "
-                           "(NETCL_SHM_SLOT_MB makes the slots smaller)", s->map_bytes, s->name, strerror(err));
+                           "(NETCL_SHM_SLOT_MB and NETCL_SHM_EXCHANGE_MB make it smaller)", s->map_bytes, s->name, strerror(err));
         }
     } else {
         for (;;) {
@@ -420,11 +473,14 @@ static netcl_status attach(shm_t *s, int create)
     s->pids = (_Atomic int32_t *)(s->map + sizeof(shm_header));
     s->seq = (shm_counter *)(s->map + sizeof(shm_header) + pid_bytes);
     s->addr = (_Atomic uint64_t *)(s->map + sizeof(shm_header) + pid_bytes + seq_bytes);
-    s->cma_ok = (_Atomic int32_t *)(s->addr + world);
+    s->consumed = s->addr + world;
+    s->cma_ok = (_Atomic int32_t *)(s->consumed + world);
     s->slots = s->map + head;
+    s->rings = s->slots + (size_t)world * 2 * s->slot_bytes;
     if (create) {
         s->h->world = (uint32_t)world;
         s->h->slot_bytes = s->slot_bytes;
+        s->h->ring_bytes = s->base.ring_bytes;
         atomic_store(&s->h->magic, SHM_MAGIC);
     } else {
         while (atomic_load(&s->h->magic) != SHM_MAGIC) {
@@ -432,10 +488,12 @@ static netcl_status attach(shm_t *s, int create)
                 return nc_fail(NETCL_ERR_BACKEND, "distributed init: %s was never initialised by rank 0", s->name);
             usleep(1000);
         }
-        if (s->h->world != (uint32_t)world || s->h->slot_bytes != s->slot_bytes)
-            return nc_fail(NETCL_ERR_ARGUMENT, "distributed init: %s was made for world %u, slots of %llu bytes; rank %d "
-                           "has world %d, slots of %llu bytes", s->name, s->h->world, (unsigned long long)s->h->slot_bytes,
-                           s->base.rank, world, (unsigned long long)s->slot_bytes);
+        if (s->h->world != (uint32_t)world || s->h->slot_bytes != s->slot_bytes || s->h->ring_bytes != s->base.ring_bytes)
+            return nc_fail(NETCL_ERR_ARGUMENT, "distributed init: %s was made for world %u, slots of %llu bytes, rings of %llu; "
+                           "rank %d has world %d, slots of %llu bytes, rings of %llu (NETCL_SHM_SLOT_MB, NETCL_SHM_EXCHANGE "
+                           "and the GPUs each rank sees must agree)", s->name, s->h->world,
+                           (unsigned long long)s->h->slot_bytes, (unsigned long long)s->h->ring_bytes, s->base.rank, world,
+                           (unsigned long long)s->slot_bytes, (unsigned long long)s->base.ring_bytes);
     }
     atomic_store(&s->pids[s->base.rank], (int32_t)getpid());
     atomic_fetch_add(&s->h->attached, 1);
@@ -445,10 +503,11 @@ static netcl_status attach(shm_t *s, int create)
 static const nc_transport_ops shm_ops = {
     .all_reduce = shm_all_reduce, .broadcast = shm_broadcast, .reduce_scatter = shm_reduce_scatter,
     .all_gather = shm_all_gather, .gather = shm_gather, .scatter = shm_scatter, .barrier = shm_barrier,
-    .destroy = shm_destroy,
+    .destroy = shm_destroy, .ring_area = shm_ring_area, .ring_room = shm_ring_room, .ring_consumed = shm_ring_consumed,
+    .ring_arrive = shm_ring_arrive,
 };
 
-netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int world, double timeout_s)
+netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int world, double timeout_s, uint64_t ring_bytes)
 {
     *out = NULL;
     if (world < 1 || world > SHM_MAX_WORLD || rank < 0 || rank >= world)
@@ -463,6 +522,7 @@ netcl_status nc_shm_open(nc_transport **out, const char *name, int rank, int wor
     s->base.rank = rank;
     s->base.world = world;
     s->base.local_rank = rank;
+    s->base.ring_bytes = (ring_bytes + 4095) / 4096 * 4096;
     s->timeout_s = timeout_s > 0 ? timeout_s : 300;
     const char *mb = getenv("NETCL_SHM_SLOT_MB");
     double slot_mb = mb && atof(mb) > 0 ? atof(mb) : 4;
