@@ -78,7 +78,7 @@ end
 
 -- the exchange ring (on by itself where an OpenCL GPU is present): whole
 -- float tensors staged in shared memory, reduced by every rank in rank
--- order; an 8 MB ring sends the 64 MB all_reduce down the slot path
+-- order; an 8 MB ring cuts the 64 MB all_reduce into 16 pieces
 function TestDistributed:test_shm_exchange_ring()
   for _, n in ipairs({ 2, 4 }) do
     local out, code = job("shm", n, "collectives.lua", "all", "NETCL_SHM_SLOT_MB=0.25 NETCL_SHM_EXCHANGE=1 NETCL_SHM_EXCHANGE_MB=8")
@@ -86,6 +86,9 @@ function TestDistributed:test_shm_exchange_ring()
   end
   local out, code = job("shm", 3, "collectives.lua", "ring cpu", "NETCL_SHM_EXCHANGE=1 NETCL_SHM_EXCHANGE_MB=1")
   assert_job(out, code, 3)
+  -- the host's copies and reductions split over threads, odd sizes too
+  out, code = job("shm", 2, "collectives.lua", "all", "NETCL_SHM_SLOT_MB=0.25 NETCL_SHM_EXCHANGE=1 NETCL_SHM_THREADS=3")
+  assert_job(out, code, 2)
   if dataset_missing() then lu.skip("DDP through the ring: " .. dataset_missing()) end
   out, code = job("shm", 2, "ddp.lua", "ddp", "NETCL_SHM_EXCHANGE=1")
   assert_job(out, code, 2)
@@ -239,6 +242,8 @@ function TestDistributedDevice:test_device_exchange_ring()
   if H.is_cpu then lu.skip("device exchange: run in the OpenCL passes (the cpu pass covers the ring on the host)") end
   local env = "NETCL_SHM_EXCHANGE=1 NETCL_DEVICE=" .. H.device
   local out, code = job("shm", 2, "collectives.lua", "device " .. H.device, env)
+  assert_job(out, code, 2)
+  out, code = job("shm", 2, "collectives.lua", "device " .. H.device, env .. " NETCL_SHM_EXCHANGE_MB=0.5")   -- in pieces
   assert_job(out, code, 2)
   out, code = job("shm", 2, "collectives.lua", "ring " .. H.device, env .. " NETCL_SHM_EXCHANGE_MB=1")
   assert_job(out, code, 2)

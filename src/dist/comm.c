@@ -28,10 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { W_ALL_REDUCE, W_BROADCAST, W_REDUCE_SCATTER, W_ALL_GATHER, W_GATHER, W_SCATTER, W_BARRIER, W_EXCHANGE
-} work_kind;
+typedef enum { W_ALL_REDUCE, W_BROADCAST, W_REDUCE_SCATTER, W_ALL_GATHER, W_GATHER, W_SCATTER, W_BARRIER, W_EXCHANGE,
+               W_PIECES } work_kind;
 static const char *const kind_names[] = { "all_reduce", "broadcast", "reduce_scatter", "all_gather", "gather", "scatter", "barrier",
-                                          "all_reduce" };
+                                          "all_reduce", "all_reduce" };
 
 /* a tensor and the contiguous host tensor the transport reads or writes */
 typedef struct {
@@ -57,6 +57,10 @@ struct netcl_dist_work {
     int uploaded, reduced;
     netcl_status rst;         /* the reduction's own failure (the worker owns st and msg) */
     char rmsg[1024];
+    /* W_PIECES: an all_reduce larger than the ring, one exchange work a
+     * piece of in.user (out.user itself, or its contiguous copy) */
+    netcl_dist_work **pieces;
+    int npieces;
     netcl_dist_work *xnext;
 };
 
@@ -139,6 +143,7 @@ static netcl_status run(nc_transport *tp, netcl_dist_work *w)
     case W_SCATTER: return tp->ops->scatter(tp, in, out, bytes, w->root);
     case W_BARRIER: return tp->ops->barrier(tp);
     case W_EXCHANGE: return nc_exchange_arrive(w->comm->x, &w->tk);
+    case W_PIECES: break;   /* never queued: its pieces are */
     }
     return NETCL_OK;
 }
@@ -310,6 +315,7 @@ static void stage_release(stage *s)
 
 static void work_free(netcl_dist_work *w)
 {
+    free(w->pieces);
     nc_exchange_forget(&w->tk);
     stage_release(&w->in);
     stage_release(&w->out);
@@ -462,7 +468,7 @@ void netcl_dist_progress(netcl_comm *c)
     if (c) progress(c, NULL);
 }
 
-static netcl_status exchange_all_reduce(netcl_comm *c, netcl_tensor *t, netcl_dist_op op, netcl_dist_work **async)
+static netcl_status exchange_one(netcl_comm *c, netcl_tensor *t, netcl_dist_op op, netcl_dist_work **async)
 {
     netcl_dist_work *w;
     NC_TRY(start(&w, c, W_EXCHANGE, "all_reduce"));
@@ -498,6 +504,48 @@ static netcl_status exchange_all_reduce(netcl_comm *c, netcl_tensor *t, netcl_di
     else c->xhead = w;
     c->xtail = w;
     return submit(w, async);
+}
+
+/* A tensor larger than the ring: one exchange a piece, all started
+ * before any is waited for; the handle waits for them all. */
+static netcl_status exchange_all_reduce(netcl_comm *c, netcl_tensor *t, netcl_dist_op op, netcl_dist_work **async)
+{
+    int64_t n = netcl_tensor_numel(t), per = nc_exchange_piece(c->x, t->dtype);
+    if (n <= per) return exchange_one(c, t, op, async);
+    netcl_dist_work *g;
+    NC_TRY(start(&g, c, W_PIECES, "all_reduce"));
+    int k = (int)((n + per - 1) / per);
+    netcl_tensor *whole = NULL;
+    netcl_status st = nc_fwd_tensor_contiguous(&whole, t);
+    if (st == NETCL_OK && !(g->pieces = calloc((size_t)k, sizeof *g->pieces)))
+        st = nc_fail(NETCL_ERR_OOM, "distributed all_reduce: out of host memory");
+    if (st != NETCL_OK) {
+        netcl_tensor_release(whole);
+        return fail_work(g, st);
+    }
+    netcl_tensor_retain(t);
+    g->out.user = t;
+    g->in.user = whole;   /* (released with the work) */
+    nc_tensor_bump_version(t);
+    for (int i = 0; i < k && st == NETCL_OK; i++) {
+        int64_t len = n - i * per < per ? n - i * per : per, one = 1;
+        netcl_tensor *piece;
+        st = nc_tensor_view_of(&piece, whole, 1, &len, &one, whole->offset + i * per);
+        if (st == NETCL_OK) {
+            st = exchange_one(c, piece, op, &g->pieces[i]);
+            netcl_tensor_release(piece);
+        }
+        if (st == NETCL_OK) g->npieces++;
+    }
+    if (st != NETCL_OK) {
+        for (int i = 0; i < g->npieces; i++) netcl_dist_wait(g->pieces[i]);
+        return fail_work(g, st);
+    }
+    if (async) {
+        *async = g;
+        return NETCL_OK;
+    }
+    return netcl_dist_wait(g);
 }
 
 netcl_status netcl_dist_all_reduce(netcl_comm *c, netcl_tensor *t, netcl_dist_op op, netcl_dist_work **async)
@@ -610,6 +658,11 @@ netcl_status netcl_dist_barrier(netcl_comm *c)
 
 int netcl_dist_done(const netcl_dist_work *w)
 {
+    if (w && w->kind == W_PIECES) {
+        for (int i = 0; i < w->npieces; i++)
+            if (!atomic_load(&w->pieces[i]->done)) return 0;
+        return 1;
+    }
     return w ? atomic_load(&w->done) : 1;
 }
 
@@ -617,6 +670,22 @@ netcl_status netcl_dist_wait(netcl_dist_work *w)
 {
     if (!w) return nc_fail(NETCL_ERR_ARGUMENT, "distributed wait: no work handle");
     netcl_comm *c = w->comm;
+    if (w->kind == W_PIECES) {
+        netcl_status st = NETCL_OK;
+        char msg[1024] = "";
+        for (int i = 0; i < w->npieces; i++) {
+            netcl_status s = netcl_dist_wait(w->pieces[i]);
+            if (s != NETCL_OK && st == NETCL_OK) {
+                st = s;
+                snprintf(msg, sizeof msg, "%s", netcl_last_error());
+            }
+        }
+        w->npieces = 0;
+        if (st == NETCL_OK && w->in.user != w->out.user) st = nc_fwd_tensor_copy_(w->out.user, w->in.user);
+        else if (st != NETCL_OK) nc_fail(st, "%s", msg);
+        work_free(w);
+        return st;
+    }
     if (w->kind == W_EXCHANGE) {
         progress(c, w);
         if (w->st == NETCL_OK && w->rst != NETCL_OK) {

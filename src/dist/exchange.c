@@ -11,8 +11,10 @@
 #include "core/core.h"
 #include "ops/ops.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_DEVICES 16
 
@@ -56,8 +58,12 @@ int nc_exchange_takes(const nc_exchange *x, const netcl_tensor *t, netcl_dist_op
 {
     (void)op;
     if (!x || (t->dtype != NETCL_DTYPE_FLOAT32 && t->dtype != NETCL_DTYPE_FLOAT64)) return 0;
-    uint64_t bytes = (uint64_t)netcl_tensor_numel(t) * (uint64_t)netcl_dtype_size(t->dtype);
-    return bytes > 0 && bytes <= x->tp->ring_bytes / 2;
+    return netcl_tensor_numel(t) > 0;
+}
+
+int64_t nc_exchange_piece(const nc_exchange *x, netcl_dtype dt)
+{
+    return (int64_t)(x->tp->ring_bytes / 2 / (uint64_t)netcl_dtype_size(dt));
 }
 
 static uint64_t ring_offset(const nc_exchange *x, uint64_t pos) { return pos % x->tp->ring_bytes; }
@@ -108,6 +114,74 @@ static void *data_of(const netcl_tensor *t)
     return (char *)t->storage->buf + (size_t)t->offset * (size_t)netcl_dtype_size(t->dtype);
 }
 
+/* ---- host copies and reductions, split over threads ------------------------------- */
+
+/* One rank's share of the host's cores for its copies (the ranks of a
+ * host run at once), at most 8: one core's copy falls well short of the
+ * memory's bandwidth on a server. NETCL_SHM_THREADS sets it. */
+static int host_threads(const nc_exchange *x, size_t bytes)
+{
+    const char *env = getenv("NETCL_SHM_THREADS");
+    if (env && atoi(env) > 0) return atoi(env) > 8 ? 8 : atoi(env);
+    if (bytes < ((size_t)4 << 20)) return 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long k = cores / x->tp->world;
+    return k < 1 ? 1 : k > 8 ? 8 : (int)k;
+}
+
+typedef struct {
+    const nc_exchange *x;
+    const nc_ticket *tk;
+    unsigned char *dst;
+    const unsigned char *src;   /* a copy's source; NULL: the reduction */
+    netcl_dtype dt;
+    netcl_dist_op op;
+    int64_t lo, hi;             /* elements */
+} host_part;
+
+static void *host_part_run(void *arg)
+{
+    host_part *p = arg;
+    size_t es = (size_t)netcl_dtype_size(p->dt);
+    unsigned char *dst = p->dst + (size_t)p->lo * es;
+    size_t bytes = (size_t)(p->hi - p->lo) * es;
+    if (p->src) {
+        memcpy(dst, p->src + (size_t)p->lo * es, bytes);
+        return NULL;
+    }
+    int W = p->x->tp->world;
+    uint64_t off = ring_offset(p->x, p->tk->pos) + (uint64_t)p->lo * es;
+    memcpy(dst, p->x->tp->ops->ring_area(p->x->tp, 0) + off, bytes);
+    netcl_dist_op acc = p->op == NETCL_DIST_AVG ? NETCL_DIST_SUM : p->op;
+    for (int q = 1; q < W; q++) nc_dist_accumulate(dst, p->x->tp->ops->ring_area(p->x->tp, q) + off, p->hi - p->lo, p->dt, acc);
+    if (p->op == NETCL_DIST_AVG)
+        for (int64_t i = 0; i < p->hi - p->lo; i++) {
+            if (p->dt == NETCL_DTYPE_FLOAT64) ((double *)dst)[i] /= W;
+            else ((float *)dst)[i] /= (float)W;
+        }
+    return NULL;
+}
+
+/* the copy (src) or the reduction (src NULL) of n elements into dst */
+static void host_run(const nc_exchange *x, const nc_ticket *tk, void *dst, const void *src, int64_t n, netcl_dtype dt,
+                     netcl_dist_op op)
+{
+    enum { MAX_PARTS = 8 };
+    int k = host_threads(x, (size_t)n * (size_t)netcl_dtype_size(dt));
+    host_part parts[MAX_PARTS];
+    pthread_t th[MAX_PARTS];
+    int started[MAX_PARTS] = { 0 };
+    for (int i = 0; i < k; i++) {
+        parts[i] = (host_part){ x, tk, dst, src, dt, op, n * i / k, n * (i + 1) / k };
+        if (i > 0) started[i] = pthread_create(&th[i], NULL, host_part_run, &parts[i]) == 0;
+    }
+    host_part_run(&parts[0]);
+    for (int i = 1; i < k; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else host_part_run(&parts[i]);   /* no thread to be had: this one does it */
+    }
+}
+
 netcl_status nc_exchange_stage(nc_exchange *x, netcl_tensor *t, nc_ticket *tk)
 {
     netcl_device *dev = nc_dev(t);
@@ -134,7 +208,7 @@ netcl_status nc_exchange_stage(nc_exchange *x, netcl_tensor *t, nc_ticket *tk)
     } else if (st == NETCL_OK && dev->type != NETCL_DEVICE_CPU) {
         st = dev->backend->mem.read(dev, c->storage->buf, (size_t)c->offset * (size_t)netcl_dtype_size(c->dtype), dst, n);
     } else if (st == NETCL_OK) {
-        memcpy(dst, data_of(c), n);
+        host_run(x, tk, dst, data_of(c), netcl_tensor_numel(c), c->dtype, NETCL_DIST_SUM);
     }
     netcl_tensor_release(c);
     if (st != NETCL_OK) nc_error_prefix("distributed all_reduce: staging %s: ", nc_describe(t));
@@ -206,21 +280,10 @@ static netcl_status combine_on_device(nc_exchange *x, netcl_tensor *t, netcl_dis
 /* a cpu tensor: the blocks reduced from the rings in rank order */
 static netcl_status reduce_on_host(nc_exchange *x, netcl_tensor *t, netcl_dist_op op, nc_ticket *tk)
 {
-    int W = x->tp->world;
-    int64_t n = netcl_tensor_numel(t);
-    size_t bytes = (size_t)n * (size_t)netcl_dtype_size(t->dtype);
     netcl_tensor *out = t;
     if (!netcl_tensor_is_contiguous(t)) NC_TRY(nc_tensor_new(&out, nc_dev(t), t->dtype, t->ndim, t->sizes));
     nc_storage_settle(out->storage);
-    void *dst = data_of(out);
-    memcpy(dst, x->tp->ops->ring_area(x->tp, 0) + ring_offset(x, tk->pos), bytes);
-    netcl_dist_op acc = op == NETCL_DIST_AVG ? NETCL_DIST_SUM : op;
-    for (int q = 1; q < W; q++) nc_dist_accumulate(dst, x->tp->ops->ring_area(x->tp, q) + ring_offset(x, tk->pos), n, t->dtype, acc);
-    if (op == NETCL_DIST_AVG)
-        for (int64_t i = 0; i < n; i++) {
-            if (t->dtype == NETCL_DTYPE_FLOAT64) ((double *)dst)[i] /= W;
-            else ((float *)dst)[i] /= (float)W;
-        }
+    host_run(x, tk, data_of(out), NULL, netcl_tensor_numel(t), t->dtype, op);
     netcl_status st = out == t ? NETCL_OK : nc_fwd_tensor_copy_(t, out);
     if (out != t) netcl_tensor_release(out);
     return st;

@@ -33,6 +33,9 @@ void nc_exchange_free(nc_exchange *x);
 /* whether an all_reduce of t with op goes through the ring (the same
  * answer on every rank: it depends on dtype and size only) */
 int nc_exchange_takes(const nc_exchange *x, const netcl_tensor *t, netcl_dist_op op);
+/* the most elements of dtype dt one all_reduce stages (half the ring);
+ * comm.c cuts larger tensors into pieces of that size */
+int64_t nc_exchange_piece(const nc_exchange *x, netcl_dtype dt);
 /* caller: the ring positions of the next all_reduce of nbytes */
 void nc_exchange_place(nc_exchange *x, int64_t nbytes, nc_ticket *tk);
 /* caller: whether tk's bytes may be written (the peers have read what
