@@ -663,15 +663,14 @@ local hook_id = ffi.new("int[1]")
 -- reason here; backward adds it to the engine's message
 function M.note_backward_error(msg) hook_error = msg end
 
--- t:register_hook(fn): fn(grad) runs during backward with the gradient
--- flowing into t (for a leaf, before .grad accumulates it) and may return
--- a replacement. Returns a handle with :remove().
-function methods.register_hook(t, fn)
-  if type(fn) ~= "function" then throw("register_hook: expected a function, got " .. type(fn)) end
+-- Registers fn through the C call `register` under a new key; returns
+-- the handle with :remove().
+local function add_hook(t, what, register, fn, run)
+  if type(fn) ~= "function" then throw(what .. ": expected a function, got " .. type(fn)) end
   hook_key = hook_key + 1
   local key = hook_key
-  check(C.netcl_tensor_register_hook(H(t), hook_dispatch, ffi.cast("void *", key), hook_id))
-  hook_fns[key] = fn
+  check(register(H(t), hook_dispatch, ffi.cast("void *", key), hook_id))
+  hook_fns[key] = run
   local id, h = hook_id[0], t
   return { remove = function()
     if hook_fns[key] then
@@ -681,22 +680,19 @@ function methods.register_hook(t, fn)
   end }
 end
 
+-- t:register_hook(fn): fn(grad) runs during backward with the gradient
+-- flowing into t (for a leaf, before .grad accumulates it) and may return
+-- a replacement. Returns a handle with :remove().
+function methods.register_hook(t, fn)
+  return add_hook(t, "register_hook", C.netcl_tensor_register_hook, fn, fn)
+end
+
 -- t:register_post_accumulate_grad_hook(fn): fn(t) runs during backward
 -- once the leaf t's .grad has taken a gradient (PyTorch's hook of that
 -- name). Returns a handle with :remove().
 function methods.register_post_accumulate_grad_hook(t, fn)
-  if type(fn) ~= "function" then throw("register_post_accumulate_grad_hook: expected a function, got " .. type(fn)) end
-  hook_key = hook_key + 1
-  local key = hook_key
-  check(C.netcl_tensor_register_post_accumulate_hook(H(t), hook_dispatch, ffi.cast("void *", key), hook_id))
-  hook_fns[key] = function() fn(t) end
-  local id, h = hook_id[0], t
-  return { remove = function()
-    if hook_fns[key] then
-      hook_fns[key] = nil
-      check(C.netcl_tensor_remove_hook(H(h), id))
-    end
-  end }
+  return add_hook(t, "register_post_accumulate_grad_hook", C.netcl_tensor_register_post_accumulate_hook, fn,
+    function() fn(t) end)
 end
 
 -- Interpreted (jit.off below): hooks call back into Lua from inside it.

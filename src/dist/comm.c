@@ -150,16 +150,24 @@ static netcl_status run(nc_transport *tp, netcl_dist_work *w)
 
 static void work_free(netcl_dist_work *w);
 
+/* The next work of a queue (c->lock held), waiting for one; NULL once
+ * the communicator stops and the queue is empty. */
+static netcl_dist_work *next_work(netcl_comm *c, netcl_dist_work **head, netcl_dist_work **tail)
+{
+    while (!*head && !c->stop) pthread_cond_wait(&c->cond, &c->lock);
+    netcl_dist_work *w = *head;
+    if (w) {
+        *head = w->next;
+        if (!*head) *tail = NULL;
+    }
+    return w;
+}
+
 static void *worker(void *arg)
 {
     netcl_comm *c = arg;
     pthread_mutex_lock(&c->lock);
-    for (;;) {
-        while (!c->head && !c->stop) pthread_cond_wait(&c->cond, &c->lock);
-        netcl_dist_work *w = c->head;
-        if (!w) break;
-        c->head = w->next;
-        if (!c->head) c->tail = NULL;
+    for (netcl_dist_work *w; (w = next_work(c, &c->head, &c->tail));) {
         netcl_status broken = c->broken;
         pthread_mutex_unlock(&c->lock);
         if (broken) {
@@ -188,12 +196,7 @@ static void *releaser(void *arg)
 {
     netcl_comm *c = arg;
     pthread_mutex_lock(&c->lock);
-    for (;;) {
-        while (!c->rhead && !c->stop) pthread_cond_wait(&c->cond, &c->lock);
-        netcl_dist_work *w = c->rhead;
-        if (!w) break;
-        c->rhead = w->next;
-        if (!c->rhead) c->rtail = NULL;
+    for (netcl_dist_work *w; (w = next_work(c, &c->rhead, &c->rtail));) {
         pthread_mutex_unlock(&c->lock);
         nc_exchange_release(c->x, &w->tk);
         work_free(w);
@@ -339,15 +342,18 @@ static netcl_status check_root(const char *what, const netcl_comm *c, int root)
     return NETCL_OK;
 }
 
-static void queue_work(netcl_comm *c, netcl_dist_work *w)
+/* w onto a queue (the worker's or the releaser's), waking its thread */
+static void enqueue(netcl_comm *c, netcl_dist_work **head, netcl_dist_work **tail, netcl_dist_work *w)
 {
     pthread_mutex_lock(&c->lock);
-    if (c->tail) c->tail->next = w;
-    else c->head = w;
-    c->tail = w;
+    if (*tail) (*tail)->next = w;
+    else *head = w;
+    *tail = w;
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
 }
+
+static void queue_work(netcl_comm *c, netcl_dist_work *w) { enqueue(c, &c->head, &c->tail, w); }
 
 /* Queues w (its tensors staged) and, without async, waits for it. */
 static netcl_status submit(netcl_dist_work *w, netcl_dist_work **async)
@@ -419,12 +425,7 @@ static void upload(netcl_comm *c, netcl_dist_work *w)
     rel->tk.nuploads = w->tk.nuploads;
     memcpy(rel->tk.uploads, w->tk.uploads, sizeof w->tk.uploads);
     w->tk.nuploads = 0;
-    pthread_mutex_lock(&c->lock);
-    if (c->rtail) c->rtail->next = rel;
-    else c->rhead = rel;
-    c->rtail = rel;
-    pthread_cond_broadcast(&c->cond);
-    pthread_mutex_unlock(&c->lock);
+    enqueue(c, &c->rhead, &c->rtail, rel);
 }
 
 /* The oldest exchange work, uploaded: its reduction enqueued. */
