@@ -539,8 +539,10 @@ static netcl_status exchange_all_reduce(netcl_comm *c, netcl_tensor *t, netcl_di
         if (st == NETCL_OK) g->npieces++;
     }
     if (st != NETCL_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", netcl_last_error());
         for (int i = 0; i < g->npieces; i++) netcl_dist_wait(g->pieces[i]);
-        return fail_work(g, st);
+        return fail_work(g, nc_fail(st, "%s", msg));
     }
     if (async) {
         *async = g;
