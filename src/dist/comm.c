@@ -150,6 +150,14 @@ static netcl_status run(nc_transport *tp, netcl_dist_work *w)
 
 static void work_free(netcl_dist_work *w);
 
+/* The first failure breaks the communicator (c->lock held). */
+static void break_locked(netcl_comm *c, netcl_status st, const char *msg)
+{
+    if (st == NETCL_OK || c->broken) return;
+    c->broken = st;
+    snprintf(c->broken_msg, sizeof c->broken_msg, "%s", msg);
+}
+
 /* The next work of a queue (c->lock held), waiting for one; NULL once
  * the communicator stops and the queue is empty. */
 static netcl_dist_work *next_work(netcl_comm *c, netcl_dist_work **head, netcl_dist_work **tail)
@@ -177,10 +185,7 @@ static void *worker(void *arg)
             snprintf(w->msg, sizeof w->msg, "%s", netcl_last_error());
         }
         pthread_mutex_lock(&c->lock);
-        if (w->st != NETCL_OK && !c->broken) {
-            c->broken = w->st;
-            snprintf(c->broken_msg, sizeof c->broken_msg, "%s", w->msg);
-        }
+        break_locked(c, w->st, w->msg);
         atomic_store(&w->done, 1);
         pthread_cond_broadcast(&c->cond);
     }
@@ -494,10 +499,7 @@ static netcl_status exchange_one(netcl_comm *c, netcl_tensor *t, netcl_dist_op o
     if (st == NETCL_OK) st = nc_exchange_stage(c->x, t, &w->tk);
     if (st != NETCL_OK) {
         pthread_mutex_lock(&c->lock);
-        if (!c->broken) {
-            c->broken = st;
-            snprintf(c->broken_msg, sizeof c->broken_msg, "%s", netcl_last_error());
-        }
+        break_locked(c, st, netcl_last_error());
         pthread_mutex_unlock(&c->lock);
         return fail_work(w, st);
     }

@@ -25,8 +25,8 @@ typedef struct nc_transport_ops {
     netcl_status (*barrier)(nc_transport *t);
     void (*destroy)(nc_transport *t);
     /* The exchange ring (shm only, where ring_bytes > 0): ring_bytes of
-     * each rank's memory in the segment, where whole tensors are staged
-     * for device all_reduces (exchange.c). Positions grow for ever; a
+     * each rank's memory in the segment, where float all_reduces stage
+     * whole tensors (exchange.c). Positions grow for ever; a
      * rank's position p lives at area(rank) + p % ring_bytes. */
     unsigned char *(*ring_area)(nc_transport *t, int rank);
     /* whether every rank (this one too) has consumed up to end -

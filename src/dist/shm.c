@@ -16,7 +16,7 @@
  * the peers' reduced slices into its own buffer. Same order of
  * accumulation as the slot path, so the same bits.
  *
- * Where device all_reduces stage whole tensors (exchange.c), the segment
+ * Where float all_reduces stage whole tensors (exchange.c), the segment
  * also holds an exchange ring per rank; each rank publishes how far it has
  * consumed the rings (its own included: a rank may stage several tensors
  * before it reduces the first), and a rank writes into its ring only
@@ -136,6 +136,16 @@ static netcl_status check_peer(shm_t *s, int q)
     return NETCL_OK;
 }
 
+/* An error when another rank gave up (the abort word), naming it. */
+static netcl_status peer_gave_up(shm_t *s, const char *what)
+{
+    int32_t ab = atomic_load(&s->h->abort_rank);
+    if (ab && ab != s->base.rank + 1)
+        return nc_fail(NETCL_ERR_BACKEND, "distributed %s: rank %d failed, so the job cannot continue (see its message)", what,
+                       ab - 1);
+    return NETCL_OK;
+}
+
 /* The first rank that has not reached `target`, or -1. */
 static int first_missing(shm_t *s, uint32_t target)
 {
@@ -155,11 +165,9 @@ static netcl_status sync_all(shm_t *s)
         uint32_t w = atomic_load(&s->h->wake);
         int q = first_missing(s, mine);
         if (q < 0) return NETCL_OK;
-        int32_t ab = atomic_load(&s->h->abort_rank);
-        if (ab && ab != s->base.rank + 1) {
+        if (peer_gave_up(s, s->what) != NETCL_OK) {
             NC_TRY(check_peer(s, q));   /* a dead peer is the better message */
-            return nc_fail(NETCL_ERR_BACKEND, "distributed %s: rank %d failed, so the job cannot continue (see its message)",
-                           s->what, ab - 1);
+            return peer_gave_up(s, s->what);
         }
         if (spins < 2000) {
             if (spins > 100) sched_yield();
@@ -391,10 +399,7 @@ static netcl_status shm_ring_room(nc_transport *t, uint64_t end, int *room)
         if (atomic_load_explicit(&s->consumed[q], memory_order_acquire) >= end - s->base.ring_bytes) continue;
         *room = 0;
         if (q != t->rank) NC_TRY(check_peer(s, q));
-        int32_t ab = atomic_load(&s->h->abort_rank);
-        if (ab && ab != t->rank + 1)
-            return nc_fail(NETCL_ERR_BACKEND, "distributed all_reduce: rank %d failed, so the job cannot continue (see its "
-                           "message)", ab - 1);
+        NC_TRY(peer_gave_up(s, "all_reduce"));
     }
     return NETCL_OK;
 }
@@ -411,11 +416,7 @@ static netcl_status shm_ring_arrive(nc_transport *t)
     shm_t *s = (shm_t *)t;
     s->what = "all_reduce";
     NC_TRY(sync_all(s));
-    int32_t ab = atomic_load(&s->h->abort_rank);
-    if (ab && ab != t->rank + 1)
-        return nc_fail(NETCL_ERR_BACKEND, "distributed all_reduce: rank %d failed, so the job cannot continue (see its message)",
-                       ab - 1);
-    return NETCL_OK;
+    return peer_gave_up(s, "all_reduce");
 }
 
 static void shm_destroy(nc_transport *t)
